@@ -1,0 +1,973 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * The configuration file: one directive a line, blank-separated words,
+ * double quotes around a word holding blanks, "#" to the end of the line
+ * for comments. Errors are reported as "file:line: message" and parsing
+ * goes on so that one run shows every mistake.
+ *
+ * The grammar has no nesting or blocks, so a keyword table and a small
+ * tokenizer do what a yacc grammar would, with less machinery.
+ */
+
+#include "config.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <arpa/inet.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox-mcp.h"
+
+#define CFG_LINE_MAX	4096
+#define CFG_WORDS_MAX	32
+#define CFG_FILE_MAX	(1024 * 1024)
+
+enum cfg_limit_type {
+	CFG_LIMIT_SIZE,
+	CFG_LIMIT_COUNT,
+	CFG_LIMIT_SECONDS
+};
+
+static const struct cfg_limit_entry {
+	const char		*name;
+	enum cfg_limit_type	 type;
+	long long		 min;
+	long long		 max;
+	long long		 dflt;
+} cfg_limit_table[LIMIT__COUNT] = {
+	[LIMIT_MAX_BODY] = { "max-body", CFG_LIMIT_SIZE,
+	    1024, 1024LL * 1024 * 1024, 16 * 1024 * 1024 },
+	[LIMIT_MAX_HEADER] = { "max-header", CFG_LIMIT_SIZE,
+	    1024, 1024 * 1024, 64 * 1024 },
+	[LIMIT_MAX_CONNECTIONS] = { "max-connections", CFG_LIMIT_COUNT,
+	    1, 65536, 1024 },
+	[LIMIT_MAX_SESSIONS] = { "max-sessions", CFG_LIMIT_COUNT,
+	    1, 1000000, 4096 },
+	[LIMIT_HEADER_TIMEOUT] = { "header-timeout", CFG_LIMIT_SECONDS,
+	    1, 3600, 10 },
+	[LIMIT_BODY_TIMEOUT] = { "body-timeout", CFG_LIMIT_SECONDS,
+	    1, 3600, 60 },
+	[LIMIT_IDLE_TIMEOUT] = { "idle-timeout", CFG_LIMIT_SECONDS,
+	    1, 3600, 60 },
+	[LIMIT_SESSION_IDLE] = { "session-idle-timeout", CFG_LIMIT_SECONDS,
+	    1, 7 * 86400, 1800 },
+	[LIMIT_DOCKER_CONNECT_TIMEOUT] = { "docker-connect-timeout",
+	    CFG_LIMIT_SECONDS, 1, 600, 5 },
+	[LIMIT_DOCKER_TIMEOUT] = { "docker-timeout", CFG_LIMIT_SECONDS,
+	    1, 3600, 60 },
+	[LIMIT_DOCKER_MAX_REPLY] = { "docker-max-reply", CFG_LIMIT_SIZE,
+	    4096, 1024LL * 1024 * 1024, 64 * 1024 * 1024 },
+	[LIMIT_DOCKER_MAX_REQUESTS] = { "docker-max-requests",
+	    CFG_LIMIT_COUNT, 1, 4096, 64 },
+	[LIMIT_LIST_DIRECTORIES] = { "list-directories", CFG_LIMIT_COUNT,
+	    1, 100000, 500 },
+};
+
+static const struct {
+	const char	*name;
+	int		 set;
+} cfg_set_table[] = {
+	{ "management", TOOLSET_MANAGEMENT },
+	{ "runtime", TOOLSET_RUNTIME },
+	{ "observability", TOOLSET_OBSERVABILITY },
+};
+
+struct cfg_parse {
+	struct cfg	*cfg;
+	const char	*file;
+	int		 line;
+	int		 errors;
+	int		 listen_seen;
+	int		 state_dir_seen;
+	int		 docker_host_seen;
+	int		 profile_seen;
+};
+
+static void	cfg_error(struct cfg_parse *, const char *, ...)
+		    __attribute__((__format__ (printf, 2, 3)));
+static void	cfg_line(struct cfg_parse *, char *);
+
+static int	cfg_kw_allow_origin(struct cfg_parse *, int, char **);
+static int	cfg_kw_api_key(struct cfg_parse *, int, char **);
+static int	cfg_kw_docker_host(struct cfg_parse *, int, char **);
+static int	cfg_kw_limit(struct cfg_parse *, int, char **);
+static int	cfg_kw_listen(struct cfg_parse *, int, char **);
+static int	cfg_kw_profile(struct cfg_parse *, int, char **);
+static int	cfg_kw_state_dir(struct cfg_parse *, int, char **);
+static int	cfg_kw_trusted_proxy(struct cfg_parse *, int, char **);
+static int	cfg_kw_workspace_root(struct cfg_parse *, int, char **);
+
+/* Sorted by name for bsearch. */
+static const struct cfg_keyword {
+	const char	*name;
+	int		 min_args;
+	int		 max_args;
+	int		(*fn)(struct cfg_parse *, int, char **);
+} cfg_keywords[] = {
+	{ "allow-origin", 1, 1, cfg_kw_allow_origin },
+	{ "api-key", 4, 4, cfg_kw_api_key },
+	{ "docker-host", 1, 1, cfg_kw_docker_host },
+	{ "limit", 2, 2, cfg_kw_limit },
+	{ "listen", 1, 1, cfg_kw_listen },
+	{ "profile", 2, 8, cfg_kw_profile },
+	{ "state-dir", 1, 1, cfg_kw_state_dir },
+	{ "trusted-proxy", 1, 1, cfg_kw_trusted_proxy },
+	{ "workspace-root", 1, 1, cfg_kw_workspace_root },
+};
+
+/* A configuration holding the defaults. */
+struct cfg *
+cfg_new(void)
+{
+	struct cfg	*c;
+	int		 i;
+
+	c = xcalloc(1, sizeof *c);
+	c->state_dir = xstrdup(SANDBOX_MCP_STATEDIR);
+	c->docker_host = xstrdup("unix:///var/run/docker.sock");
+	c->docker_socket = xstrdup("/var/run/docker.sock");
+	TAILQ_INIT(&c->roots);
+	TAILQ_INIT(&c->apikeys);
+	TAILQ_INIT(&c->origins);
+	TAILQ_INIT(&c->proxies);
+	c->profile.nano_cpus = 1000000000ULL;
+	c->profile.memory_high = 384LL * 1024 * 1024;
+	c->profile.memory_max = 512LL * 1024 * 1024;
+	c->profile.pids = 256;
+	for (i = 0; i < LIMIT__COUNT; i++)
+		c->limits[i] = cfg_limit_table[i].dflt;
+	return (c);
+}
+
+static void
+cfg_words_free(struct cfg_words *words)
+{
+	struct cfg_word	*w;
+
+	while ((w = TAILQ_FIRST(words)) != NULL) {
+		TAILQ_REMOVE(words, w, entry);
+		free(w->word);
+		free(w);
+	}
+}
+
+void
+cfg_free(struct cfg *c)
+{
+	struct cfg_apikey	*k;
+
+	if (c == NULL)
+		return;
+	cfg_words_free(&c->roots);
+	cfg_words_free(&c->origins);
+	cfg_words_free(&c->proxies);
+	while ((k = TAILQ_FIRST(&c->apikeys)) != NULL) {
+		TAILQ_REMOVE(&c->apikeys, k, entry);
+		free(k->name);
+		explicit_bzero(k->hash, sizeof k->hash);
+		free(k);
+	}
+	free(c->path);
+	free(c->state_dir);
+	free(c->docker_host);
+	free(c->docker_socket);
+	free(c->listen);
+	free(c);
+}
+
+static void
+cfg_error(struct cfg_parse *p, const char *fmt, ...)
+{
+	char	*msg;
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	xvasprintf(&msg, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s:%d: %s\n", p->file, p->line, msg);
+	free(msg);
+	p->errors++;
+}
+
+static void
+cfg_words_add(struct cfg_words *words, const char *s)
+{
+	struct cfg_word	*w;
+
+	w = xcalloc(1, sizeof *w);
+	w->word = xstrdup(s);
+	TAILQ_INSERT_TAIL(words, w, entry);
+}
+
+static int
+cfg_words_has(struct cfg_words *words, const char *s)
+{
+	struct cfg_word	*w;
+
+	TAILQ_FOREACH(w, words, entry) {
+		if (strcmp(w->word, s) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * Parse a size such as 512, 64K, 384M or 2G (binary multiples). Returns
+ * -1 for anything else, including overflow.
+ */
+int
+cfg_parse_size(const char *s, long long *out)
+{
+	char		 buf[32], *end;
+	long long	 mult = 1, v;
+	size_t		 len = strlen(s);
+	const char	*errstr;
+
+	if (len == 0 || len >= sizeof buf)
+		return (-1);
+	memcpy(buf, s, len + 1);
+	end = buf + len - 1;
+	switch (*end) {
+	case 'k': case 'K':
+		mult = 1024;
+		break;
+	case 'm': case 'M':
+		mult = 1024 * 1024;
+		break;
+	case 'g': case 'G':
+		mult = 1024LL * 1024 * 1024;
+		break;
+	}
+	if (mult != 1)
+		*end = '\0';
+	if (buf[0] == '\0' || !isdigit((unsigned char)buf[0]))
+		return (-1);
+	v = strtonum(buf, 0, INT64_MAX / mult, &errstr);
+	if (errstr != NULL)
+		return (-1);
+	*out = v * mult;
+	return (0);
+}
+
+/* Seconds, with an optional s, m or h suffix. */
+static int
+cfg_parse_seconds(const char *s, long long *out)
+{
+	char		 buf[32], *end;
+	long long	 mult = 1, v;
+	size_t		 len = strlen(s);
+	const char	*errstr;
+
+	if (len == 0 || len >= sizeof buf)
+		return (-1);
+	memcpy(buf, s, len + 1);
+	end = buf + len - 1;
+	switch (*end) {
+	case 's':
+		break;
+	case 'm':
+		mult = 60;
+		break;
+	case 'h':
+		mult = 3600;
+		break;
+	default:
+		end = NULL;
+		break;
+	}
+	if (end != NULL)
+		*end = '\0';
+	if (buf[0] == '\0' || !isdigit((unsigned char)buf[0]))
+		return (-1);
+	v = strtonum(buf, 0, 1000000000LL, &errstr);
+	if (errstr != NULL)
+		return (-1);
+	*out = v * mult;
+	return (0);
+}
+
+/* A comma-separated list of set names into a bitmask. */
+int
+cfg_parse_sets(const char *list, int *sets, char **cause)
+{
+	char	*copy, *p, *word;
+	size_t	 i;
+
+	copy = p = xstrdup(list);
+	while ((word = strsep(&p, ",")) != NULL) {
+		if (*word == '\0')
+			continue;
+		for (i = 0; i < sizeof cfg_set_table / sizeof cfg_set_table[0];
+		    i++) {
+			if (strcmp(word, cfg_set_table[i].name) == 0)
+				break;
+		}
+		if (i == sizeof cfg_set_table / sizeof cfg_set_table[0]) {
+			if (strcmp(word, "all") == 0)
+				xasprintf(cause, "the set \"all\" is refused:"
+				    " grant each set by name (management,"
+				    " runtime, observability)");
+			else
+				xasprintf(cause, "unknown tool set \"%s\""
+				    " (known: management, runtime,"
+				    " observability)", word);
+			free(copy);
+			return (-1);
+		}
+		*sets |= cfg_set_table[i].set;
+	}
+	free(copy);
+	return (0);
+}
+
+const char *
+cfg_set_name(int set)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof cfg_set_table / sizeof cfg_set_table[0]; i++) {
+		if (cfg_set_table[i].set == set)
+			return (cfg_set_table[i].name);
+	}
+	return ("unknown");
+}
+
+/* The names of the sets in a mask, comma-separated, in table order. */
+char *
+cfg_sets_string(int sets)
+{
+	char	buf[128] = "";
+	size_t	i;
+
+	for (i = 0; i < sizeof cfg_set_table / sizeof cfg_set_table[0]; i++) {
+		if ((sets & cfg_set_table[i].set) == 0)
+			continue;
+		if (buf[0] != '\0')
+			strlcat(buf, ",", sizeof buf);
+		strlcat(buf, cfg_set_table[i].name, sizeof buf);
+	}
+	return (xstrdup(buf));
+}
+
+const char *
+cfg_limit_name(enum limit l)
+{
+	return (cfg_limit_table[l].name);
+}
+
+/* The current value of a limit. */
+long long
+cfg_limit(enum limit l)
+{
+	return (cfg->limits[l]);
+}
+
+static int
+cfg_absolute_path(struct cfg_parse *p, const char *what, const char *path)
+{
+	if (path[0] != '/') {
+		cfg_error(p, "%s must be an absolute path: %s", what, path);
+		return (-1);
+	}
+	if (strlen(path) >= 4096) {
+		cfg_error(p, "%s is too long", what);
+		return (-1);
+	}
+	return (0);
+}
+
+static int
+cfg_kw_state_dir(struct cfg_parse *p, int argc, char **argv)
+{
+	if (cfg_absolute_path(p, "state-dir", argv[0]) != 0)
+		return (-1);
+	if (p->state_dir_seen++) {
+		cfg_error(p, "state-dir is given twice");
+		return (-1);
+	}
+	free(p->cfg->state_dir);
+	p->cfg->state_dir = xstrdup(argv[0]);
+	return (0);
+}
+
+/* Check a docker-host URL and return the socket path it names. */
+static char *
+cfg_docker_socket(const char *url, char **cause)
+{
+	if (strncmp(url, "unix://", 7) != 0) {
+		xasprintf(cause, "docker-host must be a unix:// URL naming the"
+		    " Docker Engine socket: %s", url);
+		return (NULL);
+	}
+	if (url[7] != '/') {
+		xasprintf(cause, "docker-host must name an absolute socket"
+		    " path: %s", url);
+		return (NULL);
+	}
+	if (strlen(url + 7) >= 108) {
+		xasprintf(cause, "docker-host socket path is too long: %s",
+		    url);
+		return (NULL);
+	}
+	return (xstrdup(url + 7));
+}
+
+static int
+cfg_kw_docker_host(struct cfg_parse *p, int argc, char **argv)
+{
+	char	*sock, *cause;
+
+	if ((sock = cfg_docker_socket(argv[0], &cause)) == NULL) {
+		cfg_error(p, "%s", cause);
+		free(cause);
+		return (-1);
+	}
+	if (p->docker_host_seen++) {
+		free(sock);
+		cfg_error(p, "docker-host is given twice");
+		return (-1);
+	}
+	free(p->cfg->docker_host);
+	free(p->cfg->docker_socket);
+	p->cfg->docker_host = xstrdup(argv[0]);
+	p->cfg->docker_socket = sock;
+	return (0);
+}
+
+static int
+cfg_kw_workspace_root(struct cfg_parse *p, int argc, char **argv)
+{
+	char	*path;
+	size_t	 len;
+
+	if (cfg_absolute_path(p, "workspace-root", argv[0]) != 0)
+		return (-1);
+	path = xstrdup(argv[0]);
+	len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		path[--len] = '\0';
+	if (cfg_words_has(&p->cfg->roots, path)) {
+		cfg_error(p, "workspace-root %s is given twice", path);
+		free(path);
+		return (-1);
+	}
+	cfg_words_add(&p->cfg->roots, path);
+	free(path);
+	return (0);
+}
+
+static int
+cfg_kw_listen(struct cfg_parse *p, int argc, char **argv)
+{
+	if (p->listen_seen++) {
+		cfg_error(p, "listen is given twice");
+		return (-1);
+	}
+	if (strchr(argv[0], ':') == NULL) {
+		cfg_error(p, "listen needs ADDRESS:PORT: %s", argv[0]);
+		return (-1);
+	}
+	free(p->cfg->listen);
+	p->cfg->listen = xstrdup(argv[0]);
+	return (0);
+}
+
+static int
+cfg_hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return (c - '0');
+	if (c >= 'a' && c <= 'f')
+		return (c - 'a' + 10);
+	if (c >= 'A' && c <= 'F')
+		return (c - 'A' + 10);
+	return (-1);
+}
+
+/* api-key NAME sha256:HEX sets LIST */
+static int
+cfg_kw_api_key(struct cfg_parse *p, int argc, char **argv)
+{
+	struct cfg_apikey	*k;
+	unsigned char		 hash[32];
+	const char		*hex;
+	char			*cause;
+	int			 sets = 0, i, hi, lo;
+	size_t			 n;
+
+	n = strlen(argv[0]);
+	if (n == 0 || n > 64 || argv[0][strspn(argv[0],
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789._-")] != '\0') {
+		cfg_error(p, "api-key name must be 1 to 64 letters, digits,"
+		    " dots, dashes or underscores: %s", argv[0]);
+		return (-1);
+	}
+	if (strncmp(argv[1], "sha256:", 7) != 0 ||
+	    strlen(argv[1] + 7) != 64) {
+		cfg_error(p, "api-key %s: the hash must be sha256: followed"
+		    " by 64 hex digits (store the hash, never the key)",
+		    argv[0]);
+		return (-1);
+	}
+	hex = argv[1] + 7;
+	for (i = 0; i < 32; i++) {
+		hi = cfg_hexval((unsigned char)hex[2 * i]);
+		lo = cfg_hexval((unsigned char)hex[2 * i + 1]);
+		if (hi == -1 || lo == -1) {
+			cfg_error(p, "api-key %s: the hash is not hex",
+			    argv[0]);
+			return (-1);
+		}
+		hash[i] = hi << 4 | lo;
+	}
+	if (strcmp(argv[2], "sets") != 0) {
+		cfg_error(p, "api-key %s: expected \"sets\" before the set"
+		    " list, found \"%s\"", argv[0], argv[2]);
+		return (-1);
+	}
+	if (cfg_parse_sets(argv[3], &sets, &cause) != 0) {
+		cfg_error(p, "api-key %s: %s", argv[0], cause);
+		free(cause);
+		return (-1);
+	}
+	if (sets == 0) {
+		cfg_error(p, "api-key %s grants no set", argv[0]);
+		return (-1);
+	}
+	TAILQ_FOREACH(k, &p->cfg->apikeys, entry) {
+		if (strcmp(k->name, argv[0]) == 0) {
+			cfg_error(p, "api-key %s is given twice", argv[0]);
+			return (-1);
+		}
+		if (memcmp(k->hash, hash, sizeof hash) == 0) {
+			cfg_error(p, "api-key %s has the same hash as %s",
+			    argv[0], k->name);
+			return (-1);
+		}
+	}
+	k = xcalloc(1, sizeof *k);
+	k->name = xstrdup(argv[0]);
+	memcpy(k->hash, hash, sizeof hash);
+	k->sets = sets;
+	TAILQ_INSERT_TAIL(&p->cfg->apikeys, k, entry);
+	return (0);
+}
+
+/* allow-origin scheme://host[:port] */
+static int
+cfg_kw_allow_origin(struct cfg_parse *p, int argc, char **argv)
+{
+	const char	*o = argv[0], *host;
+
+	if (strncmp(o, "http://", 7) == 0)
+		host = o + 7;
+	else if (strncmp(o, "https://", 8) == 0)
+		host = o + 8;
+	else {
+		cfg_error(p, "allow-origin must start with http:// or"
+		    " https://: %s", o);
+		return (-1);
+	}
+	if (*host == '\0' || strchr(host, '/') != NULL) {
+		cfg_error(p, "allow-origin must be scheme://host[:port] with"
+		    " no path: %s", o);
+		return (-1);
+	}
+	if (!cfg_words_has(&p->cfg->origins, o))
+		cfg_words_add(&p->cfg->origins, o);
+	return (0);
+}
+
+static int
+cfg_kw_trusted_proxy(struct cfg_parse *p, int argc, char **argv)
+{
+	unsigned char	buf[16];
+
+	if (inet_pton(AF_INET, argv[0], buf) != 1 &&
+	    inet_pton(AF_INET6, argv[0], buf) != 1) {
+		cfg_error(p, "trusted-proxy must be an IPv4 or IPv6 address:"
+		    " %s", argv[0]);
+		return (-1);
+	}
+	if (!cfg_words_has(&p->cfg->proxies, argv[0]))
+		cfg_words_add(&p->cfg->proxies, argv[0]);
+	return (0);
+}
+
+/* profile cpus N memory-high SIZE memory-max SIZE pids N (any subset) */
+static int
+cfg_kw_profile(struct cfg_parse *p, int argc, char **argv)
+{
+	struct cfg_profile	 prof = p->cfg->profile;
+	long long		 v;
+	double			 d;
+	char			*end;
+	const char		*errstr;
+	int			 i;
+
+	if (argc % 2 != 0) {
+		cfg_error(p, "profile takes NAME VALUE pairs");
+		return (-1);
+	}
+	for (i = 0; i < argc; i += 2) {
+		if (strcmp(argv[i], "cpus") == 0) {
+			errno = 0;
+			d = strtod(argv[i + 1], &end);
+			if (*end != '\0' || errno != 0 || !isfinite(d) ||
+			    d < 0.01 || d > 1024) {
+				cfg_error(p, "profile cpus must be a number"
+				    " from 0.01 to 1024: %s", argv[i + 1]);
+				return (-1);
+			}
+			prof.nano_cpus = (uint64_t)llround(d * 1e9);
+		} else if (strcmp(argv[i], "memory-high") == 0 ||
+		    strcmp(argv[i], "memory-max") == 0) {
+			if (cfg_parse_size(argv[i + 1], &v) != 0 ||
+			    v < 6 * 1024 * 1024) {
+				cfg_error(p, "profile %s must be a size of at"
+				    " least 6M (such as 512M): %s", argv[i],
+				    argv[i + 1]);
+				return (-1);
+			}
+			if (argv[i][7] == 'h')
+				prof.memory_high = v;
+			else
+				prof.memory_max = v;
+		} else if (strcmp(argv[i], "pids") == 0) {
+			v = strtonum(argv[i + 1], 16, 4194304, &errstr);
+			if (errstr != NULL) {
+				cfg_error(p, "profile pids must be a number"
+				    " from 16 to 4194304: %s", argv[i + 1]);
+				return (-1);
+			}
+			prof.pids = v;
+		} else {
+			cfg_error(p, "unknown profile setting \"%s\" (known:"
+			    " cpus, memory-high, memory-max, pids)", argv[i]);
+			return (-1);
+		}
+	}
+	if (prof.memory_high > prof.memory_max) {
+		cfg_error(p, "profile memory-high must not exceed memory-max");
+		return (-1);
+	}
+	p->cfg->profile = prof;
+	return (0);
+}
+
+static int
+cfg_kw_limit(struct cfg_parse *p, int argc, char **argv)
+{
+	const struct cfg_limit_entry	*e;
+	long long			 v;
+	int				 i, r;
+
+	for (i = 0; i < LIMIT__COUNT; i++) {
+		if (strcmp(cfg_limit_table[i].name, argv[0]) == 0)
+			break;
+	}
+	if (i == LIMIT__COUNT) {
+		cfg_error(p, "unknown limit \"%s\"", argv[0]);
+		return (-1);
+	}
+	e = &cfg_limit_table[i];
+	switch (e->type) {
+	case CFG_LIMIT_SIZE:
+		r = cfg_parse_size(argv[1], &v);
+		break;
+	case CFG_LIMIT_SECONDS:
+		r = cfg_parse_seconds(argv[1], &v);
+		break;
+	default:
+		r = -1;
+		if (isdigit((unsigned char)argv[1][0])) {
+			const char	*errstr;
+
+			v = strtonum(argv[1], 0, INT64_MAX, &errstr);
+			r = errstr == NULL ? 0 : -1;
+		}
+		break;
+	}
+	if (r != 0 || v < e->min || v > e->max) {
+		cfg_error(p, "limit %s must be %s from %lld to %lld: %s",
+		    e->name, e->type == CFG_LIMIT_SIZE ? "a size" :
+		    e->type == CFG_LIMIT_SECONDS ? "a number of seconds" :
+		    "a number", e->min, e->max, argv[1]);
+		return (-1);
+	}
+	p->cfg->limits[i] = v;
+	return (0);
+}
+
+static int
+cfg_keyword_cmp(const void *key, const void *elem)
+{
+	return (strcmp(key, ((const struct cfg_keyword *)elem)->name));
+}
+
+/* Split one line into words and run its directive. */
+static void
+cfg_line(struct cfg_parse *p, char *line)
+{
+	const struct cfg_keyword	*kw;
+	char				*words[CFG_WORDS_MAX], *s = line, *o;
+	int				 n = 0;
+
+	for (;;) {
+		while (*s == ' ' || *s == '\t' || *s == '\r')
+			s++;
+		if (*s == '\0' || *s == '#')
+			break;
+		if (n == CFG_WORDS_MAX) {
+			cfg_error(p, "too many words on one line");
+			return;
+		}
+		if (*s == '"') {
+			words[n++] = o = ++s;
+			while (*s != '"') {
+				if (*s == '\0') {
+					cfg_error(p, "unterminated quote");
+					return;
+				}
+				if (*s == '\\' && (s[1] == '"' ||
+				    s[1] == '\\'))
+					s++;
+				*o++ = *s++;
+			}
+			s++;
+			if (*s != '\0' && *s != ' ' && *s != '\t' &&
+			    *s != '\r' && *s != '#') {
+				cfg_error(p, "a quoted word must be followed"
+				    " by a blank");
+				return;
+			}
+			if (*s == '#')
+				*s = '\0';
+			else if (*s != '\0')
+				s++;
+			*o = '\0';
+			continue;
+		}
+		words[n++] = s;
+		while (*s != '\0' && *s != ' ' && *s != '\t' && *s != '\r' &&
+		    *s != '#') {
+			if (*s == '"') {
+				cfg_error(p, "a quote inside a word");
+				return;
+			}
+			s++;
+		}
+		if (*s == '#') {
+			*s = '\0';
+			break;
+		}
+		if (*s != '\0')
+			*s++ = '\0';
+	}
+	if (n == 0)
+		return;
+	kw = bsearch(words[0], cfg_keywords, sizeof cfg_keywords /
+	    sizeof cfg_keywords[0], sizeof cfg_keywords[0], cfg_keyword_cmp);
+	if (kw == NULL) {
+		cfg_error(p, "unknown directive \"%s\"", words[0]);
+		return;
+	}
+	if (n - 1 < kw->min_args || n - 1 > kw->max_args) {
+		if (kw->min_args == kw->max_args)
+			cfg_error(p, "%s takes %d argument%s, not %d",
+			    kw->name, kw->min_args, kw->min_args == 1 ? "" :
+			    "s", n - 1);
+		else
+			cfg_error(p, "%s takes %d to %d arguments, not %d",
+			    kw->name, kw->min_args, kw->max_args, n - 1);
+		return;
+	}
+	kw->fn(p, n - 1, words + 1);
+}
+
+/*
+ * Parse a configuration held in memory (the file's bytes). Returns the
+ * number of errors, each already printed.
+ */
+int
+cfg_parse_buffer(struct cfg *c, const char *file, const char *buf,
+    size_t len)
+{
+	struct cfg_parse	 p;
+	const char		*s = buf, *e, *end = buf + len;
+	char			*line;
+
+	memset(&p, 0, sizeof p);
+	p.cfg = c;
+	p.file = file;
+	while (s < end) {
+		p.line++;
+		if ((e = memchr(s, '\n', end - s)) == NULL)
+			e = end;
+		if ((size_t)(e - s) > CFG_LINE_MAX)
+			cfg_error(&p, "line is longer than %d bytes",
+			    CFG_LINE_MAX);
+		else if (memchr(s, '\0', e - s) != NULL)
+			cfg_error(&p, "line holds a NUL byte");
+		else {
+			line = xstrndup(s, e - s);
+			cfg_line(&p, line);
+			free(line);
+		}
+		s = e + 1;
+	}
+	return (p.errors);
+}
+
+/*
+ * Load a configuration file. A missing file is an error only when the
+ * user named it (required). Returns the number of errors.
+ */
+int
+cfg_load(struct cfg *c, const char *path, int required)
+{
+	FILE		*f;
+	struct stat	 st;
+	char		*buf;
+	size_t		 n;
+	int		 errors;
+
+	if ((f = fopen(path, "r")) == NULL) {
+		if (errno == ENOENT && !required)
+			return (0);
+		fprintf(stderr, "%s: %s\n", path, strerror(errno));
+		return (1);
+	}
+	if (fstat(fileno(f), &st) != 0 || S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "%s: not a file\n", path);
+		fclose(f);
+		return (1);
+	}
+	buf = xmalloc(CFG_FILE_MAX + 1);
+	n = fread(buf, 1, CFG_FILE_MAX + 1, f);
+	if (ferror(f)) {
+		fprintf(stderr, "%s: %s\n", path, strerror(errno));
+		fclose(f);
+		free(buf);
+		return (1);
+	}
+	if (n > CFG_FILE_MAX) {
+		fprintf(stderr, "%s: larger than %d bytes\n", path,
+		    CFG_FILE_MAX);
+		fclose(f);
+		free(buf);
+		return (1);
+	}
+	fclose(f);
+	free(c->path);
+	c->path = xstrdup(path);
+	errors = cfg_parse_buffer(c, path, buf, n);
+	free(buf);
+	return (errors);
+}
+
+/*
+ * Resolve a listen address, "ADDRESS:PORT" or "[V6ADDRESS]:PORT" (an empty
+ * address means every interface). Returns the first address, or NULL and
+ * a cause.
+ */
+struct addrinfo *
+cfg_listen_resolve(const char *listen, char **cause)
+{
+	struct addrinfo	 hints, *res;
+	char		*copy, *host, *port;
+	int		 error;
+
+	copy = xstrdup(listen);
+	if (copy[0] == '[') {
+		host = copy + 1;
+		if ((port = strchr(host, ']')) == NULL || port[1] != ':') {
+			xasprintf(cause, "bad listen address %s (use"
+			    " [ADDRESS]:PORT for IPv6)", listen);
+			free(copy);
+			return (NULL);
+		}
+		*port = '\0';
+		port += 2;
+	} else {
+		host = copy;
+		if ((port = strrchr(copy, ':')) == NULL) {
+			xasprintf(cause, "bad listen address %s (use"
+			    " ADDRESS:PORT)", listen);
+			free(copy);
+			return (NULL);
+		}
+		*port++ = '\0';
+	}
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	error = getaddrinfo(*host == '\0' ? NULL : host, port, &hints, &res);
+	free(copy);
+	if (error != 0) {
+		xasprintf(cause, "cannot resolve listen address %s: %s",
+		    listen, gai_strerror(error));
+		return (NULL);
+	}
+	return (res);
+}
+
+/*
+ * Checks that need the whole configuration and the command line: call
+ * after both are applied. Fills *cause on failure.
+ */
+int
+cfg_finish(struct cfg *c, char **cause)
+{
+	struct addrinfo	*res;
+	char		*sock;
+	int		 loopback;
+
+	if (c->state_dir[0] != '/') {
+		xasprintf(cause, "the state directory must be an absolute"
+		    " path: %s", c->state_dir);
+		return (-1);
+	}
+	if ((sock = cfg_docker_socket(c->docker_host, cause)) == NULL)
+		return (-1);
+	free(c->docker_socket);
+	c->docker_socket = sock;
+	if (c->listen != NULL) {
+		if ((res = cfg_listen_resolve(c->listen, cause)) == NULL)
+			return (-1);
+		loopback = util_sockaddr_loopback(res->ai_addr);
+		freeaddrinfo(res);
+		if (!loopback && TAILQ_EMPTY(&c->apikeys)) {
+			xasprintf(cause, "refusing to listen on %s, which is"
+			    " not a loopback address, with no api-key"
+			    " configured", c->listen);
+			return (-1);
+		}
+	}
+	return (0);
+}

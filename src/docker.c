@@ -1,0 +1,136 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * Docker Engine API calls with JSON in and out, each traced as a child
+ * span "docker.<name>" of the tool call that made it. Callers get the
+ * parsed reply, or a message a person can act on: "cannot reach the Docker
+ * Engine at PATH: REASON" when the exchange failed, or the Engine's own
+ * message with the HTTP status when it refused.
+ */
+
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+
+#include "sandbox-mcp.h"
+
+struct docker_call {
+	struct docker_req	*req;
+	struct tspan		*span;
+	docker_json_cb		 cb;
+	void			*arg;
+};
+
+/* The Engine's {"message": ...} or a generic sentence for a status. */
+char *
+docker_error_message(int status, cJSON *reply)
+{
+	cJSON	*m;
+	char	*s;
+
+	m = cJSON_GetObjectItemCaseSensitive(reply, "message");
+	if (cJSON_IsString(m) && m->valuestring[0] != '\0')
+		xasprintf(&s, "the Docker Engine refused the request (HTTP %d):"
+		    " %s", status, m->valuestring);
+	else
+		xasprintf(&s, "the Docker Engine refused the request (HTTP %d)",
+		    status);
+	return (s);
+}
+
+static void
+docker_call_cb(struct docker_req *req, void *arg)
+{
+	struct docker_call	*dc = arg;
+	struct evbuffer		*body;
+	cJSON			*json = NULL;
+	const char		*err;
+	char			*msg = NULL;
+	size_t			 len;
+	int			 status = docker_http_status(req);
+
+	if ((err = docker_http_error(req)) != NULL) {
+		xasprintf(&msg, "cannot reach the Docker Engine at %s: %s",
+		    cfg->docker_socket, err);
+		status = 0;
+	} else {
+		body = docker_http_body(req);
+		len = evbuffer_get_length(body);
+		if (len != 0) {
+			json = cJSON_ParseWithLength(
+			    (const char *)evbuffer_pullup(body, len), len);
+			if (json == NULL && status >= 200 && status < 300)
+				xasprintf(&msg, "cannot reach the Docker Engine"
+				    " at %s: the reply is not JSON",
+				    cfg->docker_socket);
+		}
+		if (msg == NULL && (status < 200 || status >= 300))
+			msg = docker_error_message(status, json);
+	}
+	telemetry_span_attr_int(dc->span, "http_status", status);
+	if (msg != NULL)
+		telemetry_span_attr_str(dc->span, "error", msg);
+	telemetry_span_end(dc->span, msg != NULL ? "error" : "completed");
+	dc->cb(msg == NULL ? json : NULL, msg, status, dc->arg);
+	cJSON_Delete(json);
+	free(msg);
+	free(dc);
+}
+
+/*
+ * Call the Engine. name labels the span; body (may be NULL) is sent as
+ * JSON. The callback gets the parsed reply on success (it must not keep
+ * it), or NULL and a message.
+ */
+struct docker_call *
+docker_call(const char *method, const char *path, const char *name,
+    cJSON *body, struct tspan *parent, docker_json_cb cb, void *arg)
+{
+	struct docker_call	*dc;
+	char			*text = NULL, *sname;
+
+	dc = xcalloc(1, sizeof *dc);
+	dc->cb = cb;
+	dc->arg = arg;
+	xasprintf(&sname, "docker.%s", name);
+	dc->span = telemetry_span_begin(NULL, parent, sname, NULL);
+	free(sname);
+	telemetry_span_attr_str(dc->span, "method", method);
+	telemetry_span_attr_str(dc->span, "path", path);
+	if (body != NULL)
+		text = util_json_print(body);
+	dc->req = docker_http_request(method, path, "application/json", text,
+	    text != NULL ? strlen(text) : 0, 0, docker_call_cb, dc);
+	free(text);
+	return (dc);
+}
+
+/* Abandon a call: its callback will not run. */
+void
+docker_call_cancel(struct docker_call *dc)
+{
+	if (dc == NULL)
+		return;
+	docker_http_cancel(dc->req);
+	telemetry_span_end(dc->span, "cancelled");
+	free(dc);
+}

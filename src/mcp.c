@@ -1,0 +1,608 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * The MCP protocol layer, shared by both transports. A transport hands
+ * mcp_receive() the bytes of one message (a JSON-RPC object, or a batch
+ * where the negotiated version allows it) and a callback; the callback
+ * gets the response (or NULL when nothing is to be sent) once every
+ * request in the message is answered, possibly before mcp_receive()
+ * returns. A transport that goes away detaches its pending reply: the
+ * work runs on, its answer is dropped.
+ *
+ * A session holds what initialize negotiated, the sets its peer may use
+ * and the requests in flight (for notifications/cancelled). Sessions and
+ * replies are reference counted so that closing a session under a
+ * running tool call frees nothing the call still reaches.
+ */
+
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "sandbox-mcp.h"
+
+static const char *mcp_versions[] = {
+	"2025-11-25",		/* newest first */
+	"2025-06-18",
+	"2025-03-26",
+};
+
+static const char *mcp_log_levels[] = {
+	"debug", "info", "notice", "warning", "error", "critical", "alert",
+	"emergency"
+};
+
+struct mcp_request;
+TAILQ_HEAD(mcp_requests, mcp_request);
+
+struct mcp_session {
+	int			 transport;
+	int			 sets;
+	char			*key;
+	int			 initialized;
+	int			 notified;	/* got notifications/initialized */
+	int			 closed;
+	char			 version[16];
+	int			 log_level;
+	unsigned int		 references;
+	struct mcp_requests	 inflight;
+};
+
+struct mcp_reply {
+	struct mcp_session	*session;
+	int			 batch;
+	unsigned int		 pending;
+	cJSON			*responses;	/* array, for a batch */
+	cJSON			*single;
+	int			 detached;
+	int			 receiving;	/* inside mcp_receive */
+	mcp_reply_cb		 cb;
+	void			*arg;
+};
+
+struct mcp_request {
+	struct mcp_reply	*reply;
+	cJSON			*id;
+	struct tool_call	*call;
+	int			 cancelled;
+	int			 done;
+	TAILQ_ENTRY(mcp_request) entry;
+};
+
+static void	mcp_reply_add(struct mcp_reply *, cJSON *);
+static void	mcp_reply_finish(struct mcp_reply *);
+static void	mcp_session_unref(struct mcp_session *);
+
+/* Whether a protocol version is one we speak. */
+int
+mcp_version_supported(const char *v)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof mcp_versions / sizeof mcp_versions[0]; i++) {
+		if (strcmp(v, mcp_versions[i]) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* The client's version when we speak it, else our newest. */
+const char *
+mcp_negotiate_version(const char *requested)
+{
+	if (requested != NULL && mcp_version_supported(requested))
+		return (requested);
+	return (mcp_versions[0]);
+}
+
+/*
+ * A session for one peer: the stdio peer, or one HTTP client that sent
+ * initialize. sets are those it may use; key names its API key (HTTP).
+ */
+struct mcp_session *
+mcp_session_new(int transport, int sets, const char *key)
+{
+	struct mcp_session	*s;
+
+	s = xcalloc(1, sizeof *s);
+	s->transport = transport;
+	s->sets = sets;
+	if (key != NULL)
+		s->key = xstrdup(key);
+	s->log_level = 1;
+	s->references = 1;
+	TAILQ_INIT(&s->inflight);
+	return (s);
+}
+
+static void
+mcp_session_unref(struct mcp_session *s)
+{
+	if (--s->references > 0)
+		return;
+	free(s->key);
+	free(s);
+}
+
+/*
+ * Close a session: its pending replies are detached and its tool calls
+ * told to stop waiting; the memory goes when the last of them finishes.
+ */
+void
+mcp_session_free(struct mcp_session *s)
+{
+	struct mcp_request	*r, *r1;
+
+	if (s == NULL)
+		return;
+	s->closed = 1;
+	TAILQ_FOREACH_SAFE(r, &s->inflight, entry, r1) {
+		r->reply->detached = 1;
+		if (r->call != NULL && !r->cancelled) {
+			r->cancelled = 1;
+			tool_call_cancel(r->call);
+		}
+	}
+	mcp_session_unref(s);
+}
+
+int
+mcp_session_sets(struct mcp_session *s)
+{
+	return (s->sets);
+}
+
+const char *
+mcp_session_key(struct mcp_session *s)
+{
+	return (s->key);
+}
+
+const char *
+mcp_session_version(struct mcp_session *s)
+{
+	return (s->initialized ? s->version : NULL);
+}
+
+int
+mcp_session_initialized(struct mcp_session *s)
+{
+	return (s->initialized);
+}
+
+unsigned int
+mcp_session_pending(struct mcp_session *s)
+{
+	struct mcp_request	*r;
+	unsigned int		 n = 0;
+
+	TAILQ_FOREACH(r, &s->inflight, entry)
+		n++;
+	return (n);
+}
+
+/* The instructions initialize returns, for the sets the peer can use. */
+static char *
+mcp_instructions(int sets)
+{
+	char	*s;
+
+	xasprintf(&s, "%s%s%s",
+	    (sets & TOOLSET_MANAGEMENT) ? "sandbox-mcp gives disposable"
+	    " Linux sandboxes built from local Docker images and host"
+	    " workspace directories. Call list_docker_images for image"
+	    " references (pass one verbatim; nothing is ever pulled) and"
+	    " list_workspace_directories to browse the configured workspace"
+	    " roots one level at a time; both are read-only. " : "",
+	    (sets & TOOLSET_RUNTIME) ? "The runtime set has no tools in this"
+	    " version yet. " : "",
+	    (sets & TOOLSET_OBSERVABILITY) ? "The observability set has no"
+	    " tools in this version yet. " : "");
+	if (*s != '\0' && s[strlen(s) - 1] == ' ')
+		s[strlen(s) - 1] = '\0';
+	return (s);
+}
+
+static cJSON *
+mcp_initialize(struct mcp_session *s, const cJSON *id, cJSON *params)
+{
+	cJSON		*result, *v, *caps, *info;
+	const char	*version;
+	char		*text;
+
+	if (s->initialized)
+		return (jsonrpc_error(id, JSONRPC_INVALID_REQUEST,
+		    "the session is already initialized"));
+	if (!cJSON_IsObject(params))
+		return (jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+		    "initialize needs params with a protocolVersion"));
+	v = cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
+	if (!cJSON_IsString(v))
+		return (jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+		    "params.protocolVersion must be a string"));
+	version = mcp_negotiate_version(v->valuestring);
+	strlcpy(s->version, version, sizeof s->version);
+	s->initialized = 1;
+
+	v = cJSON_GetObjectItemCaseSensitive(params, "clientInfo");
+	if (cJSON_IsObject(v) && cJSON_IsString(cJSON_GetObjectItem(v,
+	    "name")))
+		log_debug("mcp session initialized client=\"%.64s\" version=%s"
+		    " key=%s", cJSON_GetObjectItem(v, "name")->valuestring,
+		    version, s->key != NULL ? s->key : "-");
+
+	result = cJSON_CreateObject();
+	cJSON_AddStringToObject(result, "protocolVersion", version);
+	caps = cJSON_AddObjectToObject(result, "capabilities");
+	v = cJSON_AddObjectToObject(caps, "tools");
+	cJSON_AddFalseToObject(v, "listChanged");
+	cJSON_AddObjectToObject(caps, "logging");
+	info = cJSON_AddObjectToObject(result, "serverInfo");
+	cJSON_AddStringToObject(info, "name", SANDBOX_MCP_NAME);
+	cJSON_AddStringToObject(info, "title", SANDBOX_MCP_TITLE);
+	cJSON_AddStringToObject(info, "version", PACKAGE_VERSION);
+	text = mcp_instructions(s->sets);
+	cJSON_AddStringToObject(result, "instructions", text);
+	free(text);
+	return (jsonrpc_result(id, result));
+}
+
+static cJSON *
+mcp_set_level(struct mcp_session *s, const cJSON *id, cJSON *params)
+{
+	cJSON	*v;
+	size_t	 i;
+
+	v = cJSON_IsObject(params) ? cJSON_GetObjectItemCaseSensitive(params,
+	    "level") : NULL;
+	if (!cJSON_IsString(v))
+		return (jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+		    "params.level must be a string"));
+	for (i = 0; i < sizeof mcp_log_levels / sizeof mcp_log_levels[0];
+	    i++) {
+		if (strcmp(v->valuestring, mcp_log_levels[i]) == 0) {
+			s->log_level = (int)i;
+			return (jsonrpc_result(id, cJSON_CreateObject()));
+		}
+	}
+	return (jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+	    "params.level must be one of debug, info, notice, warning, error,"
+	    " critical, alert, emergency"));
+}
+
+static void
+mcp_cancelled(struct mcp_session *s, cJSON *params)
+{
+	struct mcp_request	*r;
+	cJSON			*id;
+
+	id = cJSON_IsObject(params) ? cJSON_GetObjectItemCaseSensitive(params,
+	    "requestId") : NULL;
+	if (!jsonrpc_id_valid(id))
+		return;
+	TAILQ_FOREACH(r, &s->inflight, entry) {
+		if (!cJSON_Compare(r->id, id, 1) || r->cancelled)
+			continue;
+		log_debug("%s: request cancelled by the client", __func__);
+		r->cancelled = 1;
+		if (r->call != NULL)
+			tool_call_cancel(r->call);
+		break;
+	}
+}
+
+/* A tool call has finished: wrap its result and answer. */
+static void
+mcp_tool_done(struct tool_call *call, cJSON *envelope, void *arg)
+{
+	struct mcp_request	*r = arg;
+	struct mcp_reply	*reply = r->reply;
+	struct mcp_session	*s = reply->session;
+	cJSON			*response;
+
+	r->done = 1;
+	r->call = NULL;
+	TAILQ_REMOVE(&s->inflight, r, entry);
+	if (r->cancelled && s->transport == MCP_TRANSPORT_STDIO) {
+		/* The peer asked us not to answer. */
+		cJSON_Delete(envelope);
+		response = NULL;
+	} else
+		response = jsonrpc_result(r->id, envelope);
+	cJSON_Delete(r->id);
+	free(r);
+	mcp_reply_add(reply, response);
+}
+
+/*
+ * Start a tool call. It takes over the reply slot the caller reserved and
+ * answers through mcp_tool_done, perhaps before this returns.
+ */
+static void
+mcp_tools_call(struct mcp_session *s, struct mcp_reply *reply,
+    const cJSON *id, cJSON *args, const char *name)
+{
+	struct mcp_request	*r;
+	struct tool_call	*call;
+
+	r = xcalloc(1, sizeof *r);
+	r->reply = reply;
+	r->id = cJSON_Duplicate(id, 1);
+	TAILQ_INSERT_TAIL(&s->inflight, r, entry);
+	call = tool_call_start(name, args, s->sets, mcp_tool_done, r);
+	if (call != NULL)
+		r->call = call;	/* else r is already answered and freed */
+}
+
+/*
+ * Handle one JSON-RPC message. Returns 0 with *response set (NULL when
+ * there is nothing to send: a notification or a response from the peer),
+ * or 1 when a tools/call took over the reply slot and answers later.
+ */
+static int
+mcp_handle(struct mcp_session *s, struct mcp_reply *reply, cJSON *msg,
+    cJSON **response)
+{
+	cJSON		*v, *id, *method, *params;
+	const char	*m;
+
+	*response = NULL;
+	if (!cJSON_IsObject(msg)) {
+		*response = jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
+		    "invalid request: a JSON-RPC message must be an object");
+		return (0);
+	}
+	id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+	v = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");
+	method = cJSON_GetObjectItemCaseSensitive(msg, "method");
+	params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+	if (!cJSON_IsString(v) || strcmp(v->valuestring, "2.0") != 0) {
+		*response = jsonrpc_error(id, JSONRPC_INVALID_REQUEST,
+		    "invalid request: jsonrpc must be \"2.0\"");
+		return (0);
+	}
+	if (method == NULL) {
+		if (cJSON_GetObjectItem(msg, "result") == NULL &&
+		    cJSON_GetObjectItem(msg, "error") == NULL)
+			*response = jsonrpc_error(id, JSONRPC_INVALID_REQUEST,
+			    "invalid request: the message has no method");
+		return (0);	/* a response: we send no requests */
+	}
+	if (!cJSON_IsString(method)) {
+		*response = jsonrpc_error(id, JSONRPC_INVALID_REQUEST,
+		    "invalid request: method must be a string");
+		return (0);
+	}
+	if (id != NULL && !jsonrpc_id_valid(id)) {
+		*response = jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
+		    "invalid request: id must be a string or a number");
+		return (0);
+	}
+	m = method->valuestring;
+	if (params != NULL && !cJSON_IsObject(params)) {
+		if (id != NULL)
+			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+			    "invalid params: params must be an object");
+		return (0);
+	}
+
+	if (id == NULL) {
+		log_trace(TRACE_JSONRPC, "notification %.100s", m);
+		if (strcmp(m, "notifications/initialized") == 0)
+			s->notified = 1;
+		else if (strcmp(m, "notifications/cancelled") == 0)
+			mcp_cancelled(s, params);
+		return (0);
+	}
+	log_trace(TRACE_JSONRPC, "request %.100s", m);
+
+	if (strcmp(m, "initialize") == 0)
+		*response = mcp_initialize(s, id, params);
+	else if (strcmp(m, "ping") == 0)
+		*response = jsonrpc_result(id, cJSON_CreateObject());
+	else if (!s->initialized)
+		*response = jsonrpc_error(id, JSONRPC_NOT_INITIALIZED,
+		    "server not initialized: send initialize first");
+	else if (strcmp(m, "tools/list") == 0) {
+		v = cJSON_GetObjectItemCaseSensitive(params, "cursor");
+		if (v != NULL && !cJSON_IsString(v) && !cJSON_IsNull(v))
+			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+			    "invalid params: params.cursor must be a string");
+		else
+			*response = jsonrpc_result(id, tool_list(s->sets));
+	} else if (strcmp(m, "tools/call") == 0) {
+		v = cJSON_GetObjectItemCaseSensitive(params, "name");
+		method = cJSON_GetObjectItemCaseSensitive(params,
+		    "arguments");
+		if (!cJSON_IsString(v))
+			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+			    "invalid params: params.name must be a string");
+		else if (method != NULL && !cJSON_IsObject(method) &&
+		    !cJSON_IsNull(method))
+			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+			    "invalid params: params.arguments must be an"
+			    " object");
+		else {
+			mcp_tools_call(s, reply, id, cJSON_IsObject(method) ?
+			    method : NULL, v->valuestring);
+			return (1);
+		}
+	} else if (strcmp(m, "logging/setLevel") == 0)
+		*response = mcp_set_level(s, id, params);
+	else
+		*response = jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,
+		    "method not found: %.100s", m);
+	return (0);
+}
+
+/* Store one response (NULL: none) and finish the reply when all are in. */
+static void
+mcp_reply_add(struct mcp_reply *reply, cJSON *response)
+{
+	if (response != NULL) {
+		if (reply->batch)
+			cJSON_AddItemToArray(reply->responses, response);
+		else {
+			cJSON_Delete(reply->single);
+			reply->single = response;
+		}
+	}
+	if (--reply->pending == 0 && !reply->receiving)
+		mcp_reply_finish(reply);
+}
+
+/* Deliver the reply (unless detached) and free it. */
+static void
+mcp_reply_finish(struct mcp_reply *reply)
+{
+	cJSON	*out;
+
+	if (reply->batch) {
+		out = cJSON_GetArraySize(reply->responses) > 0 ?
+		    reply->responses : NULL;
+		if (out == NULL)
+			cJSON_Delete(reply->responses);
+	} else
+		out = reply->single;
+	if (!reply->detached)
+		reply->cb(reply, out, reply->arg);
+	cJSON_Delete(out);
+	mcp_session_unref(reply->session);
+	free(reply);
+}
+
+/*
+ * Stop delivering a reply: the transport is gone. The work it waits for
+ * is told to stop waiting; the reply is freed when it completes.
+ */
+void
+mcp_reply_detach(struct mcp_reply *reply)
+{
+	struct mcp_request	*r;
+
+	if (reply == NULL)
+		return;
+	reply->detached = 1;
+	TAILQ_FOREACH(r, &reply->session->inflight, entry) {
+		if (r->reply == reply && r->call != NULL && !r->cancelled) {
+			r->cancelled = 1;
+			tool_call_cancel(r->call);
+		}
+	}
+}
+
+/*
+ * Dispatch one message of a single message or a batch, reserving its slot
+ * in the reply. initialize may not come in a batch.
+ */
+static void
+mcp_dispatch(struct mcp_session *s, struct mcp_reply *reply, cJSON *msg)
+{
+	cJSON	*response, *m;
+
+	reply->pending++;
+	m = cJSON_IsObject(msg) ? cJSON_GetObjectItemCaseSensitive(msg,
+	    "method") : NULL;
+	if (reply->batch && cJSON_IsString(m) &&
+	    strcmp(m->valuestring, "initialize") == 0) {
+		mcp_reply_add(reply, jsonrpc_error(cJSON_GetObjectItem(msg,
+		    "id"), JSONRPC_INVALID_REQUEST, "invalid request:"
+		    " initialize must not be part of a batch"));
+		return;
+	}
+	if (mcp_handle(s, reply, msg, &response) == 0)
+		mcp_reply_add(reply, response);
+}
+
+/* Whether a message (its raw bytes) is an initialize request. */
+int
+mcp_message_is_initialize(const char *buf, size_t len)
+{
+	cJSON	*msg, *m;
+	int	 yes;
+
+	if ((msg = cJSON_ParseWithLength(buf, len)) == NULL)
+		return (0);
+	m = cJSON_IsObject(msg) ? cJSON_GetObjectItemCaseSensitive(msg,
+	    "method") : NULL;
+	yes = cJSON_IsString(m) && strcmp(m->valuestring, "initialize") == 0;
+	cJSON_Delete(msg);
+	return (yes);
+}
+
+/*
+ * Take one message from a peer. The callback receives the response (or
+ * NULL for nothing to send) exactly once unless the reply is detached;
+ * it may run before this returns, in which case NULL is returned.
+ * The caller has checked the size bound; the bytes need not end in NUL.
+ */
+struct mcp_reply *
+mcp_receive(struct mcp_session *s, const char *buf, size_t len,
+    mcp_reply_cb cb, void *arg)
+{
+	struct mcp_reply	*reply;
+	cJSON			*msg, *item;
+
+	reply = xcalloc(1, sizeof *reply);
+	reply->session = s;
+	s->references++;
+	reply->cb = cb;
+	reply->arg = arg;
+	reply->receiving = 1;
+	reply->pending = 1;	/* held until the message is dispatched */
+
+	if (!util_utf8_valid(buf, len))
+		reply->single = jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
+		    "parse error: the message is not valid UTF-8");
+	else if ((msg = cJSON_ParseWithLength(buf, len)) == NULL)
+		reply->single = jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
+		    "parse error: the message is not valid JSON");
+	else if (cJSON_IsArray(msg)) {
+		if (cJSON_GetArraySize(msg) == 0)
+			reply->single = jsonrpc_error(NULL,
+			    JSONRPC_INVALID_REQUEST,
+			    "invalid request: an empty batch");
+		else if (!s->initialized ||
+		    strcmp(s->version, "2025-03-26") != 0)
+			reply->single = jsonrpc_error(NULL,
+			    JSONRPC_INVALID_REQUEST,
+			    "invalid request: batches are not supported in"
+			    " protocol version %s",
+			    s->initialized ? s->version : "(none yet)");
+		else {
+			reply->batch = 1;
+			reply->responses = cJSON_CreateArray();
+			cJSON_ArrayForEach(item, msg)
+				mcp_dispatch(s, reply, item);
+		}
+		cJSON_Delete(msg);
+	} else {
+		mcp_dispatch(s, reply, msg);
+		cJSON_Delete(msg);
+	}
+
+	reply->receiving = 0;
+	if (--reply->pending == 0) {
+		mcp_reply_finish(reply);
+		return (NULL);
+	}
+	return (reply);
+}

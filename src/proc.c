@@ -1,0 +1,102 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * The process: the event loop, signals, and the decision to exit once no
+ * front end is left to serve.
+ */
+
+#include "config.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <event2/event.h>
+
+#include "sandbox-mcp.h"
+
+struct event_base	*ev_base;
+struct cfg		*cfg;
+int			 opt_sets;
+
+static struct event	*proc_sigint, *proc_sigterm, *proc_sighup;
+
+/* libevent's own warnings, into our log. */
+static void
+proc_event_log_cb(int severity, const char *msg)
+{
+	if (severity >= EVENT_LOG_WARN)
+		log_warnx("libevent: %s", msg);
+	else
+		log_debug("libevent: %s", msg);
+}
+
+static void
+proc_signal_cb(evutil_socket_t sig, short events, void *arg)
+{
+	switch (sig) {
+	case SIGHUP:
+		log_info("SIGHUP ignored: restart to read the configuration"
+		    " again");
+		break;
+	case SIGINT:
+	case SIGTERM:
+		log_info("%s received, exiting", sig == SIGINT ? "SIGINT" :
+		    "SIGTERM");
+		transport_http_stop();
+		event_base_loopexit(ev_base, NULL);
+		break;
+	}
+}
+
+/* Create the event loop; SIGPIPE is ignored so writes report EPIPE. */
+void
+proc_init(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	event_set_log_callback(proc_event_log_cb);
+	if ((ev_base = event_base_new()) == NULL)
+		fatalx("cannot create the event loop");
+}
+
+/* Run the loop until the front ends are done or a signal ends it. */
+void
+proc_loop(void)
+{
+	proc_sigint = evsignal_new(ev_base, SIGINT, proc_signal_cb, NULL);
+	proc_sigterm = evsignal_new(ev_base, SIGTERM, proc_signal_cb, NULL);
+	proc_sighup = evsignal_new(ev_base, SIGHUP, proc_signal_cb, NULL);
+	if (proc_sigint == NULL || proc_sigterm == NULL || proc_sighup == NULL)
+		fatalx("cannot watch signals");
+	evsignal_add(proc_sigint, NULL);
+	evsignal_add(proc_sigterm, NULL);
+	evsignal_add(proc_sighup, NULL);
+
+	event_base_dispatch(ev_base);
+
+	transport_http_stop();
+	event_free(proc_sigint);
+	event_free(proc_sigterm);
+	event_free(proc_sighup);
+}
+
+/* End the loop once no front end is left to serve. */
+void
+proc_check_exit(void)
+{
+	if (!transport_stdio_active() && !transport_http_active())
+		event_base_loopexit(ev_base, NULL);
+}

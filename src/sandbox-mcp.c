@@ -1,0 +1,267 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+
+/*
+ * sandbox-mcp: the program. Command line, configuration, start-up of the
+ * event loop and its front ends, signals and the exit decision.
+ */
+
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandbox-mcp.h"
+
+enum {
+	OPT_DOCKER_HOST = 256,
+	OPT_HELP,
+	OPT_LISTEN,
+	OPT_NO_STDIO,
+	OPT_SET,
+	OPT_STATE_DIR,
+	OPT_VERSION
+};
+
+static const struct option sandbox_mcp_options[] = {
+	{ "docker-host", required_argument, NULL, OPT_DOCKER_HOST },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "no-stdio", no_argument, NULL, OPT_NO_STDIO },
+	{ "set", required_argument, NULL, OPT_SET },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 }
+};
+
+static __dead void
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: sandbox-mcp [-nv] [--help] [--no-stdio] [--version]"
+	    " [-f config]\n"
+	    "                   [--docker-host url] [--listen address:port]"
+	    "\n"
+	    "                   [--state-dir directory] --set set"
+	    " [--set set ...]\n"
+	    "       sandbox-mcp keygen name --set set [--set set ...]\n");
+	exit(2);
+}
+
+static void
+help(void)
+{
+	printf("sandbox-mcp %s: disposable Linux sandboxes for coding agents"
+	    " over MCP.\n\n"
+	    "usage: sandbox-mcp [-nv] [--help] [--no-stdio] [--version]"
+	    " [-f config]\n"
+	    "                   [--docker-host url] [--listen address:port]"
+	    "\n"
+	    "                   [--state-dir directory] --set set"
+	    " [--set set ...]\n"
+	    "       sandbox-mcp keygen name --set set [--set set ...]\n\n"
+	    "  --set set             serve a tool set: management, runtime or"
+	    " observability\n"
+	    "  --listen address:port also serve streamable HTTP at /mcp\n"
+	    "  -f config             configuration file (default %s)\n"
+	    "  --state-dir directory state directory (default %s)\n"
+	    "  --docker-host url     Docker Engine socket (default"
+	    " unix:///var/run/docker.sock)\n"
+	    "  --no-stdio            serve HTTP only\n"
+	    "  -n                    check the configuration and exit\n"
+	    "  -v                    more verbose logs (repeat for tracing)\n"
+	    "  --version, --help     print the version, or this text\n\n"
+	    "Logs go to stderr; stdout carries only JSON-RPC. See"
+	    " sandbox-mcp(8).\n", PACKAGE_VERSION, SANDBOX_MCP_CONF,
+	    SANDBOX_MCP_STATEDIR);
+}
+
+static int
+sandbox_mcp_keygen(int argc, char **argv)
+{
+	char	*cause;
+	int	 ch, sets = 0;
+	size_t	 n;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", sandbox_mcp_options,
+	    NULL)) != -1) {
+		switch (ch) {
+		case OPT_SET:
+			if (cfg_parse_sets(optarg, &sets, &cause) != 0) {
+				fprintf(stderr, "sandbox-mcp: %s\n", cause);
+				free(cause);
+				usage();
+			}
+			break;
+		default:
+			usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc != 1 || sets == 0)
+		usage();
+	n = strlen(argv[0]);
+	if (n == 0 || n > 64 || argv[0][strspn(argv[0],
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789._-")] != '\0') {
+		fprintf(stderr, "sandbox-mcp: a key name is 1 to 64 letters,"
+		    " digits, dots, dashes or underscores\n");
+		return (2);
+	}
+	if (auth_keygen(argv[0], sets) != 0) {
+		fprintf(stderr, "sandbox-mcp: the random generator failed\n");
+		return (1);
+	}
+	return (0);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char	*conf = SANDBOX_MCP_CONF, *state_dir = NULL;
+	const char	*docker_host = NULL, *listen = NULL;
+	char		*cause;
+	int		 ch, noaction = 0, no_stdio = 0, verbose = 0;
+	int		 conf_given = 0, errors;
+
+	if (argc > 1 && strcmp(argv[1], "keygen") == 0)
+		return (sandbox_mcp_keygen(argc - 1, argv + 1));
+
+	while ((ch = getopt_long(argc, argv, "f:nv", sandbox_mcp_options,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'f':
+			conf = optarg;
+			conf_given = 1;
+			break;
+		case 'n':
+			noaction = 1;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case OPT_DOCKER_HOST:
+			docker_host = optarg;
+			break;
+		case OPT_HELP:
+			help();
+			return (0);
+		case OPT_LISTEN:
+			listen = optarg;
+			break;
+		case OPT_NO_STDIO:
+			no_stdio = 1;
+			break;
+		case OPT_SET:
+			if (cfg_parse_sets(optarg, &opt_sets, &cause) != 0) {
+				fprintf(stderr, "sandbox-mcp: %s\n", cause);
+				free(cause);
+				usage();
+			}
+			break;
+		case OPT_STATE_DIR:
+			state_dir = optarg;
+			break;
+		case OPT_VERSION:
+			printf("sandbox-mcp %s\n", PACKAGE_VERSION);
+			return (0);
+		default:
+			usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc != 0)
+		usage();
+	if (opt_sets == 0 && !noaction) {
+		fprintf(stderr, "sandbox-mcp: name at least one tool set with"
+		    " --set (management, runtime, observability)\n");
+		usage();
+	}
+
+	log_init(0, verbose);
+	if (verbose > 1)
+		log_tracing = ~0;
+	util_json_init();
+
+	cfg = cfg_new();
+	if ((errors = cfg_load(cfg, conf, conf_given)) != 0) {
+		if (!noaction)
+			fprintf(stderr, "sandbox-mcp: %d error%s in the"
+			    " configuration\n", errors, errors == 1 ? "" :
+			    "s");
+		return (noaction ? 1 : 2);
+	}
+	if (state_dir != NULL) {
+		free(cfg->state_dir);
+		cfg->state_dir = xstrdup(state_dir);
+	}
+	if (docker_host != NULL) {
+		free(cfg->docker_host);
+		cfg->docker_host = xstrdup(docker_host);
+	}
+	if (listen != NULL) {
+		free(cfg->listen);
+		cfg->listen = xstrdup(listen);
+	}
+	if (cfg_finish(cfg, &cause) != 0) {
+		fprintf(stderr, "sandbox-mcp: %s\n", cause);
+		free(cause);
+		return (noaction ? 1 : 2);
+	}
+	if (noaction) {
+		fprintf(stderr, "configuration OK\n");
+		return (0);
+	}
+	if (no_stdio && cfg->listen == NULL) {
+		fprintf(stderr, "sandbox-mcp: --no-stdio needs --listen (or a"
+		    " listen line): there would be nothing to serve\n");
+		usage();
+	}
+
+	proc_init();
+
+	if (util_mkdir_p(cfg->state_dir, 0750, &cause) != 0) {
+		log_warnx("state directory: %s", cause);
+		free(cause);
+		return (1);
+	}
+	telemetry_init();
+
+	if (cfg->listen != NULL &&
+	    transport_http_start(cfg->listen, opt_sets, &cause) != 0) {
+		log_warnx("%s", cause);
+		free(cause);
+		return (1);
+	}
+	if (!no_stdio)
+		transport_stdio_start(opt_sets);
+
+	log_debug("started version=%s state-dir=%s docker=%s",
+	    PACKAGE_VERSION, cfg->state_dir, cfg->docker_socket);
+	proc_loop();
+	cfg_free(cfg);
+	return (0);
+}

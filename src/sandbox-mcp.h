@@ -1,0 +1,306 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * sandbox-mcp: the project header. Shared types and every cross-file
+ * prototype, grouped by the file that defines them.
+ */
+
+#ifndef SANDBOX_MCP_H
+#define SANDBOX_MCP_H
+
+#include <sys/types.h>
+#include <sys/socket.h>
+
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "compat.h"
+#include "log.h"
+#include "xmalloc.h"
+
+struct addrinfo;
+struct cJSON;
+struct event_base;
+struct evbuffer;
+
+#define SANDBOX_MCP_NAME	"sandbox-mcp"
+#define SANDBOX_MCP_TITLE	"Sandbox MCP"
+
+/* Largest integer a JSON number carries exactly: 2^53. */
+#define JSON_MAX_INTEGER	9007199254740992LL
+
+/* Tool sets: each is a separate grant. */
+#define TOOLSET_MANAGEMENT	0x01
+#define TOOLSET_RUNTIME		0x02
+#define TOOLSET_OBSERVABILITY	0x04
+#define TOOLSET_ALL		0x07
+
+/* Configurable limits; cfg.c holds the table with names and defaults. */
+enum limit {
+	LIMIT_MAX_BODY,
+	LIMIT_MAX_HEADER,
+	LIMIT_MAX_CONNECTIONS,
+	LIMIT_MAX_SESSIONS,
+	LIMIT_HEADER_TIMEOUT,
+	LIMIT_BODY_TIMEOUT,
+	LIMIT_IDLE_TIMEOUT,
+	LIMIT_SESSION_IDLE,
+	LIMIT_DOCKER_CONNECT_TIMEOUT,
+	LIMIT_DOCKER_TIMEOUT,
+	LIMIT_DOCKER_MAX_REPLY,
+	LIMIT_DOCKER_MAX_REQUESTS,
+	LIMIT_LIST_DIRECTORIES,
+	LIMIT__COUNT
+};
+
+struct cfg_word {
+	char			*word;
+	TAILQ_ENTRY(cfg_word)	 entry;
+};
+TAILQ_HEAD(cfg_words, cfg_word);
+
+struct cfg_apikey {
+	char			*name;
+	unsigned char		 hash[32];
+	int			 sets;
+	TAILQ_ENTRY(cfg_apikey)	 entry;
+};
+TAILQ_HEAD(cfg_apikeys, cfg_apikey);
+
+struct cfg_profile {
+	uint64_t		 nano_cpus;
+	int64_t			 memory_high;
+	int64_t			 memory_max;
+	int64_t			 pids;
+};
+
+/* The configuration, read once at start-up and then read-only. */
+struct cfg {
+	char			*path;
+	char			*state_dir;
+	char			*docker_host;
+	char			*docker_socket;	/* path from docker_host */
+	char			*listen;
+	struct cfg_words	 roots;
+	struct cfg_apikeys	 apikeys;
+	struct cfg_words	 origins;
+	struct cfg_words	 proxies;
+	struct cfg_profile	 profile;
+	long long		 limits[LIMIT__COUNT];
+};
+
+/* proc.c */
+extern struct event_base	*ev_base;
+extern struct cfg		*cfg;
+extern int			 opt_sets;
+void		 proc_init(void);
+void		 proc_loop(void);
+void		 proc_check_exit(void);
+
+/* cfg.c */
+struct cfg	*cfg_new(void);
+void		 cfg_free(struct cfg *);
+int		 cfg_load(struct cfg *, const char *, int);
+int		 cfg_parse_buffer(struct cfg *, const char *, const char *,
+		     size_t);
+int		 cfg_finish(struct cfg *, char **);
+struct addrinfo	*cfg_listen_resolve(const char *, char **);
+int		 cfg_parse_sets(const char *, int *, char **);
+const char	*cfg_set_name(int);
+char		*cfg_sets_string(int);
+const char	*cfg_limit_name(enum limit);
+long long	 cfg_limit(enum limit);
+int		 cfg_parse_size(const char *, long long *);
+
+/* util.c */
+int		 util_random_hex(char *, size_t);
+void		 util_hex(const unsigned char *, size_t, char *);
+int		 util_utf8_valid(const char *, size_t);
+int		 util_id_valid(const char *);
+void		 util_sha256(const void *, size_t, unsigned char[32]);
+int		 util_base64url(const unsigned char *, size_t, char *, size_t);
+int		 util_set_nonblock(int);
+int		 util_set_cloexec(int);
+char		*util_json_print(struct cJSON *);
+int		 util_mkdir_p(const char *, mode_t, char **);
+int		 util_write_atomic(const char *, const void *, size_t, char **);
+void		 util_json_init(void);
+uint64_t	 now_ms(void);
+uint64_t	 mono_us(void);
+int		 util_sockaddr_loopback(const struct sockaddr *);
+
+/* auth.c */
+const struct cfg_apikey *auth_lookup(const char *);
+int		 auth_keygen(const char *, int);
+
+/* telemetry.c */
+struct tspan;
+void		 telemetry_init(void);
+struct tspan	*telemetry_span_begin(const char *, struct tspan *,
+		     const char *, const char *);
+void		 telemetry_span_attr_str(struct tspan *, const char *,
+		     const char *);
+void		 telemetry_span_attr_int(struct tspan *, const char *,
+		     long long);
+void		 telemetry_span_end(struct tspan *, const char *);
+const char	*telemetry_span_trace(struct tspan *);
+void		 telemetry_event(const char *, const char *, struct tspan *,
+		     const char *, struct cJSON *);
+
+/* docker-http.c */
+struct docker_req;
+typedef void (*docker_cb)(struct docker_req *, void *);
+struct docker_req *docker_http_request(const char *, const char *,
+		     const char *, const void *, size_t, size_t, docker_cb,
+		     void *);
+void		 docker_http_cancel(struct docker_req *);
+int		 docker_http_status(struct docker_req *);
+const char	*docker_http_error(struct docker_req *);
+struct evbuffer	*docker_http_body(struct docker_req *);
+unsigned int	 docker_http_inflight(void);
+
+/* docker.c */
+typedef void (*docker_json_cb)(struct cJSON *, const char *, int, void *);
+struct docker_call;
+struct docker_call *docker_call(const char *, const char *, const char *,
+		     struct cJSON *, struct tspan *, docker_json_cb, void *);
+void		 docker_call_cancel(struct docker_call *);
+char		*docker_error_message(int, struct cJSON *);
+
+/* jsonrpc.c */
+#define JSONRPC_PARSE_ERROR	-32700
+#define JSONRPC_INVALID_REQUEST	-32600
+#define JSONRPC_METHOD_NOT_FOUND -32601
+#define JSONRPC_INVALID_PARAMS	-32602
+#define JSONRPC_INTERNAL_ERROR	-32603
+#define JSONRPC_NOT_INITIALIZED	-32002
+struct cJSON	*jsonrpc_error(const struct cJSON *, int, const char *, ...)
+		     __attribute__((__format__ (printf, 3, 4)));
+struct cJSON	*jsonrpc_result(const struct cJSON *, struct cJSON *);
+int		 jsonrpc_id_valid(const struct cJSON *);
+
+/* mcp.c */
+#define MCP_TRANSPORT_STDIO	0
+#define MCP_TRANSPORT_HTTP	1
+struct mcp_session;
+struct mcp_reply;
+typedef void (*mcp_reply_cb)(struct mcp_reply *, struct cJSON *, void *);
+struct mcp_session *mcp_session_new(int, int, const char *);
+void		 mcp_session_free(struct mcp_session *);
+int		 mcp_session_sets(struct mcp_session *);
+const char	*mcp_session_key(struct mcp_session *);
+const char	*mcp_session_version(struct mcp_session *);
+int		 mcp_session_initialized(struct mcp_session *);
+unsigned int	 mcp_session_pending(struct mcp_session *);
+struct mcp_reply *mcp_receive(struct mcp_session *, const char *, size_t,
+		     mcp_reply_cb, void *);
+void		 mcp_reply_detach(struct mcp_reply *);
+int		 mcp_message_is_initialize(const char *, size_t);
+int		 mcp_version_supported(const char *);
+const char	*mcp_negotiate_version(const char *);
+
+/* tool.c */
+#define TOOL_READONLY		0x01
+#define TOOL_DESTRUCTIVE	0x02
+#define TOOL_IDEMPOTENT		0x04
+#define TOOL_OPENWORLD		0x08
+
+#define TOOL_ARG_STRING		1
+#define TOOL_ARG_INTEGER	2
+#define TOOL_ARG_ARRAY		3
+#define TOOL_ARG_BOOLEAN	4
+#define TOOL_ARG_OBJECT		5
+
+#define TOOL_ERR_INVALID	"invalid_request"
+#define TOOL_ERR_NOT_FOUND	"not_found"
+#define TOOL_ERR_FAILED		"operation_failed"
+#define TOOL_ERR_CONFLICT	"conflict"
+#define TOOL_ERR_BUSY		"server_busy"
+#define TOOL_ERR_UNAUTHORIZED	"unauthorized"
+#define TOOL_ERR_INTERNAL	"internal_error"
+
+struct tool_call;
+
+struct tool_arg {
+	const char	*name;
+	int		 type;
+	int		 required;
+	long long	 minimum;	/* integers; -1 for none */
+	const char	*dflt;		/* JSON text of the default, or NULL */
+	const char	*description;
+};
+
+struct tool_entry {
+	const char		*name;
+	const char		*title;
+	const char		*description;
+	int			 set;
+	int			 flags;
+	const struct tool_arg	*args;
+	void			(*exec)(struct tool_call *);
+	void			(*cancel)(struct tool_call *);
+};
+
+typedef void (*tool_done_cb)(struct tool_call *, struct cJSON *, void *);
+
+struct cJSON	*tool_list(int);
+const struct tool_entry *tool_find(const char *, int);
+struct tool_call *tool_call_start(const char *, struct cJSON *, int,
+		     tool_done_cb, void *);
+void		 tool_call_cancel(struct tool_call *);
+void		 tool_call_done(struct tool_call *, struct cJSON *);
+void		 tool_call_error(struct tool_call *, const char *,
+		     struct cJSON *, const char *, ...)
+		     __attribute__((__format__ (printf, 4, 5)));
+const char	*tool_call_name(struct tool_call *);
+const char	*tool_call_request_id(struct tool_call *);
+struct tspan	*tool_call_span(struct tool_call *);
+void		*tool_call_data(struct tool_call *);
+void		 tool_call_set_data(struct tool_call *, void *);
+int		 tool_call_cancelled(struct tool_call *);
+const char	*tool_arg_string(struct tool_call *, const char *);
+long long	 tool_arg_integer(struct tool_call *, const char *);
+struct cJSON	*tool_arg(struct tool_call *, const char *);
+struct cJSON	*tool_details(const char *, const char *);
+int		 tool_validate(const struct tool_entry *, struct cJSON *,
+		     char **, struct cJSON **);
+struct cJSON	*tool_error_result(const char *, struct cJSON *,
+		     const char *);
+
+/* tool-management.c */
+extern const struct tool_entry tool_list_docker_images_entry;
+extern const struct tool_entry tool_list_workspace_directories_entry;
+
+/* workspace.c */
+struct workspace_list;
+typedef void (*workspace_list_cb)(struct cJSON *, void *);
+struct workspace_list *workspace_list_start(const char *, workspace_list_cb,
+		     void *, const char **, char **, struct cJSON **);
+void		 workspace_list_cancel(struct workspace_list *);
+struct cJSON	*workspace_roots(char **);
+char		*workspace_resolve(const char *, const char **, char **);
+
+/* transport-stdio.c */
+void		 transport_stdio_start(int);
+int		 transport_stdio_active(void);
+
+/* transport-http.c */
+int		 transport_http_start(const char *, int, char **);
+int		 transport_http_active(void);
+void		 transport_http_stop(void);
+
+#endif /* SANDBOX_MCP_H */

@@ -1,0 +1,270 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * The telemetry writer. Spans and events are appended as NDJSON lines to
+ * <state>/sandboxes/<id>/telemetry/events.ndjson for work on a sandbox and
+ * to <state>/telemetry/events.ndjson for work on none. Each line is one
+ * write(2) on an O_APPEND descriptor, so lines from several processes
+ * sharing the state directory never interleave; the file is rotated to
+ * ".1" at 8 MiB under an flock, and a line is cut to 16 KiB by dropping
+ * its attributes. Telemetry never fails the work it describes: a write
+ * error is logged and forgotten.
+ */
+
+#include "config.h"
+
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "sandbox-mcp.h"
+
+#define TELEMETRY_ROTATE	(8 * 1024 * 1024)
+#define TELEMETRY_LINE_MAX	(16 * 1024)
+
+struct tspan {
+	char		 trace[65];
+	char		 span[17];
+	char		 parent[17];
+	char		*name;
+	char		*sandbox_id;
+	uint64_t	 start_ms;
+	uint64_t	 start_us;
+	cJSON		*attrs;
+};
+
+static int	telemetry_warned;
+
+/* Create the state directory's telemetry folder if it is not there. */
+void
+telemetry_init(void)
+{
+	char	*dir, *cause;
+
+	xasprintf(&dir, "%s/telemetry", cfg->state_dir);
+	if (util_mkdir_p(dir, 0750, &cause) != 0) {
+		log_warnx("telemetry disabled: %s", cause);
+		free(cause);
+	}
+	free(dir);
+}
+
+/* The log a line for this sandbox (or none) goes to. */
+static char *
+telemetry_path(const char *sandbox_id)
+{
+	char		*path, *dir;
+	struct stat	 st;
+
+	if (sandbox_id != NULL && util_id_valid(sandbox_id)) {
+		xasprintf(&dir, "%s/sandboxes/%s/telemetry", cfg->state_dir,
+		    sandbox_id);
+		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+			xasprintf(&path, "%s/events.ndjson", dir);
+			free(dir);
+			return (path);
+		}
+		free(dir);
+	}
+	xasprintf(&path, "%s/telemetry/events.ndjson", cfg->state_dir);
+	return (path);
+}
+
+/*
+ * Rotate the log when it has grown past the limit. The flock makes one
+ * process do it; the inode check stops a second one rotating the fresh
+ * file the first has just started.
+ */
+static int
+telemetry_rotate(const char *path, int fd)
+{
+	struct stat	 fst, pst;
+	char		*old;
+	int		 nfd;
+
+	if (flock(fd, LOCK_EX) != 0)
+		return (fd);
+	if (fstat(fd, &fst) == 0 && stat(path, &pst) == 0 &&
+	    fst.st_ino == pst.st_ino && fst.st_dev == pst.st_dev &&
+	    fst.st_size >= TELEMETRY_ROTATE) {
+		xasprintf(&old, "%s.1", path);
+		if (rename(path, old) != 0)
+			log_warn("cannot rotate %s", path);
+		free(old);
+	}
+	flock(fd, LOCK_UN);
+	nfd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (nfd == -1)
+		return (fd);
+	close(fd);
+	return (nfd);
+}
+
+/* Append one record as a line, cutting it to the line limit. */
+static void
+telemetry_write(const char *sandbox_id, cJSON *rec)
+{
+	struct stat	 st;
+	char		*path, *text;
+	size_t		 len;
+	int		 fd;
+
+	text = util_json_print(rec);
+	len = strlen(text);
+	if (len + 1 > TELEMETRY_LINE_MAX) {
+		cJSON_DeleteItemFromObject(rec, "attrs");
+		cJSON_AddItemToObject(rec, "attrs", cJSON_CreateObject());
+		cJSON_AddTrueToObject(cJSON_GetObjectItem(rec, "attrs"),
+		    "truncated");
+		free(text);
+		text = util_json_print(rec);
+		len = strlen(text);
+	}
+	text = xrealloc(text, len + 2);
+	text[len++] = '\n';
+	text[len] = '\0';
+
+	path = telemetry_path(sandbox_id);
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (fd == -1) {
+		if (!telemetry_warned++)
+			log_warn("telemetry: cannot open %s", path);
+		goto out;
+	}
+	if (fstat(fd, &st) == 0 && st.st_size >= TELEMETRY_ROTATE)
+		fd = telemetry_rotate(path, fd);
+	if (write(fd, text, len) != (ssize_t)len && !telemetry_warned++)
+		log_warn("telemetry: cannot write %s", path);
+	close(fd);
+out:
+	free(path);
+	free(text);
+}
+
+/*
+ * Start a span. A root span takes the trace id given (the tool call's
+ * request id); a child inherits its parent's trace and sandbox.
+ */
+struct tspan *
+telemetry_span_begin(const char *trace, struct tspan *parent,
+    const char *name, const char *sandbox_id)
+{
+	struct tspan	*ts;
+
+	ts = xcalloc(1, sizeof *ts);
+	if (parent != NULL) {
+		strlcpy(ts->trace, parent->trace, sizeof ts->trace);
+		strlcpy(ts->parent, parent->span, sizeof ts->parent);
+		if (sandbox_id == NULL && parent->sandbox_id != NULL)
+			sandbox_id = parent->sandbox_id;
+	} else
+		strlcpy(ts->trace, trace != NULL ? trace : "",
+		    sizeof ts->trace);
+	util_random_hex(ts->span, 16);
+	ts->name = xstrdup(name);
+	if (sandbox_id != NULL)
+		ts->sandbox_id = xstrdup(sandbox_id);
+	ts->start_ms = now_ms();
+	ts->start_us = mono_us();
+	ts->attrs = cJSON_CreateObject();
+	return (ts);
+}
+
+void
+telemetry_span_attr_str(struct tspan *ts, const char *key, const char *value)
+{
+	cJSON_DeleteItemFromObject(ts->attrs, key);
+	cJSON_AddStringToObject(ts->attrs, key, value);
+}
+
+void
+telemetry_span_attr_int(struct tspan *ts, const char *key, long long value)
+{
+	cJSON_DeleteItemFromObject(ts->attrs, key);
+	cJSON_AddNumberToObject(ts->attrs, key, (double)value);
+}
+
+const char *
+telemetry_span_trace(struct tspan *ts)
+{
+	return (ts->trace);
+}
+
+/* End a span with its status, write it and free it. */
+void
+telemetry_span_end(struct tspan *ts, const char *status)
+{
+	cJSON	*rec;
+	double	 dur;
+
+	if (ts == NULL)
+		return;
+	dur = (double)(mono_us() - ts->start_us) / 1000.0;
+	rec = cJSON_CreateObject();
+	cJSON_AddStringToObject(rec, "kind", "span");
+	cJSON_AddNumberToObject(rec, "ts", (double)ts->start_ms);
+	cJSON_AddStringToObject(rec, "trace", ts->trace);
+	cJSON_AddStringToObject(rec, "span", ts->span);
+	if (ts->parent[0] != '\0')
+		cJSON_AddStringToObject(rec, "parent", ts->parent);
+	cJSON_AddStringToObject(rec, "name", ts->name);
+	cJSON_AddNumberToObject(rec, "dur_ms", (double)(long long)(dur *
+	    1000.0) / 1000.0);
+	cJSON_AddStringToObject(rec, "status", status);
+	cJSON_AddItemToObject(rec, "attrs", ts->attrs);
+	ts->attrs = NULL;
+	telemetry_write(ts->sandbox_id, rec);
+	cJSON_Delete(rec);
+	free(ts->name);
+	free(ts->sandbox_id);
+	free(ts);
+}
+
+/* Write an event under a span (or, with none, under the trace alone). */
+void
+telemetry_event(const char *sandbox_id, const char *trace,
+    struct tspan *parent, const char *name, cJSON *attrs)
+{
+	cJSON	*rec;
+
+	rec = cJSON_CreateObject();
+	cJSON_AddStringToObject(rec, "kind", "event");
+	cJSON_AddNumberToObject(rec, "ts", (double)now_ms());
+	if (parent != NULL) {
+		cJSON_AddStringToObject(rec, "trace", parent->trace);
+		cJSON_AddStringToObject(rec, "parent", parent->span);
+		if (sandbox_id == NULL)
+			sandbox_id = parent->sandbox_id;
+	} else {
+		cJSON_AddStringToObject(rec, "trace", trace != NULL ? trace :
+		    "");
+		cJSON_AddNullToObject(rec, "parent");
+	}
+	cJSON_AddStringToObject(rec, "name", name);
+	cJSON_AddItemToObject(rec, "attrs", attrs != NULL ? attrs :
+	    cJSON_CreateObject());
+	telemetry_write(sandbox_id, rec);
+	cJSON_Delete(rec);
+}

@@ -1,0 +1,964 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+
+/*
+ * MCP over streamable HTTP: POST /mcp carries JSON-RPC, DELETE /mcp ends a
+ * session, GET /health answers without auth. Our own HTTP/1.1 server on
+ * bufferevents rather than evhttp: libevent 2.1's evhttp answers an
+ * oversized header block with 413 instead of 431, has one timeout for
+ * every phase, no cap on open connections and no streaming request
+ * bodies, all of which we need.
+ *
+ * Each connection is a small state machine: HEAD (header timeout; idle
+ * timeout between requests), BODY (body timeout), HANDLING (the protocol
+ * layer has the request; reading is bounded by a watermark), WRITING (the
+ * response drains; a client that does not read times out). Limits and
+ * refusals answer once with a status and close that connection alone.
+ */
+
+#include "config.h"
+
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "http.h"
+#include "sandbox-mcp.h"
+
+#define HTTP_SESSION_BUCKETS	256
+#define HTTP_SESSION_SWEEP	60
+#define HTTP_ACCEPT_RETRY	1
+
+enum http_conn_state {
+	HTTP_CONN_HEAD,
+	HTTP_CONN_BODY,
+	HTTP_CONN_HANDLING,
+	HTTP_CONN_WRITING
+};
+
+struct http_session {
+	char				 id[33];
+	struct mcp_session		*mcp;
+	const struct cfg_apikey		*key;
+	uint64_t			 last_ms;
+	LIST_ENTRY(http_session)	 entry;
+};
+LIST_HEAD(http_sessions, http_session);
+
+struct http_conn {
+	unsigned int			 id;
+	enum http_conn_state		 state;
+	struct bufferevent		*bev;
+	char				 peer[NI_MAXHOST + NI_MAXSERV + 2];
+	char				 peer_addr[NI_MAXHOST];
+	struct http_msg			*req;
+	struct event			*timer;
+	int				 idle;	/* HEAD with no byte yet */
+	int				 keepalive;
+	int				 close_after;
+	const struct cfg_apikey		*key;
+	struct http_session		*pending_session; /* initialize */
+	struct mcp_reply		*reply;
+	uint64_t			 requests;
+	TAILQ_ENTRY(http_conn)		 entry;
+};
+TAILQ_HEAD(http_conns, http_conn);
+
+static struct {
+	struct evconnlistener	*listener;
+	struct event		*accept_retry;
+	struct event		*sweep;
+	int			 loopback;
+	int			 sets;
+	char			 bound[NI_MAXHOST + NI_MAXSERV + 4];
+	struct http_conns	 conns;
+	unsigned int		 nconns;
+	unsigned int		 next_id;
+	struct http_sessions	 sessions[HTTP_SESSION_BUCKETS];
+	unsigned int		 nsessions;
+} http;
+
+static void	transport_http_close(struct http_conn *, const char *);
+static void	transport_http_head(struct http_conn *);
+static void	transport_http_body_done(struct http_conn *);
+static void	transport_http_read_cb(struct bufferevent *, void *);
+
+int
+transport_http_active(void)
+{
+	return (http.listener != NULL);
+}
+
+static void
+transport_http_set_state(struct http_conn *c, enum http_conn_state state)
+{
+	static const char *names[] = { "head", "body", "handling",
+	    "writing" };
+
+	log_trace(TRACE_HTTP, "http client %u %s -> %s", c->id,
+	    names[c->state], names[state]);
+	c->state = state;
+}
+
+static void
+transport_http_arm(struct http_conn *c, long long seconds)
+{
+	struct timeval	tv = { (time_t)seconds, 0 };
+
+	evtimer_add(c->timer, &tv);
+}
+
+/* The session table, hashed by the first two hex digits of the id. */
+static struct http_sessions *
+transport_http_bucket(const char *id)
+{
+	unsigned int	h = 0;
+	size_t		i;
+
+	for (i = 0; id[i] != '\0' && i < 4; i++)
+		h = h * 31 + (unsigned char)id[i];
+	return (&http.sessions[h % HTTP_SESSION_BUCKETS]);
+}
+
+static struct http_session *
+transport_http_session_find(const char *id)
+{
+	struct http_session	*s;
+
+	if (strlen(id) != 32)
+		return (NULL);
+	LIST_FOREACH(s, transport_http_bucket(id), entry) {
+		if (strcmp(s->id, id) == 0)
+			return (s);
+	}
+	return (NULL);
+}
+
+static void
+transport_http_session_free(struct http_session *s, const char *reason)
+{
+	log_debug("http session %.8s ended reason=%s", s->id, reason);
+	mcp_session_free(s->mcp);
+	free(s);
+}
+
+/* Drop sessions idle longer than the configured time. */
+static void
+transport_http_sweep_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct http_session	*s, *s1;
+	uint64_t		 now = now_ms(), idle;
+	int			 i;
+
+	idle = cfg_limit(LIMIT_SESSION_IDLE) * 1000ULL;
+	for (i = 0; i < HTTP_SESSION_BUCKETS; i++) {
+		LIST_FOREACH_SAFE(s, &http.sessions[i], entry, s1) {
+			if (now - s->last_ms < idle ||
+			    mcp_session_pending(s->mcp) != 0)
+				continue;
+			LIST_REMOVE(s, entry);
+			http.nsessions--;
+			transport_http_session_free(s, "expired");
+		}
+	}
+}
+
+/*
+ * The client address a trusted proxy reports, or NULL: X-Forwarded-For is
+ * believed only from a configured trusted-proxy.
+ */
+static const char *
+transport_http_forwarded(struct http_conn *c)
+{
+	struct cfg_word	*w;
+	const char	*xff;
+
+	if (c->req == NULL || c->req->state == HTTP_MSG_START ||
+	    (xff = http_msg_header(c->req, "X-Forwarded-For")) == NULL)
+		return (NULL);
+	TAILQ_FOREACH(w, &cfg->proxies, entry) {
+		if (strcmp(w->word, c->peer_addr) == 0)
+			return (xff);
+	}
+	return (NULL);
+}
+
+/*
+ * Send a response and move to WRITING. extra holds further header lines,
+ * each ending in CRLF, or is NULL.
+ */
+static void
+transport_http_respond(struct http_conn *c, int status,
+    const char *content_type, const char *body, size_t len,
+    const char *extra)
+{
+	struct evbuffer	*out = bufferevent_get_output(c->bev);
+
+	if (c->close_after)
+		c->keepalive = 0;
+	if (c->req != NULL && c->req->state != HTTP_MSG_DONE)
+		c->keepalive = 0;	/* unread body: cannot reuse */
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
+	    http_status_text(status));
+	if (content_type != NULL)
+		evbuffer_add_printf(out, "Content-Type: %s\r\n", content_type);
+	evbuffer_add_printf(out, "Content-Length: %zu\r\n", len);
+	evbuffer_add_printf(out, "Cache-Control: no-store\r\n");
+	if (!c->keepalive)
+		evbuffer_add_printf(out, "Connection: close\r\n");
+	if (extra != NULL)
+		evbuffer_add(out, extra, strlen(extra));
+	evbuffer_add(out, "\r\n", 2);
+	if (len != 0)
+		evbuffer_add(out, body, len);
+	log_debug("http client %u %s %.200s %d peer=%s%s%.200s", c->id,
+	    c->req->method != NULL ? c->req->method : "-",
+	    c->req->target != NULL ? c->req->target : "-", status, c->peer,
+	    transport_http_forwarded(c) != NULL ? " forwarded-for=" : "",
+	    transport_http_forwarded(c) != NULL ?
+	    transport_http_forwarded(c) : "");
+	transport_http_set_state(c, HTTP_CONN_WRITING);
+	bufferevent_enable(c->bev, EV_WRITE);
+	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
+}
+
+static void
+transport_http_json(struct http_conn *c, int status, cJSON *json,
+    const char *extra)
+{
+	char	*text;
+
+	text = util_json_print(json);
+	transport_http_respond(c, status, "application/json", text,
+	    strlen(text), extra);
+	free(text);
+}
+
+/* An HTTP-level refusal on /mcp, with a JSON-RPC error as the body. */
+static void
+transport_http_refuse(struct http_conn *c, int status, int code,
+    const char *extra, const char *fmt, ...)
+{
+	cJSON	*msg;
+	char	*text;
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	xvasprintf(&text, fmt, ap);
+	va_end(ap);
+	msg = jsonrpc_error(NULL, code, "%s", text);
+	transport_http_json(c, status, msg, extra);
+	cJSON_Delete(msg);
+	free(text);
+}
+
+/* A plain refusal outside /mcp (or before a request is understood). */
+static void
+transport_http_plain(struct http_conn *c, int status, const char *extra)
+{
+	cJSON	*body;
+	char	*text;
+
+	body = cJSON_CreateObject();
+	cJSON_AddStringToObject(body, "error", http_status_text(status));
+	text = util_json_print(body);
+	transport_http_respond(c, status, "application/json", text,
+	    strlen(text), extra);
+	free(text);
+	cJSON_Delete(body);
+}
+
+/* The response is written: read the next request, or close. */
+static void
+transport_http_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct http_conn	*c = arg;
+
+	if (c->state != HTTP_CONN_WRITING)
+		return;
+	if (!c->keepalive) {
+		transport_http_close(c, "done");
+		return;
+	}
+	http_msg_reset(c->req);
+	c->key = NULL;
+	transport_http_set_state(c, HTTP_CONN_HEAD);
+	c->idle = 1;
+	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
+	bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
+	bufferevent_enable(c->bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_input(bev)) != 0)
+		transport_http_read_cb(bev, c);
+}
+
+static void
+transport_http_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct http_conn	*c = arg;
+	struct evbuffer		*in = bufferevent_get_input(bev);
+	enum http_parse_result	 r;
+
+	if (c->state != HTTP_CONN_HEAD && c->state != HTTP_CONN_BODY)
+		return;		/* held until the current request is done */
+	if (c->state == HTTP_CONN_HEAD && c->idle &&
+	    evbuffer_get_length(in) != 0) {
+		c->idle = 0;
+		transport_http_arm(c, cfg_limit(LIMIT_HEADER_TIMEOUT));
+	}
+	r = http_msg_parse(c->req, in);
+	if (r == HTTP_PARSE_HEAD) {
+		c->requests++;
+		transport_http_head(c);
+		if (c->state != HTTP_CONN_BODY)
+			return;
+		r = http_msg_parse(c->req, in);
+	}
+	switch (r) {
+	case HTTP_PARSE_DONE:
+		transport_http_body_done(c);
+		break;
+	case HTTP_PARSE_ERROR:
+		c->keepalive = 0;
+		bufferevent_disable(bev, EV_READ);
+		switch (c->req->error) {
+		case HTTP_ERR_HEADERS_TOO_LARGE:
+			transport_http_plain(c, 431, NULL);
+			break;
+		case HTTP_ERR_BODY_TOO_LARGE:
+			transport_http_refuse(c, 413, JSONRPC_INVALID_REQUEST,
+			    NULL, "the request body is larger than the limit of"
+			    " %lld bytes", cfg_limit(LIMIT_MAX_BODY));
+			break;
+		case HTTP_ERR_VERSION:
+			transport_http_plain(c, 505, NULL);
+			break;
+		default:
+			transport_http_plain(c, 400, NULL);
+			break;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static void
+transport_http_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct http_conn	*c = arg;
+
+	if (what & BEV_EVENT_EOF)
+		transport_http_close(c, "eof");
+	else if (what & BEV_EVENT_ERROR)
+		transport_http_close(c, strerror(EVUTIL_SOCKET_ERROR()));
+}
+
+static void
+transport_http_timer_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct http_conn	*c = arg;
+
+	switch (c->state) {
+	case HTTP_CONN_HEAD:
+		if (c->idle) {
+			transport_http_close(c, "idle");
+			break;
+		}
+		/* FALLTHROUGH */
+	case HTTP_CONN_BODY:
+		c->keepalive = 0;
+		bufferevent_disable(c->bev, EV_READ);
+		transport_http_plain(c, 408, NULL);
+		break;
+	case HTTP_CONN_WRITING:
+		transport_http_close(c, "write timeout");
+		break;
+	case HTTP_CONN_HANDLING:
+		break;
+	}
+}
+
+/* Tear a connection down: the only way one ends. */
+static void
+transport_http_close(struct http_conn *c, const char *reason)
+{
+	log_trace(TRACE_HTTP, "http client %u closed reason=%s requests=%llu",
+	    c->id, reason, (unsigned long long)c->requests);
+	if (c->reply != NULL) {
+		mcp_reply_detach(c->reply);
+		c->reply = NULL;
+	}
+	if (c->pending_session != NULL) {
+		transport_http_session_free(c->pending_session,
+		    "client closed during initialize");
+		c->pending_session = NULL;
+	}
+	TAILQ_REMOVE(&http.conns, c, entry);
+	if (http.nconns-- == (unsigned int)cfg_limit(LIMIT_MAX_CONNECTIONS) &&
+	    http.listener != NULL && http.accept_retry != NULL &&
+	    !evtimer_pending(http.accept_retry, NULL))
+		evconnlistener_enable(http.listener);
+	event_free(c->timer);
+	bufferevent_free(c->bev);
+	http_msg_free(c->req);
+	free(c);
+	proc_check_exit();
+}
+
+/* Whether host (no port) names the loopback interface. */
+static int
+transport_http_loopback_name(const char *host, size_t len)
+{
+	return ((len == 9 && strncasecmp(host, "localhost", 9) == 0) ||
+	    (len == 9 && strncmp(host, "127.0.0.1", 9) == 0) ||
+	    (len == 5 && strncmp(host, "[::1]", 5) == 0));
+}
+
+/* Split "host[:port]" (host may be "[v6]"); returns the host length. */
+static size_t
+transport_http_host_len(const char *hp)
+{
+	const char	*e;
+
+	if (hp[0] == '[') {
+		if ((e = strchr(hp, ']')) == NULL)
+			return (strlen(hp));
+		return ((size_t)(e - hp) + 1);
+	}
+	if ((e = strchr(hp, ':')) == NULL)
+		return (strlen(hp));
+	return ((size_t)(e - hp));
+}
+
+static int
+transport_http_port_ok(const char *p)
+{
+	if (*p == '\0')
+		return (1);
+	if (*p != ':')
+		return (0);
+	p++;
+	return (*p != '\0' && strlen(p) <= 5 && p[strspn(p, "0123456789")] ==
+	    '\0');
+}
+
+/* Whether an Origin may call us (DNS-rebinding guard). */
+static int
+transport_http_origin_ok(const char *origin)
+{
+	struct cfg_word	*w;
+	const char	*hp;
+	size_t		 len;
+
+	TAILQ_FOREACH(w, &cfg->origins, entry) {
+		if (strcasecmp(w->word, origin) == 0)
+			return (1);
+	}
+	if (!http.loopback)
+		return (0);
+	if (strncasecmp(origin, "http://", 7) == 0)
+		hp = origin + 7;
+	else if (strncasecmp(origin, "https://", 8) == 0)
+		hp = origin + 8;
+	else
+		return (0);
+	len = transport_http_host_len(hp);
+	return (transport_http_loopback_name(hp, len) &&
+	    transport_http_port_ok(hp + len));
+}
+
+/* While on loopback, Host must name loopback too. */
+static int
+transport_http_host_ok(struct http_conn *c)
+{
+	const char	*host = http_msg_header(c->req, "Host");
+	size_t		 len;
+
+	if (!http.loopback)
+		return (1);
+	if (host == NULL)
+		return (1);	/* HTTP/1.1 without Host is refused earlier */
+	len = transport_http_host_len(host);
+	return (transport_http_loopback_name(host, len) &&
+	    transport_http_port_ok(host + len));
+}
+
+/* Check the Bearer key when keys are configured; 0 when allowed. */
+static int
+transport_http_auth(struct http_conn *c)
+{
+	const char	*h, *key;
+
+	if (TAILQ_EMPTY(&cfg->apikeys))
+		return (0);
+	h = http_msg_header(c->req, "Authorization");
+	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0) {
+		transport_http_refuse(c, 401, -32001,
+		    "WWW-Authenticate: Bearer realm=\"sandbox-mcp\"\r\n",
+		    "unauthorized: send Authorization: Bearer with an API key");
+		return (-1);
+	}
+	key = h + 7;
+	while (*key == ' ')
+		key++;
+	if ((c->key = auth_lookup(key)) == NULL) {
+		log_info("http client %u refused: unknown API key peer=%s",
+		    c->id, c->peer);
+		transport_http_refuse(c, 401, -32001,
+		    "WWW-Authenticate: Bearer realm=\"sandbox-mcp\","
+		    " error=\"invalid_token\"\r\n",
+		    "unauthorized: the API key is not valid");
+		return (-1);
+	}
+	if ((c->key->sets & http.sets) == 0) {
+		transport_http_refuse(c, 403, -32001, NULL,
+		    "forbidden: the API key grants none of this server's"
+		    " tool sets");
+		return (-1);
+	}
+	return (0);
+}
+
+/* The sets a request may use: ours, narrowed by its key. */
+static int
+transport_http_sets(struct http_conn *c)
+{
+	return (c->key != NULL ? c->key->sets & http.sets : http.sets);
+}
+
+static const char *
+transport_http_path(struct http_conn *c, char *buf, size_t size)
+{
+	size_t	len = strcspn(c->req->target, "?#");
+
+	if (len >= size)
+		len = size - 1;
+	memcpy(buf, c->req->target, len);
+	buf[len] = '\0';
+	return (buf);
+}
+
+static void
+transport_http_health(struct http_conn *c)
+{
+	cJSON	*body;
+
+	if (strcmp(c->req->method, "GET") != 0 &&
+	    strcmp(c->req->method, "HEAD") != 0) {
+		transport_http_plain(c, 405, "Allow: GET\r\n");
+		return;
+	}
+	body = cJSON_CreateObject();
+	cJSON_AddStringToObject(body, "status", "ok");
+	cJSON_AddStringToObject(body, "version", PACKAGE_VERSION);
+	transport_http_json(c, 200, body, NULL);
+	cJSON_Delete(body);
+}
+
+/* Whether the client accepts a JSON answer (no Accept: anything). */
+static int
+transport_http_accepts_json(struct http_conn *c)
+{
+	const char	*a = http_msg_header(c->req, "Accept");
+
+	if (a == NULL)
+		return (1);
+	return (http_header_has_token(a, "application/json") ||
+	    http_header_has_token(a, "application/*") ||
+	    http_header_has_token(a, "*/*"));
+}
+
+/* The head of a request is in: route it and decide about the body. */
+static void
+transport_http_head(struct http_conn *c)
+{
+	struct http_msg	*req = c->req;
+	const char	*origin, *ct, *expect;
+	char		 path[256];
+
+	c->keepalive = http_msg_keepalive(req);
+	transport_http_path(c, path, sizeof path);
+	if (req->minor == 1 && http_msg_header(req, "Host") == NULL) {
+		c->close_after = 1;
+		transport_http_plain(c, 400, NULL);
+		return;
+	}
+	if (http.loopback && !transport_http_host_ok(c)) {
+		log_info("http client %u refused: Host \"%.64s\" on loopback"
+		    " peer=%s", c->id, http_msg_header(req, "Host") != NULL ?
+		    http_msg_header(req, "Host") : "", c->peer);
+		c->close_after = 1;
+		transport_http_refuse(c, 403, -32001, NULL, "forbidden: the"
+		    " Host header must name localhost on a loopback listener");
+		return;
+	}
+	if (strcmp(path, "/health") == 0) {
+		c->close_after = req->content_length > 0 || req->chunked;
+		transport_http_health(c);
+		return;
+	}
+	if (strcmp(path, "/mcp") != 0) {
+		c->close_after = req->content_length > 0 || req->chunked;
+		transport_http_plain(c, 404, NULL);
+		return;
+	}
+
+	c->close_after = 1;	/* until the body is read */
+	if ((origin = http_msg_header(req, "Origin")) != NULL &&
+	    !transport_http_origin_ok(origin)) {
+		log_info("http client %u refused: Origin \"%.64s\" peer=%s",
+		    c->id, origin, c->peer);
+		transport_http_refuse(c, 403, -32001, NULL, "forbidden: the"
+		    " Origin %.100s is not allowed", origin);
+		return;
+	}
+	if (transport_http_auth(c) != 0)
+		return;
+
+	if (strcmp(req->method, "DELETE") == 0 ||
+	    strcmp(req->method, "POST") == 0) {
+		if (strcmp(req->method, "DELETE") == 0 && (req->chunked ||
+		    req->content_length > 0)) {
+			transport_http_plain(c, 400, NULL);
+			return;
+		}
+	} else {
+		transport_http_refuse(c, 405, JSONRPC_INVALID_REQUEST,
+		    "Allow: POST, DELETE\r\n", "method not allowed: /mcp takes"
+		    " POST and DELETE (this server pushes nothing unsolicited)");
+		return;
+	}
+	if (strcmp(req->method, "POST") == 0) {
+		ct = http_msg_header(req, "Content-Type");
+		if (ct == NULL || strncasecmp(ct, "application/json", 16) != 0 ||
+		    (ct[16] != '\0' && ct[16] != ';' && ct[16] != ' ')) {
+			transport_http_refuse(c, 415, JSONRPC_INVALID_REQUEST,
+			    NULL, "unsupported media type: POST /mcp needs"
+			    " Content-Type: application/json");
+			return;
+		}
+		if (!transport_http_accepts_json(c)) {
+			transport_http_refuse(c, 406, JSONRPC_INVALID_REQUEST,
+			    NULL, "not acceptable: the client must accept"
+			    " application/json");
+			return;
+		}
+		if (!req->chunked && req->content_length < 0 &&
+		    req->state == HTTP_MSG_DONE) {
+			transport_http_refuse(c, 400, JSONRPC_INVALID_REQUEST,
+			    NULL, "bad request: the body is empty");
+			return;
+		}
+	}
+	c->close_after = 0;
+	if (req->state != HTTP_MSG_DONE) {
+		expect = http_msg_header(req, "Expect");
+		if (expect != NULL && strcasecmp(expect, "100-continue") == 0)
+			evbuffer_add_printf(bufferevent_get_output(c->bev),
+			    "HTTP/1.1 100 Continue\r\n\r\n");
+		transport_http_set_state(c, HTTP_CONN_BODY);
+		transport_http_arm(c, cfg_limit(LIMIT_BODY_TIMEOUT));
+	} else
+		transport_http_body_done(c);
+}
+
+/* The protocol layer has answered a POST. */
+static void
+transport_http_reply_cb(struct mcp_reply *reply, cJSON *response, void *arg)
+{
+	struct http_conn	*c = arg;
+	struct http_session	*s;
+	char			 extra[128];
+
+	c->reply = NULL;
+	extra[0] = '\0';
+	if ((s = c->pending_session) != NULL) {
+		c->pending_session = NULL;
+		if (mcp_session_initialized(s->mcp)) {
+			LIST_INSERT_HEAD(transport_http_bucket(s->id), s,
+			    entry);
+			http.nsessions++;
+			snprintf(extra, sizeof extra, "Mcp-Session-Id: %s\r\n",
+			    s->id);
+			log_debug("http session %.8s created key=%s peer=%s",
+			    s->id, s->key != NULL ? s->key->name : "-",
+			    c->peer);
+		} else
+			transport_http_session_free(s, "initialize failed");
+	}
+	if (response == NULL)
+		transport_http_respond(c, 202, NULL, NULL, 0,
+		    extra[0] != '\0' ? extra : NULL);
+	else
+		transport_http_json(c, 200, response,
+		    extra[0] != '\0' ? extra : NULL);
+}
+
+/* End an MCP session on DELETE /mcp. */
+static void
+transport_http_delete(struct http_conn *c, struct http_session *s)
+{
+	LIST_REMOVE(s, entry);
+	http.nsessions--;
+	transport_http_session_free(s, "deleted by the client");
+	transport_http_respond(c, 204, NULL, NULL, 0, NULL);
+}
+
+/* The whole request is in: hand it to the protocol layer. */
+static void
+transport_http_body_done(struct http_conn *c)
+{
+	struct http_msg		*req = c->req;
+	struct http_session	*s = NULL;
+	const char		*sid, *pv;
+	const char		*body;
+	size_t			 len;
+
+	transport_http_set_state(c, HTTP_CONN_HANDLING);
+	evtimer_del(c->timer);
+	/* Bound what a pipelining client can queue meanwhile. */
+	bufferevent_setwatermark(c->bev, EV_READ, 0,
+	    (size_t)cfg_limit(LIMIT_MAX_HEADER));
+
+	sid = http_msg_header(req, "Mcp-Session-Id");
+	if (sid != NULL) {
+		s = transport_http_session_find(sid);
+		if (s == NULL || s->key != c->key) {
+			transport_http_refuse(c, 404, -32001, NULL,
+			    "session not found: the Mcp-Session-Id is unknown"
+			    " or has ended; send initialize again");
+			return;
+		}
+		s->last_ms = now_ms();
+	}
+	if (strcmp(req->method, "DELETE") == 0) {
+		if (s == NULL) {
+			transport_http_refuse(c, 400, JSONRPC_INVALID_REQUEST,
+			    NULL, "bad request: DELETE /mcp needs an"
+			    " Mcp-Session-Id header");
+			return;
+		}
+		transport_http_delete(c, s);
+		return;
+	}
+
+	len = evbuffer_get_length(req->body);
+	body = len != 0 ? (const char *)evbuffer_pullup(req->body, len) : "";
+	if (s == NULL) {
+		if (!mcp_message_is_initialize(body, len)) {
+			transport_http_refuse(c, 400, JSONRPC_INVALID_REQUEST,
+			    NULL, "bad request: an Mcp-Session-Id header is"
+			    " required (send initialize first to get one)");
+			return;
+		}
+		if (http.nsessions >= (unsigned int)cfg_limit(
+		    LIMIT_MAX_SESSIONS)) {
+			transport_http_sweep_cb(-1, 0, NULL);
+			if (http.nsessions >= (unsigned int)cfg_limit(
+			    LIMIT_MAX_SESSIONS)) {
+				transport_http_refuse(c, 503,
+				    JSONRPC_INTERNAL_ERROR, "Retry-After: 60\r\n",
+				    "server busy: the limit of %lld open"
+				    " sessions is reached",
+				    cfg_limit(LIMIT_MAX_SESSIONS));
+				return;
+			}
+		}
+		s = xcalloc(1, sizeof *s);
+		util_random_hex(s->id, 32);
+		s->key = c->key;
+		s->last_ms = now_ms();
+		s->mcp = mcp_session_new(MCP_TRANSPORT_HTTP,
+		    transport_http_sets(c), c->key != NULL ? c->key->name :
+		    NULL);
+		c->pending_session = s;
+	} else if ((pv = http_msg_header(req, "MCP-Protocol-Version")) !=
+	    NULL && !mcp_version_supported(pv)) {
+		transport_http_refuse(c, 400, JSONRPC_INVALID_REQUEST, NULL,
+		    "bad request: unsupported MCP-Protocol-Version %.32s", pv);
+		return;
+	}
+	c->reply = mcp_receive(s->mcp, body, len, transport_http_reply_cb, c);
+}
+
+/* A new connection: admit it, or stop accepting when full. */
+static void
+transport_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct http_conn	*c;
+	char			 host[NI_MAXHOST], serv[NI_MAXSERV];
+
+	c = xcalloc(1, sizeof *c);
+	c->id = ++http.next_id;
+	if (getnameinfo(sa, salen, host, sizeof host, serv, sizeof serv,
+	    NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+		strlcpy(c->peer_addr, host, sizeof c->peer_addr);
+		snprintf(c->peer, sizeof c->peer, "%s:%s", host, serv);
+	} else
+		strlcpy(c->peer, "?", sizeof c->peer);
+	c->bev = bufferevent_socket_new(ev_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev == NULL)
+		fatalx("%s: bufferevent_socket_new", __func__);
+	c->req = http_msg_new(HTTP_MSG_REQUEST,
+	    (size_t)cfg_limit(LIMIT_MAX_HEADER),
+	    (uint64_t)cfg_limit(LIMIT_MAX_BODY));
+	if ((c->timer = evtimer_new(ev_base, transport_http_timer_cb, c)) ==
+	    NULL)
+		fatalx("%s: evtimer_new", __func__);
+	bufferevent_setcb(c->bev, transport_http_read_cb,
+	    transport_http_write_cb, transport_http_event_cb, c);
+	bufferevent_enable(c->bev, EV_READ);
+	c->state = HTTP_CONN_HEAD;
+	c->idle = 0;
+	transport_http_arm(c, cfg_limit(LIMIT_HEADER_TIMEOUT));
+	TAILQ_INSERT_TAIL(&http.conns, c, entry);
+	if (++http.nconns >= (unsigned int)cfg_limit(LIMIT_MAX_CONNECTIONS)) {
+		log_info("http: %u connections open, not accepting more until"
+		    " one closes", http.nconns);
+		evconnlistener_disable(l);
+	}
+	log_trace(TRACE_HTTP, "http client %u connected peer=%s", c->id,
+	    c->peer);
+}
+
+static void
+transport_http_accept_retry_cb(evutil_socket_t fd, short events, void *arg)
+{
+	if (http.listener != NULL && http.nconns <
+	    (unsigned int)cfg_limit(LIMIT_MAX_CONNECTIONS))
+		evconnlistener_enable(http.listener);
+}
+
+/* accept(2) failed, e.g. out of descriptors: back off and retry. */
+static void
+transport_http_accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	struct timeval	tv = { HTTP_ACCEPT_RETRY, 0 };
+	int		err = EVUTIL_SOCKET_ERROR();
+
+	log_warnx("http: accept: %s; pausing for %d s", strerror(err),
+	    HTTP_ACCEPT_RETRY);
+	evconnlistener_disable(l);
+	evtimer_add(http.accept_retry, &tv);
+}
+
+/*
+ * Listen on "ADDRESS:PORT" ([v6]:port for IPv6) and serve the sets. A
+ * non-loopback address needs at least one API key.
+ */
+int
+transport_http_start(const char *listen, int sets, char **cause)
+{
+	struct addrinfo		*res;
+	struct sockaddr_storage	 ss;
+	socklen_t		 sslen = sizeof ss;
+	char			 h[NI_MAXHOST], p[NI_MAXSERV];
+	int			 i;
+
+	if ((res = cfg_listen_resolve(listen, cause)) == NULL)
+		return (-1);
+	http.loopback = util_sockaddr_loopback(res->ai_addr);
+	if (!http.loopback && TAILQ_EMPTY(&cfg->apikeys)) {
+		xasprintf(cause, "refusing to listen on %s, which is not a"
+		    " loopback address, with no api-key configured", listen);
+		freeaddrinfo(res);
+		return (-1);
+	}
+	http.sets = sets;
+	TAILQ_INIT(&http.conns);
+	for (i = 0; i < HTTP_SESSION_BUCKETS; i++)
+		LIST_INIT(&http.sessions[i]);
+	http.listener = evconnlistener_new_bind(ev_base,
+	    transport_http_accept_cb, NULL, LEV_OPT_CLOSE_ON_FREE |
+	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 511, res->ai_addr,
+	    (int)res->ai_addrlen);
+	if (http.listener == NULL) {
+		xasprintf(cause, "cannot listen on %s: %s", listen,
+		    strerror(errno));
+		freeaddrinfo(res);
+		return (-1);
+	}
+	freeaddrinfo(res);
+	evconnlistener_set_error_cb(http.listener,
+	    transport_http_accept_error_cb);
+	http.accept_retry = evtimer_new(ev_base,
+	    transport_http_accept_retry_cb, NULL);
+	http.sweep = event_new(ev_base, -1, EV_PERSIST,
+	    transport_http_sweep_cb, NULL);
+	if (http.accept_retry == NULL || http.sweep == NULL)
+		fatalx("%s: event_new", __func__);
+	{
+		struct timeval	tv = { HTTP_SESSION_SWEEP, 0 };
+
+		evtimer_add(http.sweep, &tv);
+	}
+	if (getsockname(evconnlistener_get_fd(http.listener),
+	    (struct sockaddr *)&ss, &sslen) == 0 &&
+	    getnameinfo((struct sockaddr *)&ss, sslen, h, sizeof h, p,
+	    sizeof p, NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+		if (ss.ss_family == AF_INET6)
+			snprintf(http.bound, sizeof http.bound, "[%s]:%s", h,
+			    p);
+		else
+			snprintf(http.bound, sizeof http.bound, "%s:%s", h, p);
+	}
+	log_info("listening on http://%s/mcp sets=0x%x auth=%s", http.bound,
+	    sets, TAILQ_EMPTY(&cfg->apikeys) ? "none" : "api-key");
+	return (0);
+}
+
+/* Stop listening and drop every connection and session. */
+void
+transport_http_stop(void)
+{
+	struct http_conn	*c;
+	struct http_session	*s;
+	int			 i;
+
+	if (http.listener == NULL)
+		return;
+	evconnlistener_free(http.listener);
+	http.listener = NULL;
+	event_free(http.accept_retry);
+	event_free(http.sweep);
+	http.accept_retry = http.sweep = NULL;
+	while ((c = TAILQ_FIRST(&http.conns)) != NULL)
+		transport_http_close(c, "shutdown");
+	for (i = 0; i < HTTP_SESSION_BUCKETS; i++) {
+		while ((s = LIST_FIRST(&http.sessions[i])) != NULL) {
+			LIST_REMOVE(s, entry);
+			transport_http_session_free(s, "shutdown");
+		}
+	}
+	http.nsessions = 0;
+}

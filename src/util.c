@@ -1,0 +1,341 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * Small helpers shared by every module: random identifiers, hex and
+ * base64url, UTF-8 checks, SHA-256, descriptor flags, JSON output and
+ * atomic file writes.
+ */
+
+#include "config.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include "sandbox-mcp.h"
+
+/* Fill buf with len random lowercase hex digits and a NUL (len + 1 bytes). */
+int
+util_random_hex(char *buf, size_t len)
+{
+	unsigned char	raw[64];
+	size_t		n = (len + 1) / 2;
+
+	if (n > sizeof raw)
+		fatalx("%s: %zu digits is too many", __func__, len);
+	if (RAND_bytes(raw, (int)n) != 1)
+		fatalx("%s: the OpenSSL random generator failed", __func__);
+	util_hex(raw, n, buf);
+	buf[len] = '\0';
+	explicit_bzero(raw, sizeof raw);
+	return (0);
+}
+
+/* Lowercase hex of len bytes into out (2 * len + 1 bytes). */
+void
+util_hex(const unsigned char *in, size_t len, char *out)
+{
+	static const char	digits[] = "0123456789abcdef";
+	size_t			i;
+
+	for (i = 0; i < len; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 0xf];
+	}
+	out[2 * len] = '\0';
+}
+
+/* Whether len bytes are well-formed UTF-8 (no overlongs, no surrogates). */
+int
+util_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	const unsigned char	*end = p + len;
+	unsigned int		 c, need, min;
+
+	while (p < end) {
+		c = *p++;
+		if (c < 0x80)
+			continue;
+		if (c >= 0xc2 && c <= 0xdf) {
+			need = 1;
+			min = 0x80;
+			c &= 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			need = 2;
+			min = 0x800;
+			c &= 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			need = 3;
+			min = 0x10000;
+			c &= 0x07;
+		} else
+			return (0);
+		if ((size_t)(end - p) < need)
+			return (0);
+		while (need-- > 0) {
+			if ((*p & 0xc0) != 0x80)
+				return (0);
+			c = (c << 6) | (*p++ & 0x3f);
+		}
+		if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+			return (0);
+	}
+	return (1);
+}
+
+/*
+ * Whether a caller's identifier is safe: 1 to 64 bytes of [a-z0-9_-],
+ * never "." or "..", so it can be a path component.
+ */
+int
+util_id_valid(const char *id)
+{
+	size_t	len = strlen(id);
+
+	if (len == 0 || len > 64)
+		return (0);
+	return (id[strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789_-")] ==
+	    '\0');
+}
+
+void
+util_sha256(const void *data, size_t len, unsigned char out[32])
+{
+	unsigned int	n = 32;
+
+	if (EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) != 1)
+		fatalx("%s: EVP_Digest failed", __func__);
+}
+
+/* Unpadded base64url of len bytes; returns the length written. */
+int
+util_base64url(const unsigned char *in, size_t len, char *out, size_t size)
+{
+	static const char	 a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789-_";
+	size_t			 i, o = 0;
+	unsigned int		 v;
+
+	if (size < (len * 4 + 2) / 3 + 1)
+		return (-1);
+	for (i = 0; i + 2 < len; i += 3) {
+		v = in[i] << 16 | in[i + 1] << 8 | in[i + 2];
+		out[o++] = a[v >> 18];
+		out[o++] = a[(v >> 12) & 63];
+		out[o++] = a[(v >> 6) & 63];
+		out[o++] = a[v & 63];
+	}
+	if (len - i == 1) {
+		v = in[i] << 16;
+		out[o++] = a[v >> 18];
+		out[o++] = a[(v >> 12) & 63];
+	} else if (len - i == 2) {
+		v = in[i] << 16 | in[i + 1] << 8;
+		out[o++] = a[v >> 18];
+		out[o++] = a[(v >> 12) & 63];
+		out[o++] = a[(v >> 6) & 63];
+	}
+	out[o] = '\0';
+	return ((int)o);
+}
+
+int
+util_set_nonblock(int fd)
+{
+	int	flags;
+
+	if ((flags = fcntl(fd, F_GETFL)) == -1)
+		return (-1);
+	return (fcntl(fd, F_SETFL, flags | O_NONBLOCK));
+}
+
+int
+util_set_cloexec(int fd)
+{
+	int	flags;
+
+	if ((flags = fcntl(fd, F_GETFD)) == -1)
+		return (-1);
+	return (fcntl(fd, F_SETFD, flags | FD_CLOEXEC));
+}
+
+/* Compact JSON text; the caller frees it with free(). */
+char *
+util_json_print(cJSON *json)
+{
+	char	*s;
+
+	if ((s = cJSON_PrintUnformatted(json)) == NULL)
+		fatalx("%s: cJSON_PrintUnformatted failed", __func__);
+	return (s);
+}
+
+static void *
+util_json_malloc(size_t size)
+{
+	return (xmalloc(size == 0 ? 1 : size));
+}
+
+/* Route cJSON's allocations through xmalloc (fatal when memory is out). */
+void
+util_json_init(void)
+{
+	cJSON_Hooks	hooks = { util_json_malloc, free };
+
+	cJSON_InitHooks(&hooks);
+}
+
+/* mkdir -p with a mode for the directories it creates. */
+int
+util_mkdir_p(const char *path, mode_t mode, char **cause)
+{
+	char	*copy, *p, c;
+
+	copy = xstrdup(path);
+	for (p = copy + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		c = *p;
+		*p = '\0';
+		if (mkdir(copy, mode) != 0 && errno != EEXIST) {
+			xasprintf(cause, "cannot create %s: %s", copy,
+			    strerror(errno));
+			free(copy);
+			return (-1);
+		}
+		*p = c;
+		if (c == '\0')
+			break;
+	}
+	free(copy);
+	return (0);
+}
+
+/*
+ * Replace a file atomically: write a temporary file beside it, fsync it,
+ * rename it over the target and fsync the directory, so a crash leaves
+ * either the old or the new content.
+ */
+int
+util_write_atomic(const char *path, const void *data, size_t len,
+    char **cause)
+{
+	char		*tmp, *dir, *dcopy;
+	char		 rnd[13];
+	const char	*p = data;
+	ssize_t		 n;
+	int		 fd, dfd;
+
+	util_random_hex(rnd, 12);
+	xasprintf(&tmp, "%s.tmp-%s", path, rnd);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd == -1) {
+		xasprintf(cause, "cannot create %s: %s", tmp, strerror(errno));
+		free(tmp);
+		return (-1);
+	}
+	while (len > 0) {
+		n = write(fd, p, len);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			goto fail;
+		}
+		p += n;
+		len -= n;
+	}
+	if (fsync(fd) != 0)
+		goto fail;
+	if (close(fd) != 0) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) != 0)
+		goto fail;
+	dcopy = xstrdup(path);
+	dir = dirname(dcopy);
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		(void)fsync(dfd);
+		close(dfd);
+	}
+	free(dcopy);
+	free(tmp);
+	return (0);
+
+fail:
+	xasprintf(cause, "cannot write %s: %s", path, strerror(errno));
+	if (fd != -1)
+		close(fd);
+	unlink(tmp);
+	free(tmp);
+	return (-1);
+}
+
+/* Wall-clock time in Unix milliseconds. */
+uint64_t
+now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+/* Monotonic time in microseconds, for durations. */
+uint64_t
+mono_us(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+}
+
+/* Whether an address is on the loopback interface. */
+int
+util_sockaddr_loopback(const struct sockaddr *sa)
+{
+	const struct sockaddr_in	*sin;
+	const struct sockaddr_in6	*sin6;
+
+	if (sa->sa_family == AF_INET) {
+		sin = (const struct sockaddr_in *)sa;
+		return ((ntohl(sin->sin_addr.s_addr) >> 24) == 127);
+	}
+	if (sa->sa_family == AF_INET6) {
+		sin6 = (const struct sockaddr_in6 *)sa;
+		return (IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr));
+	}
+	return (0);
+}

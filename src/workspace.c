@@ -1,0 +1,410 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * Workspace roots on the host: resolving a caller's path to a canonical
+ * directory under a configured root, and listing a directory's
+ * subdirectories. A directory is read a slice of entries per loop
+ * iteration, so a directory of a million entries never stalls the loop;
+ * only the first entries by name (the configured cap, 500 by default) are
+ * kept while reading.
+ */
+
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <event2/event.h>
+
+#include "sandbox-mcp.h"
+
+#define WORKSPACE_SLICE	256
+
+struct workspace_dir {
+	char	*name;
+	char	*path;
+};
+
+struct workspace_list {
+	char			*path;		/* canonical */
+	char			*parent;	/* NULL at a root */
+	DIR			*dir;
+	struct event		*ev;
+	struct workspace_dir	*kept;		/* sorted by name */
+	size_t			 nkept;
+	size_t			 cap;
+	int			 truncated;
+	workspace_list_cb	 cb;
+	void			*arg;
+};
+
+/* Whether canonical path p is root r or below it. */
+static int
+workspace_under(const char *p, const char *r)
+{
+	size_t	len = strlen(r);
+
+	if (strcmp(r, "/") == 0)
+		return (1);
+	return (strncmp(p, r, len) == 0 && (p[len] == '\0' || p[len] == '/'));
+}
+
+/*
+ * The root (canonical, allocated) that holds canonical path p, or NULL.
+ * Roots that do not resolve are skipped.
+ */
+static char *
+workspace_root_of(const char *p)
+{
+	struct cfg_word	*w;
+	char		*r;
+
+	TAILQ_FOREACH(w, &cfg->roots, entry) {
+		if ((r = realpath(w->word, NULL)) == NULL)
+			continue;
+		if (workspace_under(p, r))
+			return (r);
+		free(r);
+	}
+	return (NULL);
+}
+
+/* Whether a path, taken as written, lies under a configured root. */
+static int
+workspace_lexically_under(const char *p)
+{
+	struct cfg_word	*w;
+
+	TAILQ_FOREACH(w, &cfg->roots, entry) {
+		if (workspace_under(p, w->word))
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * Resolve a caller's absolute path to a canonical directory under a
+ * configured root. On failure return NULL with the error kind and a
+ * message naming the path.
+ */
+char *
+workspace_resolve(const char *path, const char **kind, char **message)
+{
+	struct stat	 st;
+	char		*canon, *root;
+
+	if (TAILQ_EMPTY(&cfg->roots)) {
+		*kind = TOOL_ERR_FAILED;
+		xasprintf(message, "no workspace roots are configured (add"
+		    " workspace-root lines to %s)", cfg->path != NULL ?
+		    cfg->path : "the configuration file");
+		return (NULL);
+	}
+	if (path[0] != '/') {
+		*kind = TOOL_ERR_INVALID;
+		xasprintf(message, "path must be an absolute path: %.200s",
+		    path);
+		return (NULL);
+	}
+	if (strlen(path) >= PATH_MAX) {
+		*kind = TOOL_ERR_INVALID;
+		xasprintf(message, "path is longer than %d bytes", PATH_MAX);
+		return (NULL);
+	}
+	if ((canon = realpath(path, NULL)) == NULL) {
+		if ((errno == ENOENT || errno == ENOTDIR) &&
+		    workspace_lexically_under(path)) {
+			*kind = TOOL_ERR_NOT_FOUND;
+			xasprintf(message, "no such directory: %.200s", path);
+		} else if (errno == ENOENT || errno == ENOTDIR) {
+			*kind = TOOL_ERR_INVALID;
+			xasprintf(message, "%.200s is outside the workspace"
+			    " roots", path);
+		} else {
+			*kind = TOOL_ERR_FAILED;
+			xasprintf(message, "cannot resolve %.200s: %s", path,
+			    strerror(errno));
+		}
+		return (NULL);
+	}
+	if ((root = workspace_root_of(canon)) == NULL) {
+		*kind = TOOL_ERR_INVALID;
+		if (strcmp(canon, path) != 0)
+			xasprintf(message, "%.200s is outside the workspace"
+			    " roots (it resolves to %.200s)", path, canon);
+		else
+			xasprintf(message, "%.200s is outside the workspace"
+			    " roots", path);
+		free(canon);
+		return (NULL);
+	}
+	free(root);
+	if (stat(canon, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		*kind = TOOL_ERR_INVALID;
+		xasprintf(message, "%.200s is not a directory", path);
+		free(canon);
+		return (NULL);
+	}
+	return (canon);
+}
+
+static char *
+workspace_basename(const char *p)
+{
+	const char	*s = strrchr(p, '/');
+
+	if (s == NULL || s[1] == '\0')
+		return (xstrdup(p));
+	return (xstrdup(s + 1));
+}
+
+/* The configured roots that resolve, as the path-less listing. */
+cJSON *
+workspace_roots(char **message)
+{
+	struct cfg_word	*w;
+	cJSON		*result, *dirs, *d;
+	char		*canon, *name;
+
+	if (TAILQ_EMPTY(&cfg->roots)) {
+		xasprintf(message, "no workspace roots are configured (add"
+		    " workspace-root lines to %s)", cfg->path != NULL ?
+		    cfg->path : "the configuration file");
+		return (NULL);
+	}
+	result = cJSON_CreateObject();
+	cJSON_AddNullToObject(result, "path");
+	cJSON_AddNullToObject(result, "parent");
+	cJSON_AddFalseToObject(result, "truncated");
+	dirs = cJSON_AddArrayToObject(result, "directories");
+	TAILQ_FOREACH(w, &cfg->roots, entry) {
+		if ((canon = realpath(w->word, NULL)) == NULL) {
+			log_debug("%s: workspace root %s: %s", __func__,
+			    w->word, strerror(errno));
+			continue;
+		}
+		name = workspace_basename(canon);
+		d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "name", name);
+		cJSON_AddStringToObject(d, "path", canon);
+		cJSON_AddItemToArray(dirs, d);
+		free(name);
+		free(canon);
+	}
+	return (result);
+}
+
+static void
+workspace_list_free(struct workspace_list *wl)
+{
+	size_t	i;
+
+	if (wl->dir != NULL)
+		closedir(wl->dir);
+	if (wl->ev != NULL)
+		event_free(wl->ev);
+	for (i = 0; i < wl->nkept; i++) {
+		free(wl->kept[i].name);
+		free(wl->kept[i].path);
+	}
+	free(wl->kept);
+	free(wl->path);
+	free(wl->parent);
+	free(wl);
+}
+
+/* Keep an entry if it is among the first cap names; count the rest. */
+static void
+workspace_list_keep(struct workspace_list *wl, const char *name,
+    char *path)
+{
+	size_t	lo = 0, hi = wl->nkept, mid;
+
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		if (strcmp(wl->kept[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == wl->cap) {
+		wl->truncated = 1;
+		free(path);
+		return;
+	}
+	if (wl->nkept == wl->cap) {
+		wl->truncated = 1;
+		free(wl->kept[wl->nkept - 1].name);
+		free(wl->kept[wl->nkept - 1].path);
+		wl->nkept--;
+	}
+	memmove(&wl->kept[lo + 1], &wl->kept[lo],
+	    (wl->nkept - lo) * sizeof wl->kept[0]);
+	wl->kept[lo].name = xstrdup(name);
+	wl->kept[lo].path = path;
+	wl->nkept++;
+}
+
+/* Look at one directory entry: keep it if it is a visible directory. */
+static void
+workspace_list_entry(struct workspace_list *wl, struct dirent *de)
+{
+	struct stat	 st;
+	char		*full, *canon, *root;
+
+	if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+		return;
+	if (!util_utf8_valid(de->d_name, strlen(de->d_name)))
+		return;		/* cannot be named in JSON */
+	if (strcmp(wl->path, "/") == 0)
+		xasprintf(&full, "/%s", de->d_name);
+	else
+		xasprintf(&full, "%s/%s", wl->path, de->d_name);
+	if (de->d_type == DT_DIR) {
+		workspace_list_keep(wl, de->d_name, full);
+		return;
+	}
+	if (de->d_type != DT_LNK && de->d_type != DT_UNKNOWN) {
+		free(full);
+		return;
+	}
+	if (lstat(full, &st) != 0) {
+		free(full);
+		return;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		workspace_list_keep(wl, de->d_name, full);
+		return;
+	}
+	if (!S_ISLNK(st.st_mode) || stat(full, &st) != 0 ||
+	    !S_ISDIR(st.st_mode) || (canon = realpath(full, NULL)) == NULL) {
+		free(full);
+		return;
+	}
+	free(full);
+	if ((root = workspace_root_of(canon)) == NULL) {
+		free(canon);	/* leaves every root: hidden */
+		return;
+	}
+	free(root);
+	workspace_list_keep(wl, de->d_name, canon);
+}
+
+/* Read the next slice of entries; at the end, build the result. */
+static void
+workspace_list_slice_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct workspace_list	*wl = arg;
+	struct dirent		*de;
+	cJSON			*result, *dirs, *d;
+	size_t			 i;
+	int			 n;
+
+	for (n = 0; n < WORKSPACE_SLICE; n++) {
+		errno = 0;
+		if ((de = readdir(wl->dir)) == NULL)
+			break;
+		workspace_list_entry(wl, de);
+	}
+	if (n == WORKSPACE_SLICE) {
+		event_active(wl->ev, EV_TIMEOUT, 1);
+		return;
+	}
+	if (errno != 0)
+		log_warn("reading %s", wl->path);
+
+	result = cJSON_CreateObject();
+	cJSON_AddStringToObject(result, "path", wl->path);
+	if (wl->parent != NULL)
+		cJSON_AddStringToObject(result, "parent", wl->parent);
+	else
+		cJSON_AddNullToObject(result, "parent");
+	cJSON_AddBoolToObject(result, "truncated", wl->truncated);
+	dirs = cJSON_AddArrayToObject(result, "directories");
+	for (i = 0; i < wl->nkept; i++) {
+		d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "name", wl->kept[i].name);
+		cJSON_AddStringToObject(d, "path", wl->kept[i].path);
+		cJSON_AddItemToArray(dirs, d);
+	}
+	wl->cb(result, wl->arg);
+	workspace_list_free(wl);
+}
+
+/*
+ * Begin listing the subdirectories of a caller's path. Returns NULL with
+ * an error kind, message and details when the path is refused; otherwise
+ * the callback gets the result from the loop later.
+ */
+struct workspace_list *
+workspace_list_start(const char *path, workspace_list_cb cb, void *arg,
+    const char **kind, char **message, cJSON **details)
+{
+	struct workspace_list	*wl;
+	char			*canon, *root, *slash;
+
+	if ((canon = workspace_resolve(path, kind, message)) == NULL) {
+		*details = tool_details("path", path);
+		return (NULL);
+	}
+	wl = xcalloc(1, sizeof *wl);
+	wl->path = canon;
+	wl->cb = cb;
+	wl->arg = arg;
+	wl->cap = (size_t)cfg_limit(LIMIT_LIST_DIRECTORIES);
+	wl->kept = xcalloc(wl->cap, sizeof wl->kept[0]);
+	root = workspace_root_of(canon);
+	if (root != NULL && strcmp(root, canon) != 0) {
+		wl->parent = xstrdup(canon);
+		slash = strrchr(wl->parent, '/');
+		if (slash == wl->parent)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	free(root);
+	if ((wl->dir = opendir(canon)) == NULL) {
+		*kind = TOOL_ERR_FAILED;
+		xasprintf(message, "cannot read %.200s: %s", canon,
+		    strerror(errno));
+		*details = tool_details("path", path);
+		workspace_list_free(wl);
+		return (NULL);
+	}
+	if ((wl->ev = event_new(ev_base, -1, 0, workspace_list_slice_cb,
+	    wl)) == NULL)
+		fatalx("%s: event_new", __func__);
+	event_active(wl->ev, EV_TIMEOUT, 1);
+	return (wl);
+}
+
+/* Stop a listing; its callback will not run. */
+void
+workspace_list_cancel(struct workspace_list *wl)
+{
+	if (wl != NULL)
+		workspace_list_free(wl);
+}

@@ -1,0 +1,364 @@
+# lib.py: helpers for the regress tests. Each test starts the built
+# sandbox-mcp with a private state directory and configuration, talks to
+# it over stdio or HTTP, and checks what comes back. A failed check prints
+# what was expected and what came, and the test exits 1.
+#
+# Environment (set by tests/run.sh):
+#   SANDBOX_MCP_BIN      the binary under test
+#   SANDBOX_MCP_SRCDIR   the source tree
+#   SANDBOX_MCP_IMAGE    a small local image (sandbox-mcp/busybox:test)
+
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = os.environ.get("SANDBOX_MCP_BIN", "./sandbox-mcp")
+SRCDIR = os.environ.get("SANDBOX_MCP_SRCDIR", ".")
+IMAGE = os.environ.get("SANDBOX_MCP_IMAGE", "sandbox-mcp/busybox:test")
+VERSIONS = ["2025-03-26", "2025-06-18", "2025-11-25"]
+
+_cleanups = []
+_checks = 0
+
+
+def cleanup(fn):
+    """Run fn when the test ends, whatever happens."""
+    _cleanups.append(fn)
+
+
+def _run_cleanups():
+    while _cleanups:
+        fn = _cleanups.pop()
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - cleanup must go on
+            print("cleanup failed: %r" % (e,), file=sys.stderr)
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    _run_cleanups()
+    sys.exit(1)
+
+
+def check(cond, msg):
+    global _checks
+    _checks += 1
+    if not cond:
+        fail(msg)
+
+
+def check_eq(got, want, what):
+    global _checks
+    _checks += 1
+    if got != want:
+        fail("%s: expected %r, got %r" % (what, want, got))
+
+
+def check_in(needle, hay, what):
+    global _checks
+    _checks += 1
+    if needle not in hay:
+        fail("%s: expected %r in %r" % (what, needle, hay))
+
+
+def main(fn):
+    """Run a test function with cleanups; print a summary line."""
+    try:
+        fn()
+    except SystemExit:
+        raise
+    except BaseException as e:  # noqa: BLE001 - report anything
+        import traceback
+        traceback.print_exc()
+        fail("exception: %r" % (e,))
+    _run_cleanups()
+    if _checks == 0:
+        print("FAIL: the test checked nothing", file=sys.stderr)
+        sys.exit(1)
+    print("ok (%d checks)" % _checks)
+    sys.exit(0)
+
+
+def tmpdir(prefix="smcp-test-"):
+    d = tempfile.mkdtemp(prefix=prefix)
+    cleanup(lambda: shutil.rmtree(d, ignore_errors=True))
+    return d
+
+
+class Server:
+    """A sandbox-mcp process with a private state directory."""
+
+    def __init__(self, sets=("management",), config="", listen=None,
+                 stdio=True, args=(), docker_host=None, env=None):
+        self.dir = tmpdir()
+        self.state = os.path.join(self.dir, "state")
+        self.conf = os.path.join(self.dir, "sandbox-mcp.conf")
+        with open(self.conf, "w") as f:
+            f.write(config)
+        argv = [BIN, "-f", self.conf, "--state-dir", self.state]
+        for s in sets:
+            argv += ["--set", s]
+        if listen is not None:
+            argv += ["--listen", listen]
+        if not stdio:
+            argv += ["--no-stdio"]
+        if docker_host is not None:
+            argv += ["--docker-host", docker_host]
+        argv += list(args)
+        self.stderr_path = os.path.join(self.dir, "stderr.log")
+        self._stderr = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self._stderr, env=env)
+        self._buf = b""
+        self._pending = {}
+        self._next_id = 100
+        self.port = None
+        cleanup(self.kill)
+        if listen is not None:
+            self.port = self._wait_port()
+
+    def _wait_port(self, timeout=10):
+        end = time.time() + timeout
+        while time.time() < end:
+            log = self.log()
+            m = re.search(r"listening on http://\S+:(\d+)/mcp", log)
+            if m:
+                return int(m.group(1))
+            if self.proc.poll() is not None:
+                fail("server exited %r before listening: %s"
+                     % (self.proc.returncode, log))
+            time.sleep(0.02)
+        fail("server did not start listening: " + self.log())
+
+    def log(self):
+        with open(self.stderr_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._stderr.close()
+
+    # stdio
+    def send_raw(self, data):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, msg):
+        self.send_raw(json.dumps(msg).encode() + b"\n")
+
+    def recv(self, timeout=10):
+        """Read one message line from stdout."""
+        end = time.time() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = end - time.time()
+            if left <= 0:
+                fail("no message within %s s; stderr: %s"
+                     % (timeout, self.log()[-2000:]))
+            r, _, _ = select.select([fd], [], [], left)
+            if r:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    fail("stdout closed; stderr: " + self.log()[-2000:])
+                self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError:
+            fail("stdout carried a line that is not JSON: %r" % line[:200])
+
+    def no_message(self, wait=0.3):
+        """Check that nothing arrives on stdout for a while."""
+        fd = self.proc.stdout.fileno()
+        r, _, _ = select.select([fd], [], [], wait)
+        if r:
+            self._buf += os.read(fd, 65536)
+        check(not self._buf, "unexpected output on stdout: %r"
+              % self._buf[:500])
+
+    def request(self, method, params=None, timeout=10):
+        self._next_id += 1
+        rid = self._next_id
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return self.wait(rid, timeout)
+
+    def wait(self, rid, timeout=10):
+        end = time.time() + timeout
+        while rid not in self._pending:
+            m = self.recv(max(0.01, end - time.time()))
+            self._pending[m.get("id")] = m
+        return self._pending.pop(rid)
+
+    def initialize(self, version="2025-06-18"):
+        r = self.request("initialize", {
+            "protocolVersion": version, "capabilities": {},
+            "clientInfo": {"name": "regress", "version": "1"}})
+        check("result" in r, "initialize failed: %r" % r)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return r["result"]
+
+    def call(self, name, args=None, timeout=30):
+        params = {"name": name}
+        if args is not None:
+            params["arguments"] = args
+        r = self.request("tools/call", params, timeout)
+        check("result" in r, "tools/call answered with %r" % r)
+        return r["result"]
+
+    def close_stdin(self):
+        self.proc.stdin.close()
+
+    def wait_exit(self, timeout=10):
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            fail("server did not exit within %s s" % timeout)
+
+
+def ok_result(res, what):
+    check(res.get("isError") is False, "%s: expected success, got %r"
+          % (what, res))
+    check(res.get("content") == [], "%s: content must be []" % what)
+    return res["structuredContent"]
+
+
+def err_result(res, kind, what):
+    check(res.get("isError") is True, "%s: expected an error, got %r"
+          % (what, res))
+    err = res["structuredContent"]["error"]
+    check_eq(err["kind"], kind, what + " error kind")
+    check(isinstance(err.get("details"), dict), what + ": details object")
+    check(isinstance(err.get("message"), str) and err["message"],
+          what + ": message")
+    return err
+
+
+class Http:
+    """A plain HTTP/1.1 client on one connection, for exact control."""
+
+    def __init__(self, port, host="127.0.0.1", timeout=10):
+        self.sock = socket.create_connection((host, port), timeout)
+        self.sock.settimeout(timeout)
+        self.buf = b""
+        cleanup(self.close)
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def request(self, method, path, body=None, headers=None,
+                host="127.0.0.1"):
+        h = {"Host": host}
+        if body is not None:
+            if not isinstance(body, bytes):
+                body = json.dumps(body).encode()
+            h["Content-Type"] = "application/json"
+            h["Accept"] = "application/json, text/event-stream"
+            h["Content-Length"] = str(len(body))
+        h.update(headers or {})
+        lines = ["%s %s HTTP/1.1" % (method, path)]
+        lines += ["%s: %s" % (k, v) for k, v in h.items() if v is not None]
+        self.send_raw(("\r\n".join(lines) + "\r\n\r\n").encode() +
+                      (body or b""))
+        return self.response()
+
+    def _fill(self):
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise EOFError("connection closed")
+        self.buf += chunk
+
+    def response(self):
+        """Read one response: (status, headers dict lowercased, body)."""
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ")[1])
+        headers = {}
+        for line in lines[1:]:
+            k, v = line.split(":", 1)
+            headers[k.strip().lower()] = v.strip()
+        n = int(headers.get("content-length", "0"))
+        while len(self.buf) < n:
+            self._fill()
+        body, self.buf = self.buf[:n], self.buf[n:]
+        if status == 100:
+            return self.response()
+        return status, headers, body
+
+    def closed(self, timeout=5):
+        """Whether the server closes the connection within timeout."""
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                if not self.sock.recv(65536):
+                    return True
+        except socket.timeout:
+            return False
+        except OSError:
+            return True
+
+
+def http_json(body):
+    return json.loads(body.decode())
+
+
+def http_session(port, version="2025-06-18", key=None):
+    """Open an MCP session over HTTP; return (Http, session id)."""
+    c = Http(port)
+    hdr = {}
+    if key is not None:
+        hdr["Authorization"] = "Bearer " + key
+    st, h, b = c.request("POST", "/mcp", {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {},
+                   "clientInfo": {"name": "regress", "version": "1"}}},
+        hdr)
+    check_eq(st, 200, "initialize status")
+    sid = h.get("mcp-session-id")
+    check(sid is not None and re.fullmatch(r"[0-9a-f]{32}", sid),
+          "Mcp-Session-Id: %r" % sid)
+    hdr["Mcp-Session-Id"] = sid
+    hdr["MCP-Protocol-Version"] = version
+    st, h, b = c.request("POST", "/mcp", {
+        "jsonrpc": "2.0", "method": "notifications/initialized"}, hdr)
+    check_eq(st, 202, "initialized notification status")
+    return c, hdr
+
+
+def keygen(name, *sets):
+    argv = [BIN, "keygen", name]
+    for s in sets:
+        argv += ["--set", s]
+    out = subprocess.run(argv, check=True, capture_output=True,
+                         text=True).stdout.splitlines()
+    return out[0], out[1]
+
+
+def docker(*args, check_rc=True):
+    r = subprocess.run(["docker"] + list(args), capture_output=True,
+                       text=True)
+    if check_rc and r.returncode != 0:
+        fail("docker %s: %s" % (" ".join(args), r.stderr))
+    return r.stdout.strip()

@@ -1,0 +1,115 @@
+#!/bin/sh
+# run.sh: the whole test suite. Runs every unit case of tests/unit/unit,
+# every regress script under tests/regress (against the real Docker
+# Engine) and the MCP conformance scenarios, each under a timeout, and
+# ends with the line "N passed, N failed". Arguments, when given, are
+# substrings: only tests whose names contain one of them run.
+#
+# SANDBOX_MCP_TEST_BIN points the suite at another binary (e.g. one
+# running under a debugger wrapper); logs of failed tests are printed and
+# all logs are kept under $SANDBOX_MCP_BUILDDIR/tests/logs.
+
+set -u
+
+srcdir=${SANDBOX_MCP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+builddir=${SANDBOX_MCP_BUILDDIR:-$srcdir}
+SANDBOX_MCP_BIN=${SANDBOX_MCP_TEST_BIN:-$builddir/sandbox-mcp}
+SANDBOX_MCP_IMAGE=sandbox-mcp/busybox:test
+export SANDBOX_MCP_BIN SANDBOX_MCP_SRCDIR="$srcdir" \
+    SANDBOX_MCP_BUILDDIR="$builddir" SANDBOX_MCP_IMAGE
+logdir=$builddir/tests/logs
+unit=$builddir/tests/unit/unit
+passed=0
+failed=0
+failures=
+
+mkdir -p "$logdir"
+
+selected() {
+	[ $# -eq 0 ] && return 0
+	name=$1
+	shift
+	for pat in $patterns; do
+		case $name in *"$pat"*) return 0 ;; esac
+	done
+	return 1
+}
+patterns="$*"
+
+# run NAME TIMEOUT COMMAND...: one test, logged, counted.
+run() {
+	name=$1
+	limit=$2
+	shift 2
+	if [ -n "$patterns" ] && ! selected "$name" x; then
+		return
+	fi
+	log=$logdir/$(echo "$name" | tr '/' '_').log
+	start=$(date +%s)
+	timeout -k 10 "$limit" "$@" >"$log" 2>&1
+	rc=$?
+	secs=$(( $(date +%s) - start ))
+	if [ $rc -eq 0 ]; then
+		passed=$((passed + 1))
+		echo "ok   $name (${secs}s)"
+	else
+		failed=$((failed + 1))
+		failures="$failures $name"
+		if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+			echo "FAIL $name (timed out after ${limit}s)"
+		else
+			echo "FAIL $name (exit $rc, ${secs}s)"
+		fi
+		sed 's/^/    | /' "$log" | tail -n 40
+	fi
+}
+
+if [ ! -x "$SANDBOX_MCP_BIN" ]; then
+	echo "no binary at $SANDBOX_MCP_BIN: build first" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+# The suite needs the Docker Engine and the small test image.
+if ! docker info >/dev/null 2>&1; then
+	echo "the Docker Engine does not answer at /var/run/docker.sock:" \
+	    "start dockerd first" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+if ! bash "$srcdir/contrib/build-image.sh" --busybox >"$logdir/image.log" 2>&1
+then
+	cat "$logdir/image.log" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+
+if [ -x "$unit" ]; then
+	for case in $("$unit" -l); do
+		run "unit/$case" 60 "$unit" "$case"
+	done
+else
+	run unit/build 10 false
+fi
+
+for t in "$srcdir"/tests/regress/*.py "$srcdir"/tests/regress/*.sh; do
+	[ -e "$t" ] || continue
+	name=regress/$(basename "$t" | sed 's/\.[a-z]*$//')
+	case $t in
+	*/lib.py) continue ;;
+	*.py) run "$name" 300 python3 -u "$t" ;;
+	*.sh) run "$name" 300 bash "$t" ;;
+	esac
+done
+
+for t in "$srcdir"/tests/conformance/*.sh; do
+	[ -e "$t" ] || continue
+	name=conformance/$(basename "$t" .sh)
+	run "$name" 600 bash "$t"
+done
+
+if [ -n "$failures" ]; then
+	echo "failed:$failures"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
