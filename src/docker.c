@@ -134,3 +134,67 @@ docker_call_cancel(struct docker_call *dc)
 	telemetry_span_end(dc->span, "cancelled");
 	free(dc);
 }
+
+static int
+docker_string_cmp(const void *a, const void *b)
+{
+	return (strcmp(*(char *const *)a, *(char *const *)b));
+}
+
+/*
+ * Every reference an /images/json reply names: repo tags but
+ * <none>:<none>, repo digests but <none>@<none>, and the id of each image
+ * with no tag; sorted, without duplicates. NULL when the reply is not a
+ * list.
+ */
+cJSON *
+docker_image_references(cJSON *reply)
+{
+	cJSON		*img, *v, *s, *out;
+	const char	**refs = NULL;
+	size_t		 n = 0, size = 0, i;
+	int		 tagged;
+
+	if (!cJSON_IsArray(reply))
+		return (NULL);
+	cJSON_ArrayForEach(img, reply) {
+		tagged = 0;
+		for (i = 0; i < 2; i++) {
+			v = cJSON_GetObjectItemCaseSensitive(img, i == 0 ?
+			    "RepoTags" : "RepoDigests");
+			cJSON_ArrayForEach(s, v) {
+				if (!cJSON_IsString(s) ||
+				    strcmp(s->valuestring, "<none>:<none>") ==
+				    0 || strcmp(s->valuestring,
+				    "<none>@<none>") == 0)
+					continue;
+				if (n == size) {
+					size = size == 0 ? 64 : size * 2;
+					refs = xreallocarray(refs, size,
+					    sizeof *refs);
+				}
+				refs[n++] = s->valuestring;
+				if (i == 0)
+					tagged = 1;
+			}
+		}
+		v = cJSON_GetObjectItemCaseSensitive(img, "Id");
+		if (!tagged && cJSON_IsString(v)) {
+			if (n == size) {
+				size = size == 0 ? 64 : size * 2;
+				refs = xreallocarray(refs, size, sizeof *refs);
+			}
+			refs[n++] = v->valuestring;
+		}
+	}
+	if (n > 0)
+		qsort(refs, n, sizeof *refs, docker_string_cmp);
+	out = cJSON_CreateArray();
+	for (i = 0; i < n; i++) {
+		if (i > 0 && strcmp(refs[i], refs[i - 1]) == 0)
+			continue;
+		cJSON_AddItemToArray(out, cJSON_CreateString(refs[i]));
+	}
+	free(refs);
+	return (out);
+}

@@ -180,6 +180,7 @@ struct docker_call *docker_call(const char *, const char *, const char *,
 		     struct cJSON *, struct tspan *, docker_json_cb, void *);
 void		 docker_call_cancel(struct docker_call *);
 char		*docker_error_message(int, struct cJSON *);
+struct cJSON	*docker_image_references(struct cJSON *);
 
 /* jsonrpc.c */
 #define JSONRPC_PARSE_ERROR	-32700

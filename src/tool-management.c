@@ -77,80 +77,27 @@ const struct tool_entry tool_list_workspace_directories_entry = {
 	.cancel = tool_list_workspace_directories_cancel,
 };
 
-static int
-tool_string_cmp(const void *a, const void *b)
-{
-	return (strcmp(*(char *const *)a, *(char *const *)b));
-}
-
-/* Add s to a growing array of strings. */
-static void
-tool_strings_add(char ***v, size_t *n, size_t *size, const char *s)
-{
-	if (*n == *size) {
-		*size = *size == 0 ? 64 : *size * 2;
-		*v = xreallocarray(*v, *size, sizeof **v);
-	}
-	(*v)[(*n)++] = (char *)s;
-}
-
-/*
- * Every reference of /images/json: repo tags but <none>:<none>, repo
- * digests but <none>@<none>, and the id of images with no tag; sorted,
- * without duplicates.
- */
+/* The image references of an /images/json reply, as the tool returns them. */
 static void
 tool_list_docker_images_cb(cJSON *reply, const char *error, int status,
     void *arg)
 {
 	struct tool_call	*tc = arg;
-	cJSON			*img, *v, *s, *result, *images;
-	char			**refs = NULL;
-	size_t			 n = 0, size = 0, i;
-	int			 tagged;
+	cJSON			*images, *result;
 
 	tool_call_set_data(tc, NULL);
 	if (error != NULL) {
 		tool_call_error(tc, TOOL_ERR_FAILED, NULL, "%s", error);
 		return;
 	}
-	if (!cJSON_IsArray(reply)) {
+	if ((images = docker_image_references(reply)) == NULL) {
 		tool_call_error(tc, TOOL_ERR_FAILED, NULL, "the Docker Engine"
 		    " answered the image list with something other than a"
 		    " list");
 		return;
 	}
-	cJSON_ArrayForEach(img, reply) {
-		tagged = 0;
-		v = cJSON_GetObjectItemCaseSensitive(img, "RepoTags");
-		cJSON_ArrayForEach(s, v) {
-			if (!cJSON_IsString(s) ||
-			    strcmp(s->valuestring, "<none>:<none>") == 0)
-				continue;
-			tool_strings_add(&refs, &n, &size, s->valuestring);
-			tagged = 1;
-		}
-		v = cJSON_GetObjectItemCaseSensitive(img, "RepoDigests");
-		cJSON_ArrayForEach(s, v) {
-			if (!cJSON_IsString(s) ||
-			    strcmp(s->valuestring, "<none>@<none>") == 0)
-				continue;
-			tool_strings_add(&refs, &n, &size, s->valuestring);
-		}
-		v = cJSON_GetObjectItemCaseSensitive(img, "Id");
-		if (!tagged && cJSON_IsString(v))
-			tool_strings_add(&refs, &n, &size, v->valuestring);
-	}
-	if (n > 0)
-		qsort(refs, n, sizeof *refs, tool_string_cmp);
 	result = cJSON_CreateObject();
-	images = cJSON_AddArrayToObject(result, "images");
-	for (i = 0; i < n; i++) {
-		if (i > 0 && strcmp(refs[i], refs[i - 1]) == 0)
-			continue;
-		cJSON_AddItemToArray(images, cJSON_CreateString(refs[i]));
-	}
-	free(refs);
+	cJSON_AddItemToObject(result, "images", images);
 	tool_call_done(tc, result);
 }
 

@@ -57,12 +57,14 @@
 #define HTTP_SESSION_BUCKETS	256
 #define HTTP_SESSION_SWEEP	60
 #define HTTP_ACCEPT_RETRY	1
+#define HTTP_LINGER		2
 
 enum http_conn_state {
 	HTTP_CONN_HEAD,
 	HTTP_CONN_BODY,
 	HTTP_CONN_HANDLING,
-	HTTP_CONN_WRITING
+	HTTP_CONN_WRITING,
+	HTTP_CONN_LINGER
 };
 
 struct http_session {
@@ -122,7 +124,7 @@ static void
 transport_http_set_state(struct http_conn *c, enum http_conn_state state)
 {
 	static const char *names[] = { "head", "body", "handling",
-	    "writing" };
+	    "writing", "linger" };
 
 	log_trace(TRACE_HTTP, "http client %u %s -> %s", c->id,
 	    names[c->state], names[state]);
@@ -305,6 +307,21 @@ transport_http_write_cb(struct bufferevent *bev, void *arg)
 
 	if (c->state != HTTP_CONN_WRITING)
 		return;
+	if (!c->keepalive && c->req->state != HTTP_MSG_DONE &&
+	    c->req->state != HTTP_MSG_ERROR) {
+		/*
+		 * The client may still be sending a body we refused: close
+		 * our side and read what comes for a moment, so that the
+		 * kernel does not reset the connection under the answer.
+		 */
+		shutdown(bufferevent_getfd(bev), SHUT_WR);
+		bufferevent_disable(bev, EV_WRITE);
+		bufferevent_setwatermark(bev, EV_READ, 0, 0);
+		bufferevent_enable(bev, EV_READ);
+		transport_http_set_state(c, HTTP_CONN_LINGER);
+		transport_http_arm(c, HTTP_LINGER);
+		return;
+	}
 	if (!c->keepalive) {
 		transport_http_close(c, "done");
 		return;
@@ -327,6 +344,10 @@ transport_http_read_cb(struct bufferevent *bev, void *arg)
 	struct evbuffer		*in = bufferevent_get_input(bev);
 	enum http_parse_result	 r;
 
+	if (c->state == HTTP_CONN_LINGER) {
+		evbuffer_drain(in, evbuffer_get_length(in));
+		return;
+	}
 	if (c->state != HTTP_CONN_HEAD && c->state != HTTP_CONN_BODY)
 		return;		/* held until the current request is done */
 	if (c->state == HTTP_CONN_HEAD && c->idle &&
@@ -401,6 +422,9 @@ transport_http_timer_cb(evutil_socket_t fd, short events, void *arg)
 		break;
 	case HTTP_CONN_WRITING:
 		transport_http_close(c, "write timeout");
+		break;
+	case HTTP_CONN_LINGER:
+		transport_http_close(c, "done");
 		break;
 	case HTTP_CONN_HANDLING:
 		break;
@@ -622,17 +646,14 @@ transport_http_head(struct http_conn *c)
 		return;
 	}
 	if (strcmp(path, "/health") == 0) {
-		c->close_after = req->content_length > 0 || req->chunked;
 		transport_http_health(c);
 		return;
 	}
 	if (strcmp(path, "/mcp") != 0) {
-		c->close_after = req->content_length > 0 || req->chunked;
 		transport_http_plain(c, 404, NULL);
 		return;
 	}
 
-	c->close_after = 1;	/* until the body is read */
 	if ((origin = http_msg_header(req, "Origin")) != NULL &&
 	    !transport_http_origin_ok(origin)) {
 		log_info("http client %u refused: Origin \"%.64s\" peer=%s",
@@ -679,7 +700,6 @@ transport_http_head(struct http_conn *c)
 			return;
 		}
 	}
-	c->close_after = 0;
 	if (req->state != HTTP_MSG_DONE) {
 		expect = http_msg_header(req, "Expect");
 		if (expect != NULL && strcasecmp(expect, "100-continue") == 0)

@@ -207,7 +207,36 @@ test_silent(void)
 	return (0);
 }
 
+static int
+test_image_references(void)
+{
+	cJSON	*reply, *refs;
+	char	*text;
+
+	reply = cJSON_Parse("["
+	    "{\"Id\":\"sha256:bbb\",\"RepoTags\":[\"z:1\",\"a:1\"],"
+	    "\"RepoDigests\":[\"a@sha256:d1\"]},"
+	    "{\"Id\":\"sha256:ccc\",\"RepoTags\":[\"<none>:<none>\"],"
+	    "\"RepoDigests\":[\"<none>@<none>\"]},"
+	    "{\"Id\":\"sha256:ddd\",\"RepoTags\":null,"
+	    "\"RepoDigests\":[\"m@sha256:d2\"]},"
+	    "{\"Id\":\"sha256:eee\",\"RepoTags\":[\"a:1\"]}"
+	    "]");
+	refs = docker_image_references(reply);
+	text = util_json_print(refs);
+	CHECK_STR(text, "[\"a:1\",\"a@sha256:d1\",\"m@sha256:d2\","
+	    "\"sha256:ccc\",\"sha256:ddd\",\"z:1\"]");
+	free(text);
+	cJSON_Delete(refs);
+	cJSON_Delete(reply);
+	reply = cJSON_Parse("{\"message\":\"x\"}");
+	CHECK(docker_image_references(reply) == NULL);
+	cJSON_Delete(reply);
+	return (0);
+}
+
 const struct unit_case unit_docker_cases[] = {
+	{ "docker/image-references", test_image_references },
 	{ "docker/whole", test_whole },
 	{ "docker/chunked", test_chunked },
 	{ "docker/truncated", test_truncated },

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+# Faults a real Docker Engine does not produce on demand, injected by a
+# scripted fake on a unix socket (named as such: fake_docker): a reply cut
+# short, garbage, a body that is not JSON, an oversized reply, an error
+# status, and silence. Each gets a clear operation_failed answer, and the
+# server keeps serving other requests meanwhile, including while a Docker
+# call hangs.
+
+import os
+import socket
+import threading
+import time
+
+from lib import (Server, check, check_eq, check_in, cleanup, err_result,
+                 main, ok_result, tmpdir)
+
+
+class FakeDocker:
+    """Answers each connection with the next scripted reply."""
+
+    def __init__(self, path):
+        self.path = path
+        self.script = []
+        self.lock = threading.Lock()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(16)
+        self.held = []
+        t = threading.Thread(target=self.serve, daemon=True)
+        t.start()
+        cleanup(self.close)
+
+    def close(self):
+        self.sock.close()
+        for c in self.held:
+            c.close()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            c.settimeout(5)
+            try:
+                c.recv(65536)
+            except OSError:
+                pass
+            with self.lock:
+                reply = self.script.pop(0) if self.script else None
+            if reply is None:          # silence: hold the connection
+                self.held.append(c)
+                continue
+            c.sendall(reply)
+            c.shutdown(socket.SHUT_WR)
+            time.sleep(0.05)
+            c.close()
+
+
+def ok_reply(body, ctype="application/json"):
+    return (b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d"
+            b"\r\n\r\n" % (ctype.encode(), len(body))) + body
+
+
+def test():
+    d = tmpdir()
+    sock = os.path.join(d, "fake_docker.sock")
+    fake = FakeDocker(sock)
+    os.makedirs(os.path.join(d, "ws"))
+    s = Server(docker_host="unix://" + sock,
+               config="limit docker-timeout 2\nlimit docker-max-reply 4K\n"
+               "workspace-root %s\n" % os.path.join(d, "ws"))
+    s.initialize()
+    prefix = "cannot reach the Docker Engine at %s: " % sock
+
+    cases = [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n[{\"Id\":",
+         prefix + "the connection closed before a complete reply"),
+        (b"HTTP/1.1 200 OK\r\nContent-Le",
+         prefix + "the connection closed before a complete reply"),
+        (b"\x00\x01garbage\x02\r\n\r\n", prefix + "malformed reply"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+         prefix + "malformed reply"),
+        (ok_reply(b"<html>not json</html>", "text/html"),
+         prefix + "the reply is not JSON"),
+        (ok_reply(b"[" + b"{}," * 3000 + b"{}]"),
+         prefix + "the reply is larger than 4096 bytes"),
+        (b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: "
+         b"application/json\r\nContent-Length: 18\r\n\r\n"
+         b'{"message":"boom"}',
+         "the Docker Engine refused the request (HTTP 500): boom"),
+        (ok_reply(b'{"not": "a list"}'),
+         "the Docker Engine answered the image list with something other"
+         " than a list"),
+    ]
+    for reply, message in cases:
+        fake.script.append(reply)
+        e = err_result(s.call("list_docker_images"), "operation_failed",
+                       "fault %r" % reply[:30])
+        check(e["message"].startswith(message),
+              "message %r should start with %r" % (e["message"], message))
+        check_eq(s.request("ping").get("result"), {}, "ping after a fault")
+
+    # A reply that is fine works through the same fake.
+    fake.script.append(ok_reply(
+        b'[{"Id":"sha256:aa","RepoTags":["x:1"]}]'))
+    check_eq(ok_result(s.call("list_docker_images"), "good reply")["images"],
+             ["x:1"], "images from the fake")
+
+    # Silence: the call waits for the deadline, and meanwhile everything
+    # else is answered at once.
+    t0 = time.time()
+    s.send({"jsonrpc": "2.0", "id": 500, "method": "tools/call",
+            "params": {"name": "list_docker_images"}})
+    time.sleep(0.2)
+    for i in range(5):
+        t1 = time.time()
+        check_eq(s.request("ping").get("result"), {}, "ping while Docker"
+                 " hangs")
+        check(time.time() - t1 < 0.2, "ping answered promptly")
+    r = s.call("list_workspace_directories")
+    ok_result(r, "another tool while Docker hangs")
+    r = s.wait(500, timeout=10)
+    e = err_result(r["result"], "operation_failed", "silent Engine")
+    check_eq(e["message"], prefix + "no complete reply within 2 s",
+             "timeout message")
+    took = time.time() - t0
+    check(1.8 < took < 4, "answered at the deadline, took %.2f" % took)
+
+    # notifications/cancelled for a call waiting on a silent Engine: the
+    # call ends early and, on stdio, no answer is sent for it.
+    s.send({"jsonrpc": "2.0", "id": 600, "method": "tools/call",
+            "params": {"name": "list_docker_images"}})
+    time.sleep(0.2)
+    s.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 600, "reason": "user gave up"}})
+    s.no_message(wait=3)
+    check_eq(s.request("ping").get("result"), {}, "ping after a cancel")
+    s.close_stdin()
+    check_eq(s.wait_exit(), 0, "exit")
+
+
+main(test)
