@@ -234,79 +234,67 @@ cfg_words_has(struct cfg_words *words, const char *s)
 	return (0);
 }
 
+struct cfg_unit {
+	char		 suffix;
+	long long	 mult;
+};
+
+static const struct cfg_unit cfg_size_units[] = {
+	{ 'k', 1024 }, { 'K', 1024 },
+	{ 'm', 1024 * 1024 }, { 'M', 1024 * 1024 },
+	{ 'g', 1024LL * 1024 * 1024 }, { 'G', 1024LL * 1024 * 1024 },
+	{ '\0', 0 }
+};
+
+static const struct cfg_unit cfg_time_units[] = {
+	{ 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { '\0', 0 }
+};
+
 /*
- * Parse a size such as 512, 64K, 384M or 2G (binary multiples). Returns
- * -1 for anything else, including overflow.
+ * Parse digits with an optional one-letter unit from the table, into at
+ * most max. Returns -1 for anything else, overflow included.
  */
-int
-cfg_parse_size(const char *s, long long *out)
+static int
+cfg_parse_units(const char *s, const struct cfg_unit *units, long long max,
+    long long *out)
 {
-	char		 buf[32], *end;
-	long long	 mult = 1, v;
-	size_t		 len = strlen(s);
-	const char	*errstr;
+	const struct cfg_unit	*u;
+	char			 buf[32];
+	long long		 mult = 1, v;
+	size_t			 len = strlen(s);
+	const char		*errstr;
 
 	if (len == 0 || len >= sizeof buf)
 		return (-1);
 	memcpy(buf, s, len + 1);
-	end = buf + len - 1;
-	switch (*end) {
-	case 'k': case 'K':
-		mult = 1024;
-		break;
-	case 'm': case 'M':
-		mult = 1024 * 1024;
-		break;
-	case 'g': case 'G':
-		mult = 1024LL * 1024 * 1024;
-		break;
+	for (u = units; u->suffix != '\0'; u++) {
+		if (buf[len - 1] == u->suffix) {
+			mult = u->mult;
+			buf[len - 1] = '\0';
+			break;
+		}
 	}
-	if (mult != 1)
-		*end = '\0';
-	if (buf[0] == '\0' || !isdigit((unsigned char)buf[0]))
+	if (buf[0] == '\0' || buf[strspn(buf, "0123456789")] != '\0')
 		return (-1);
-	v = strtonum(buf, 0, INT64_MAX / mult, &errstr);
+	v = strtonum(buf, 0, max / mult, &errstr);
 	if (errstr != NULL)
 		return (-1);
 	*out = v * mult;
 	return (0);
 }
 
+/* A size such as 512, 64K, 384M or 2G (binary multiples). */
+int
+cfg_parse_size(const char *s, long long *out)
+{
+	return (cfg_parse_units(s, cfg_size_units, INT64_MAX, out));
+}
+
 /* Seconds, with an optional s, m or h suffix. */
 static int
 cfg_parse_seconds(const char *s, long long *out)
 {
-	char		 buf[32], *end;
-	long long	 mult = 1, v;
-	size_t		 len = strlen(s);
-	const char	*errstr;
-
-	if (len == 0 || len >= sizeof buf)
-		return (-1);
-	memcpy(buf, s, len + 1);
-	end = buf + len - 1;
-	switch (*end) {
-	case 's':
-		break;
-	case 'm':
-		mult = 60;
-		break;
-	case 'h':
-		mult = 3600;
-		break;
-	default:
-		end = NULL;
-		break;
-	}
-	if (end != NULL)
-		*end = '\0';
-	if (buf[0] == '\0' || !isdigit((unsigned char)buf[0]))
-		return (-1);
-	v = strtonum(buf, 0, 1000000000LL, &errstr);
-	if (errstr != NULL)
-		return (-1);
-	*out = v * mult;
-	return (0);
+	return (cfg_parse_units(s, cfg_time_units, 1000000000LL, out));
 }
 
 /* A comma-separated list of set names into a bitmask. */

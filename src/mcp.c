@@ -59,7 +59,6 @@ struct mcp_session {
 	char			*key;
 	int			 initialized;
 	int			 notified;	/* got notifications/initialized */
-	int			 closed;
 	char			 version[16];
 	int			 log_level;
 	unsigned int		 references;
@@ -143,8 +142,10 @@ mcp_session_unref(struct mcp_session *s)
 }
 
 /*
- * Close a session: its pending replies are detached and its tool calls
- * told to stop waiting; the memory goes when the last of them finishes.
+ * Close a session: its tool calls are told to stop waiting, and their
+ * answers still reach the transports that wait for them (an HTTP client
+ * on another connection gets its answer, not silence). The memory goes
+ * when the last of them finishes.
  */
 void
 mcp_session_free(struct mcp_session *s)
@@ -153,9 +154,7 @@ mcp_session_free(struct mcp_session *s)
 
 	if (s == NULL)
 		return;
-	s->closed = 1;
 	TAILQ_FOREACH_SAFE(r, &s->inflight, entry, r1) {
-		r->reply->detached = 1;
 		if (r->call != NULL && !r->cancelled) {
 			r->cancelled = 1;
 			tool_call_cancel(r->call);

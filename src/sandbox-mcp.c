@@ -54,17 +54,16 @@ static const struct option sandbox_mcp_options[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+static const char sandbox_mcp_usage[] =
+    "usage: sandbox-mcp [-nv] [--help] [--no-stdio] [--version] [-f config]\n"
+    "                   [--docker-host url] [--listen address:port]\n"
+    "                   [--state-dir directory] --set set [--set set ...]\n"
+    "       sandbox-mcp keygen name --set set [--set set ...]\n";
+
 static __dead void
 usage(void)
 {
-	fprintf(stderr,
-	    "usage: sandbox-mcp [-nv] [--help] [--no-stdio] [--version]"
-	    " [-f config]\n"
-	    "                   [--docker-host url] [--listen address:port]"
-	    "\n"
-	    "                   [--state-dir directory] --set set"
-	    " [--set set ...]\n"
-	    "       sandbox-mcp keygen name --set set [--set set ...]\n");
+	fputs(sandbox_mcp_usage, stderr);
 	exit(2);
 }
 
@@ -72,14 +71,7 @@ static void
 help(void)
 {
 	printf("sandbox-mcp %s: disposable Linux sandboxes for coding agents"
-	    " over MCP.\n\n"
-	    "usage: sandbox-mcp [-nv] [--help] [--no-stdio] [--version]"
-	    " [-f config]\n"
-	    "                   [--docker-host url] [--listen address:port]"
-	    "\n"
-	    "                   [--state-dir directory] --set set"
-	    " [--set set ...]\n"
-	    "       sandbox-mcp keygen name --set set [--set set ...]\n\n"
+	    " over MCP.\n\n%s\n"
 	    "  --set set             serve a tool set: management, runtime or"
 	    " observability\n"
 	    "  --listen address:port also serve streamable HTTP at /mcp\n"
@@ -92,8 +84,8 @@ help(void)
 	    "  -v                    more verbose logs (repeat for tracing)\n"
 	    "  --version, --help     print the version, or this text\n\n"
 	    "Logs go to stderr; stdout carries only JSON-RPC. See"
-	    " sandbox-mcp(8).\n", PACKAGE_VERSION, SANDBOX_MCP_CONF,
-	    SANDBOX_MCP_STATEDIR);
+	    " sandbox-mcp(8).\n", PACKAGE_VERSION, sandbox_mcp_usage,
+	    SANDBOX_MCP_CONF, SANDBOX_MCP_STATEDIR);
 }
 
 static int

@@ -11,8 +11,9 @@ import socket
 import threading
 import time
 
-from lib import (Server, check, check_eq, check_in, cleanup, err_result,
-                 main, ok_result, tmpdir)
+from lib import (Http, Server, check, check_eq, check_in, cleanup,
+                 err_result, http_json, http_session, main, ok_result,
+                 tmpdir)
 
 
 class FakeDocker:
@@ -55,6 +56,10 @@ class FakeDocker:
             c.shutdown(socket.SHUT_WR)
             time.sleep(0.05)
             c.close()
+
+
+CALL = b'{"jsonrpc":"2.0","id":2,"method":"tools/call",' \
+    b'"params":{"name":"list_docker_images"}}'
 
 
 def ok_reply(body, ctype="application/json"):
@@ -138,6 +143,28 @@ def test():
     check_eq(s.request("ping").get("result"), {}, "ping after a cancel")
     s.close_stdin()
     check_eq(s.wait_exit(), 0, "exit")
+
+    # Over HTTP: a session ended (DELETE) while one of its calls waits on
+    # the silent Engine; the waiting client gets its answer at once.
+    h = Server(docker_host="unix://" + sock, listen="127.0.0.1:0",
+               stdio=False, config="limit docker-timeout 30\n")
+    a, hdr = http_session(h.port)
+    a.send_raw(("POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+                "Content-Type: application/json\r\nMcp-Session-Id: %s\r\n"
+                "Content-Length: %d\r\n\r\n" % (
+                    hdr["Mcp-Session-Id"], len(CALL))).encode() + CALL)
+    time.sleep(0.3)
+    b = Http(h.port)
+    t0 = time.time()
+    check_eq(b.request("DELETE", "/mcp", None, hdr)[0], 204, "DELETE")
+    st, _, body = a.response()
+    check(time.time() - t0 < 2, "the waiting call is answered promptly")
+    e = err_result(http_json(body)["result"], "operation_failed",
+                   "call of a deleted session")
+    check_in("cancelled", e["message"], "message")
+    check_eq(b.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 3,
+                                        "method": "ping"}, hdr)[0], 404,
+             "the session is gone")
 
 
 main(test)

@@ -1,0 +1,352 @@
+#!/bin/bash
+# Benchmarks for sandbox-mcp; see bench/README.  Run by `make bench`, or
+# directly as bench/run.sh from anywhere.
+#
+#   http:  wrk -t2 -c64 -d10s --latency, POST /mcp tools/list on one session
+#          over keep-alive, against sandbox-mcp (with an API key, then
+#          without) and against a minimal server on the official MCP
+#          TypeScript SDK serving the same tool list.
+#   stdio: 10,000 sequential ping round trips over the server's stdio.
+#
+# Environment (all optional):
+#   SANDBOX_MCP_BUILDDIR, SANDBOX_MCP_SRCDIR   default: this script's ../
+#   BENCH_DURATION (10s) BENCH_CONNECTIONS (64) BENCH_THREADS (2)
+#   BENCH_WARMUP (2s; 0 to skip) BENCH_PINGS (10000) BENCH_SKIP_SDK (unset)
+#
+# Results: printed, and written to $SANDBOX_MCP_BUILDDIR/bench/results/
+# (http.txt, stdio.txt, and the raw wrk output of each run).  Exit status
+# 0 when every target is met, 1 when one is missed or a run is broken
+# (non-200 responses, socket errors, a server that would not start).
+
+# make runs this with $(SHELL), which may be a plain sh.
+if [ -z "${BASH_VERSION:-}" ]; then
+	exec bash "$0" "$@"
+fi
+
+set -eu
+set -o pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+srcdir=${SANDBOX_MCP_SRCDIR:-$top}
+builddir=${SANDBOX_MCP_BUILDDIR:-$top}
+bench=$srcdir/bench
+server=$builddir/sandbox-mcp
+results=$builddir/bench/results
+
+duration=${BENCH_DURATION:-10s}
+conns=${BENCH_CONNECTIONS:-64}
+threads=${BENCH_THREADS:-2}
+warmup=${BENCH_WARMUP:-2s}
+pings=${BENCH_PINGS:-10000}
+
+# Targets (sandbox-mcp against the SDK server, same load).
+target_tput=5       # ours/SDK requests per second, at least
+target_p99=0.2      # ours/SDK p99 latency, at most
+target_rss_mib=16   # ours, peak RSS under the load, at most
+
+say() { printf '%s\n' "$*" >&2; }
+die() { say "bench: $*"; exit 1; }
+
+[ -x "$server" ] || die "$server not built (run make first)"
+
+# ---------------------------------------------------------------- tools
+if ! command -v wrk >/dev/null 2>&1; then
+	say "bench: wrk missing, installing the Debian package"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y wrk >/dev/null 2>&1 ||
+	    { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; } ||
+	    die "cannot install wrk"
+fi
+command -v node >/dev/null 2>&1 || die "node (Node.js 20) is needed"
+sdkdir=$bench/sdk-server
+if [ -z "${BENCH_SKIP_SDK:-}" ] && [ ! -d "$sdkdir/node_modules" ]; then
+	say "bench: npm install in $sdkdir"
+	(cd "$sdkdir" && npm install --no-audit --no-fund >&2) ||
+	    die "npm install failed in $sdkdir"
+fi
+
+mkdir -p "$results"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sandbox-mcp-bench.XXXXXX")
+pids=""
+cleanup() {
+	for p in $pids; do
+		kill "$p" 2>/dev/null || true
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ------------------------------------------------------------- helpers
+
+# start NAME LOG COMMAND...: runs COMMAND in the background, waits for its
+# "listening on http://127.0.0.1:PORT/mcp" line on stderr; sets srv_pid,
+# srv_url.
+start() {
+	local name=$1 log=$2 i port
+	shift 2
+	"$@" </dev/null >"$log.out" 2>"$log" &
+	srv_pid=$!
+	pids="$pids $srv_pid"
+	for i in $(seq 100); do
+		port=$(sed -n 's,.*listening on http://127\.0\.0\.1:\([0-9]*\)/mcp.*,\1,p' \
+		    "$log" | head -n 1)
+		[ -n "$port" ] && break
+		kill -0 "$srv_pid" 2>/dev/null ||
+		    { cat "$log" >&2; die "$name exited at start"; }
+		sleep 0.1
+	done
+	[ -n "$port" ] || { cat "$log" >&2; die "$name did not start listening"; }
+	srv_url=http://127.0.0.1:$port/mcp
+}
+
+stop() {
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+	local p rest=""
+	for p in $pids; do
+		[ "$p" = "$1" ] || rest="$rest $p"
+	done
+	pids=$rest
+}
+
+# status_kib PID FIELD: a VmXXX figure from /proc/PID/status, in KiB.
+status_kib() {
+	awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"
+}
+
+# measure LABEL PID URL [KEY]: opens a session, runs wrk (warm-up, then the
+# measured run), reads the peak RSS.  Leaves the figures in r_* variables.
+measure() {
+	local label=$1 pid=$2 url=$3 key=${4:-} sid out line
+	sid=$(node "$bench/mcp-session.mjs" "$url" ${key:+--key "$key"}) ||
+	    die "$label: cannot open an MCP session"
+	r_idle_kib=$(status_kib "$pid" VmRSS)
+	if [ "$warmup" != 0 ]; then
+		MCP_SESSION_ID=$sid MCP_API_KEY=$key \
+		    wrk -t"$threads" -c"$conns" -d"$warmup" -s "$bench/http.lua" \
+		    "$url" >"$results/wrk-$label-warmup.txt" 2>&1 ||
+		    die "$label: wrk warm-up failed"
+	fi
+	out=$results/wrk-$label.txt
+	MCP_SESSION_ID=$sid MCP_API_KEY=$key \
+	    wrk -t"$threads" -c"$conns" -d"$duration" --latency \
+	    -s "$bench/http.lua" "$url" >"$out" 2>&1 ||
+	    { cat "$out" >&2; die "$label: wrk failed"; }
+	kill -0 "$pid" 2>/dev/null || die "$label: the server died under load"
+	r_hwm_kib=$(status_kib "$pid" VmHWM)
+	line=$(grep '^bench: ' "$out") || { cat "$out" >&2; die "$label: no summary"; }
+	# bench: requests=N duration_us=D rps=R p50_us=A p90_us=B p99_us=C ...
+	r_requests=$(field requests "$line")
+	r_rps=$(field rps "$line")
+	r_p50=$(field p50_us "$line")
+	r_p99=$(field p99_us "$line")
+	r_bad=$(( $(field non200 "$line") + $(field badbody "$line") ))
+	r_err=$(field errors "$line")
+}
+
+field() {
+	printf '%s\n' "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"
+}
+
+# row LABEL: one table line from the r_* figures.
+row() {
+	awk -v l="$1" -v rps="$r_rps" -v p50="$r_p50" -v p99="$r_p99" \
+	    -v hwm="$r_hwm_kib" -v idle="$r_idle_kib" -v bad="$r_bad" \
+	    -v err="$r_err" 'BEGIN {
+		printf "%-28s %10.0f %9.3f %9.3f %10.1f %9.1f %8d\n", l, rps,
+		    p50 / 1000, p99 / 1000, hwm / 1024, idle / 1024, bad + err
+	}'
+}
+
+# verdict DESCRIPTION VALUE OP LIMIT: prints a PASS/FAIL line.
+failed=0
+verdict() {
+	if awk -v v="$2" -v l="$4" -v op="$3" 'BEGIN {
+		exit !((op == ">=") ? v >= l : v <= l) }'; then
+		printf '  PASS  %s\n' "$1"
+	else
+		printf '  FAIL  %s\n' "$1"
+		failed=1
+	fi
+}
+
+# ratio A B: A/B to 3 decimals (the verdicts compare these same figures).
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
+mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+
+broken=0
+check_clean() {
+	if [ "$r_bad" != 0 ] || [ "$r_err" != 0 ]; then
+		say "bench: $1: $r_bad bad responses, $r_err socket errors (see $results/wrk-$1.txt)"
+		broken=1
+	fi
+	if [ "$r_requests" -lt 1000 ]; then
+		say "bench: $1: only $r_requests requests completed"
+		broken=1
+	fi
+}
+
+version=$("$server" --version 2>&1 | head -n 1)
+sdkver=$(cd "$sdkdir" && node -p \
+    'require("./node_modules/@modelcontextprotocol/sdk/package.json").version' \
+    2>/dev/null || echo '?')
+ncpu=$(getconf _NPROCESSORS_ONLN)
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+
+# ---------------------------------------------------------------- http
+say "bench: http: wrk -t$threads -c$conns -d$duration --latency (warm-up $warmup)"
+
+"$server" keygen bench --set management >"$tmp/keygen" 2>/dev/null ||
+    die "keygen failed"
+key=$(sed -n 1p "$tmp/keygen")
+sed -n 2p "$tmp/keygen" >"$tmp/keyed.conf"
+: >"$tmp/open.conf"
+mkdir "$tmp/state-keyed" "$tmp/state-open" "$tmp/state-stdio"
+
+# 1. sandbox-mcp as hosted: API key required on every request.
+start sandbox-mcp "$tmp/keyed.log" "$server" --set management \
+    --listen 127.0.0.1:0 --no-stdio -f "$tmp/keyed.conf" \
+    --state-dir "$tmp/state-keyed"
+node "$bench/mcp-session.mjs" "$srv_url" --key "$key" \
+    --tools-out "$tmp/tools.json" >/dev/null ||
+    die "cannot fetch the tool list"
+say "bench:   sandbox-mcp (api key) at $srv_url"
+measure keyed "$srv_pid" "$srv_url" "$key"
+stop "$srv_pid"
+check_clean keyed
+ours_key=$(row "sandbox-mcp (api key)")
+k_rps=$r_rps k_p99=$r_p99 k_hwm=$r_hwm_kib
+
+# 2. sandbox-mcp without keys (loopback only).
+start sandbox-mcp "$tmp/open.log" "$server" --set management \
+    --listen 127.0.0.1:0 --no-stdio -f "$tmp/open.conf" \
+    --state-dir "$tmp/state-open"
+say "bench:   sandbox-mcp (no key) at $srv_url"
+measure open "$srv_pid" "$srv_url"
+stop "$srv_pid"
+check_clean open
+ours_open=$(row "sandbox-mcp (no key)")
+o_rps=$r_rps o_p99=$r_p99 o_hwm=$r_hwm_kib
+
+# 3. The SDK server, same tool list.
+sdk_row="" s_rps=0 s_p99=0
+if [ -z "${BENCH_SKIP_SDK:-}" ]; then
+	start sdk-server "$tmp/sdk.log" node "$sdkdir/server.mjs" 0 \
+	    "$tmp/tools.json"
+	say "bench:   SDK server at $srv_url"
+	# The same list must come back.
+	node "$bench/mcp-session.mjs" "$srv_url" --tools-out "$tmp/sdk-tools.json" \
+	    >/dev/null || die "SDK server: cannot fetch its tool list"
+	cmp -s "$tmp/tools.json" "$tmp/sdk-tools.json" ||
+	    die "SDK server: its tool list differs from sandbox-mcp's"
+	measure sdk "$srv_pid" "$srv_url"
+	stop "$srv_pid"
+	check_clean sdk
+	sdk_row=$(row "TypeScript SDK $sdkver")
+	s_rps=$r_rps s_p99=$r_p99
+fi
+
+ntools=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).tools.length' \
+    "$tmp/tools.json")
+tlbytes=$(wc -c <"$tmp/tools.json")
+
+{
+	echo "HTTP: POST /mcp tools/list, one session, keep-alive"
+	echo "load: wrk -t$threads -c$conns -d$duration --latency" \
+	    "(after a $warmup warm-up per server), bench/http.lua"
+	echo "tool list: $ntools tools ($tlbytes bytes of result), identical" \
+	    "on both servers"
+	echo "machine: $ncpu CPUs ($cpu), $(uname -sr); $version;" \
+	    "node $(node --version); wrk $(wrk -v 2>&1 | sed -n 's/^wrk \([^ ]*\).*/\1/p')"
+	echo "note: wrk and the server under test share these $ncpu CPUs;" \
+	    "both servers get the same -t$threads load, so the comparison is fair," \
+	    "but absolute figures are lower than on a machine with a separate client."
+	echo
+	printf '%-28s %10s %9s %9s %10s %9s %8s\n' server "req/s" "p50 ms" \
+	    "p99 ms" "peak MiB" "idle MiB" "errors"
+	echo "$ours_key"
+	echo "$ours_open"
+	[ -z "$sdk_row" ] || echo "$sdk_row"
+	echo
+	if [ -n "$sdk_row" ]; then
+		echo "ratios, sandbox-mcp (api key) / SDK:" \
+		    "throughput $(ratio "$k_rps" "$s_rps")x," \
+		    "p99 $(ratio "$k_p99" "$s_p99")"
+		echo "ratios, sandbox-mcp (no key) / SDK:" \
+		    "throughput $(ratio "$o_rps" "$s_rps")x," \
+		    "p99 $(ratio "$o_p99" "$s_p99")"
+		echo "targets (sandbox-mcp with an api key, the hosted setup):"
+		verdict "throughput >= ${target_tput}x the SDK's ($(ratio "$k_rps" "$s_rps")x)" \
+		    "$(ratio "$k_rps" "$s_rps")" ">=" "$target_tput"
+		verdict "p99 <= 1/5 of the SDK's ($(ratio "$k_p99" "$s_p99"))" \
+		    "$(ratio "$k_p99" "$s_p99")" "<=" "$target_p99"
+	else
+		echo "targets (SDK server skipped: no ratios):"
+	fi
+	verdict "peak RSS <= $target_rss_mib MiB ($(mib "$k_hwm") MiB)" \
+	    "$(mib "$k_hwm")" "<=" "$target_rss_mib"
+	if [ -n "$sdk_row" ]; then
+		echo "same targets without keys:"
+		verdict "throughput >= ${target_tput}x ($(ratio "$o_rps" "$s_rps")x)" \
+		    "$(ratio "$o_rps" "$s_rps")" ">=" "$target_tput"
+		verdict "p99 <= 1/5 ($(ratio "$o_p99" "$s_p99"))" \
+		    "$(ratio "$o_p99" "$s_p99")" "<=" "$target_p99"
+		verdict "peak RSS <= $target_rss_mib MiB ($(mib "$o_hwm") MiB)" \
+		    "$(mib "$o_hwm")" "<=" "$target_rss_mib"
+	fi
+	[ "$broken" = 0 ] || echo "BROKEN RUN: non-200 responses or socket errors (see wrk-*.txt)"
+} >"$results/http.txt"
+cat "$results/http.txt"
+
+# --------------------------------------------------------------- stdio
+# The headline figure lets the scheduler place client and server as it
+# likes.  On a VM the round trip depends on whether the two end up on one
+# CPU (a wake-up on the same CPU) or on two (a cross-CPU wake-up of an idle
+# vCPU costs tens of microseconds), so both placements are measured as well
+# when taskset is there; they bracket the headline figure.
+echo
+say "bench: stdio: $pings sequential pings"
+cc -O2 -o "$builddir/bench/stdio-ping" "$bench/stdio-ping.c" ||
+    die "cannot build stdio-ping"
+
+# ping LABEL [CLIENT-CPU SERVER-CPU]: one stdio-ping run, one table row.
+ping_row() {
+	local label=$1 out=$tmp/stdio-$1.out
+	local -a client=() srv=()
+	if [ $# -eq 3 ]; then
+		client=(taskset -c "$2")
+		srv=(taskset -c "$3")
+	fi
+	"${client[@]}" "$builddir/bench/stdio-ping" -n "$pings" \
+	    "${srv[@]}" "$server" --set management -f /dev/null \
+	    --state-dir "$tmp/state-stdio" >"$out" 2>"$tmp/stdio.log" ||
+	    { cat "$out" "$tmp/stdio.log" >&2; die "stdio ping run failed"; }
+	awk -v l="$label" -F': ' '{ v[$1] = $2 } END {
+		printf "%-26s %10s %8s %8s %8s\n", l, v["median_us"],
+		    v["p95_us"], v["p99_us"], v["mean_us"] }' "$out"
+}
+
+{
+	echo "stdio: $pings sequential ping round trips (after 100 untimed)," \
+	    "one JSON-RPC line each way, bench/stdio-ping"
+	echo "machine: $ncpu CPUs ($cpu), $(uname -sr); $version"
+	echo
+	printf '%-26s %10s %8s %8s %8s\n' placement "median us" "p95 us" \
+	    "p99 us" "mean us"
+	ping_row "scheduler's choice"
+	if command -v taskset >/dev/null 2>&1 && [ "$ncpu" -ge 2 ]; then
+		ping_row "same CPU (pinned)" 0 0
+		ping_row "two CPUs (pinned)" 0 1
+	fi
+} >"$results/stdio.txt"
+cat "$results/stdio.txt"
+
+echo
+echo "results in $results/"
+if [ "$broken" != 0 ]; then
+	say "bench: BROKEN RUN"
+	exit 1
+fi
+exit "$failed"
