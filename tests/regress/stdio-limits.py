@@ -20,6 +20,7 @@ def rss_kib(pid):
 def test():
     s = Server()
     s.initialize("2025-06-18")
+    before = rss_kib(s.proc.pid)
 
     # A 20 MiB line: one error, then the session goes on.
     big = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + \
@@ -30,8 +31,20 @@ def test():
     check_in("limit of 16777216 bytes", r["error"]["message"], "message")
     r = s.request("ping")
     check_eq(r.get("result"), {}, "ping after the oversized line")
-    peak = rss_kib(s.proc.pid)
-    check(peak < 40 * 1024, "peak RSS %d KiB: the line was buffered" % peak)
+
+    # A 200 MiB line: still one error, and memory stays bounded by the
+    # 16 MiB limit, not by the line.
+    chunk = b"c" * (1 << 20)
+    s.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"')
+    for _ in range(200):
+        s.send_raw(chunk)
+    s.send_raw(b'"}}\n')
+    r = s.recv()
+    check_eq(r["error"]["code"], -32600, "200 MiB line")
+    check_eq(s.request("ping").get("result"), {}, "ping after 200 MiB")
+    grown = rss_kib(s.proc.pid) - before
+    check(grown < 48 * 1024, "peak RSS grew by %d KiB: the line was kept"
+          % grown)
 
     # A line just under the limit is parsed (and is a valid ping).
     pad = 16 * 1024 * 1024 - 200
