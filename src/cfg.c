@@ -84,6 +84,12 @@ static const struct cfg_limit_entry {
 	    CFG_LIMIT_COUNT, 1, 4096, 64 },
 	[LIMIT_LIST_DIRECTORIES] = { "list-directories", CFG_LIMIT_COUNT,
 	    1, 100000, 500 },
+	[LIMIT_SANDBOXES_PER_CALL] = { "sandboxes-per-call", CFG_LIMIT_COUNT,
+	    1, 1024, 32 },
+	[LIMIT_BASE_MAX_ENTRIES] = { "base-max-entries", CFG_LIMIT_COUNT,
+	    1, 100000000, 1000000 },
+	[LIMIT_BASE_MAX_BYTES] = { "base-max-bytes", CFG_LIMIT_SIZE,
+	    1024, 1024LL * 1024 * 1024 * 1024 * 1024, 64LL * 1024 * 1024 * 1024 },
 };
 
 static const struct {

@@ -207,10 +207,11 @@ mcp_instructions(int sets)
 	xasprintf(&s, "%s%s%s",
 	    (sets & TOOLSET_MANAGEMENT) ? "sandbox-mcp gives disposable"
 	    " Linux sandboxes built from local Docker images and host"
-	    " workspace directories. Call list_docker_images for image"
-	    " references (pass one verbatim; nothing is ever pulled) and"
-	    " list_workspace_directories to browse the configured workspace"
-	    " roots one level at a time; both are read-only. " : "",
+	    " workspace directories. Pick an image with list_docker_images"
+	    " (pass a reference verbatim; nothing is ever pulled) and a"
+	    " workspace with list_workspace_directories, then create_sandbox;"
+	    " list_sandboxes and inspect_sandbox read the records, and"
+	    " destroy_sandbox removes a sandbox with its container. " : "",
 	    (sets & TOOLSET_RUNTIME) ? "The runtime set has no tools in this"
 	    " version yet. " : "",
 	    (sets & TOOLSET_OBSERVABILITY) ? "The observability set has no"

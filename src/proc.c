@@ -32,7 +32,7 @@ struct event_base	*ev_base;
 struct cfg		*cfg;
 int			 opt_sets;
 
-static struct event	*proc_sigint, *proc_sigterm, *proc_sighup;
+static struct event	*proc_sigint, *proc_sigterm, *proc_sighup, *proc_sigchld;
 
 /* libevent's own warnings, into our log. */
 static void
@@ -48,6 +48,9 @@ static void
 proc_signal_cb(evutil_socket_t sig, short events, void *arg)
 {
 	switch (sig) {
+	case SIGCHLD:
+		job_reap();
+		break;
 	case SIGHUP:
 		log_info("SIGHUP ignored: restart to read the configuration"
 		    " again");
@@ -62,7 +65,10 @@ proc_signal_cb(evutil_socket_t sig, short events, void *arg)
 	}
 }
 
-/* Create the event loop; SIGPIPE is ignored so writes report EPIPE. */
+/*
+ * Create the event loop; SIGPIPE is ignored so writes report EPIPE, and
+ * SIGCHLD is watched from the start so no child goes unreaped.
+ */
 void
 proc_init(void)
 {
@@ -70,6 +76,9 @@ proc_init(void)
 	event_set_log_callback(proc_event_log_cb);
 	if ((ev_base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
+	proc_sigchld = evsignal_new(ev_base, SIGCHLD, proc_signal_cb, NULL);
+	if (proc_sigchld == NULL || evsignal_add(proc_sigchld, NULL) != 0)
+		fatalx("cannot watch SIGCHLD");
 }
 
 /* Run the loop until the front ends are done or a signal ends it. */
@@ -91,6 +100,7 @@ proc_loop(void)
 	event_free(proc_sigint);
 	event_free(proc_sigterm);
 	event_free(proc_sighup);
+	event_free(proc_sigchld);
 }
 
 /* End the loop once no front end is left to serve. */

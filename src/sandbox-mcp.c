@@ -235,12 +235,14 @@ main(int argc, char **argv)
 
 	proc_init();
 
-	if (util_mkdir_p(cfg->state_dir, 0750, &cause) != 0) {
+	if (util_mkdir_p(cfg->state_dir, 0700, &cause) != 0 ||
+	    state_init(&cause) != 0) {
 		log_warnx("state directory: %s", cause);
 		free(cause);
 		return (1);
 	}
 	telemetry_init();
+	sandbox_recover();
 
 	if (cfg->listen != NULL &&
 	    transport_http_start(cfg->listen, opt_sets, &cause) != 0) {

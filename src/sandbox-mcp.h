@@ -36,6 +36,7 @@ struct addrinfo;
 struct cJSON;
 struct event_base;
 struct evbuffer;
+struct tspan;
 
 #define SANDBOX_MCP_NAME	"sandbox-mcp"
 #define SANDBOX_MCP_TITLE	"Sandbox MCP"
@@ -64,6 +65,9 @@ enum limit {
 	LIMIT_DOCKER_MAX_REPLY,
 	LIMIT_DOCKER_MAX_REQUESTS,
 	LIMIT_LIST_DIRECTORIES,
+	LIMIT_SANDBOXES_PER_CALL,
+	LIMIT_BASE_MAX_ENTRIES,
+	LIMIT_BASE_MAX_BYTES,
 	LIMIT__COUNT
 };
 
@@ -142,13 +146,61 @@ void		 util_json_init(void);
 uint64_t	 now_ms(void);
 uint64_t	 mono_us(void);
 int		 util_sockaddr_loopback(const struct sockaddr *);
+char		*util_url_escape(const char *, int);
+
+/* state.c */
+char		*state_path(const char *, ...)
+		     __attribute__((__format__ (printf, 1, 2)));
+int		 state_init(char **);
+unsigned long long state_process_start(pid_t);
+struct cJSON	*state_owner_self(void);
+int		 state_owner_is_self(struct cJSON *);
+int		 state_owner_alive(struct cJSON *);
+int		 state_lock(const char *);
+void		 state_unlock(int);
+struct cJSON	*state_record_read(const char *);
+int		 state_record_write(const char *, struct cJSON *, char **);
+int		 state_sandbox_create(const char *, char **);
+char		*state_sandbox_trash(const char *, char **);
+char		**state_sandbox_ids(size_t *);
+
+/* job.c */
+struct job;
+typedef void (*job_cb)(int, struct evbuffer *, void *);
+struct job	*job_fork(const char *, int (*)(void *, int), void *, job_cb,
+		     void *);
+void		 job_reap(void);
+void		 job_cancel(struct job *);
+int		 job_write_all(int, const void *, size_t);
+
+/* basecache.c */
+struct basecache_build;
+typedef void (*basecache_cb)(const char *, const char *, const char *,
+		     void *);
+char		*basecache_path(const char *);
+struct basecache_build *basecache_ensure(const char *, basecache_cb, void *);
+void		 basecache_cancel(struct basecache_build *);
+int		 basecache_remove_tree(const char *);
+
+/* sandbox.c */
+typedef void (*sandbox_cb)(struct cJSON *, const char *, const char *,
+		     struct cJSON *, void *);
+struct cJSON	*sandbox_record_public(struct cJSON *);
+void		 sandbox_create(struct tspan *, const char *, const char *,
+		     long long, sandbox_cb, void *);
+struct cJSON	*sandbox_list(void);
+struct cJSON	*sandbox_inspect(const char *, const char **, char **);
+void		 sandbox_destroy(struct tspan *, const char *, sandbox_cb,
+		     void *);
+void		 sandbox_lookup(const char *, sandbox_cb, void *);
+void		 sandbox_trash_empty(void);
+void		 sandbox_recover(void);
 
 /* auth.c */
 const struct cfg_apikey *auth_lookup(const char *);
 int		 auth_keygen(const char *, int);
 
 /* telemetry.c */
-struct tspan;
 void		 telemetry_init(void);
 struct tspan	*telemetry_span_begin(const char *, struct tspan *,
 		     const char *, const char *);
@@ -285,6 +337,10 @@ struct cJSON	*tool_error_result(const char *, struct cJSON *,
 /* tool-management.c */
 extern const struct tool_entry tool_list_docker_images_entry;
 extern const struct tool_entry tool_list_workspace_directories_entry;
+extern const struct tool_entry tool_create_sandbox_entry;
+extern const struct tool_entry tool_list_sandboxes_entry;
+extern const struct tool_entry tool_inspect_sandbox_entry;
+extern const struct tool_entry tool_destroy_sandbox_entry;
 
 /* workspace.c */
 struct workspace_list;
@@ -302,6 +358,7 @@ int		 transport_stdio_active(void);
 /* transport-http.c */
 int		 transport_http_start(const char *, int, char **);
 int		 transport_http_active(void);
+int		 transport_http_endpoint(const char **, int *);
 void		 transport_http_stop(void);
 
 #endif /* SANDBOX_MCP_H */

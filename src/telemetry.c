@@ -165,7 +165,8 @@ out:
 
 /*
  * Start a span. A root span takes the trace id given (the tool call's
- * request id); a child inherits its parent's trace and sandbox.
+ * request id), or a fresh one for work no tool call asked for; a child
+ * inherits its parent's trace and sandbox.
  */
 struct tspan *
 telemetry_span_begin(const char *trace, struct tspan *parent,
@@ -179,9 +180,10 @@ telemetry_span_begin(const char *trace, struct tspan *parent,
 		strlcpy(ts->parent, parent->span, sizeof ts->parent);
 		if (sandbox_id == NULL && parent->sandbox_id != NULL)
 			sandbox_id = parent->sandbox_id;
-	} else
-		strlcpy(ts->trace, trace != NULL ? trace : "",
-		    sizeof ts->trace);
+	} else if (trace != NULL)
+		strlcpy(ts->trace, trace, sizeof ts->trace);
+	else
+		util_random_hex(ts->trace, 16);	/* work of no tool call */
 	util_random_hex(ts->span, 16);
 	ts->name = xstrdup(name);
 	if (sandbox_id != NULL)

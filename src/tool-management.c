@@ -15,10 +15,11 @@
  */
 
 /*
- * The management set's discovery tools: list_docker_images and
- * list_workspace_directories. Descriptions and schemas follow the
- * published tool reference; the handlers are thin and call docker.c and
- * workspace.c.
+ * The management set: discovery (list_docker_images,
+ * list_workspace_directories) and the sandbox lifecycle (create_sandbox,
+ * list_sandboxes, inspect_sandbox, destroy_sandbox). Schemas follow the
+ * published tool reference; the handlers are thin and call docker.c,
+ * workspace.c and sandbox.c.
  */
 
 #include "config.h"
@@ -34,6 +35,10 @@ static void	tool_list_docker_images_exec(struct tool_call *);
 static void	tool_list_docker_images_cancel(struct tool_call *);
 static void	tool_list_workspace_directories_exec(struct tool_call *);
 static void	tool_list_workspace_directories_cancel(struct tool_call *);
+static void	tool_create_sandbox_exec(struct tool_call *);
+static void	tool_list_sandboxes_exec(struct tool_call *);
+static void	tool_inspect_sandbox_exec(struct tool_call *);
+static void	tool_destroy_sandbox_exec(struct tool_call *);
 
 static const struct tool_arg tool_no_args[] = {
 	{ NULL, 0, 0, -1, NULL, NULL }
@@ -173,4 +178,123 @@ tool_list_workspace_directories_cancel(struct tool_call *tc)
 	workspace_list_cancel(wl);
 	tool_call_error(tc, TOOL_ERR_FAILED, NULL, "the call was cancelled"
 	    " before the listing finished");
+}
+
+static const struct tool_arg tool_create_sandbox_args[] = {
+	{ "image", TOOL_ARG_STRING, 1, -1, NULL,
+	  "Container image to create the sandbox from." },
+	{ "workspace_root", TOOL_ARG_STRING, 1, -1, NULL,
+	  "Absolute host workspace directory whose copy the sandbox holds." },
+	{ "count", TOOL_ARG_INTEGER, 0, 0, "1",
+	  "Number of sandboxes to create (at least 1). With more than one,"
+	  " they share one read-only workspace base." },
+	{ NULL, 0, 0, -1, NULL, NULL }
+};
+
+const struct tool_entry tool_create_sandbox_entry = {
+	.name = "create_sandbox",
+	.title = "Create sandboxes",
+	.description = "Create and start one or more sandboxes: a host-side"
+	    " record and a Docker container each, from a local image and a"
+	    " copy of a host workspace. Pick the image and the workspace with"
+	    " the discovery tools first. count=1 returns one record; more"
+	    " returns {sandboxes: [record, ...]}. A batch is all or nothing:"
+	    " on any failure everything this call made is removed.",
+	.set = TOOLSET_MANAGEMENT,
+	.flags = 0,
+	.args = tool_create_sandbox_args,
+	.exec = tool_create_sandbox_exec,
+};
+
+const struct tool_entry tool_list_sandboxes_entry = {
+	.name = "list_sandboxes",
+	.title = "List sandboxes",
+	.description = "List the sandbox records the manager knows, with"
+	    " their lifecycle state and endpoint metadata, oldest first. The"
+	    " main read-only source of sandbox ids. A stored endpoint does not"
+	    " prove the sandbox is reachable.",
+	.set = TOOLSET_MANAGEMENT,
+	.flags = TOOL_READONLY | TOOL_IDEMPOTENT,
+	.args = tool_no_args,
+	.exec = tool_list_sandboxes_exec,
+};
+
+static const struct tool_arg tool_sandbox_id_args[] = {
+	{ "sandbox_id", TOOL_ARG_STRING, 1, -1, NULL, "Sandbox id." },
+	{ NULL, 0, 0, -1, NULL, NULL }
+};
+
+const struct tool_entry tool_inspect_sandbox_entry = {
+	.name = "inspect_sandbox",
+	.title = "Inspect a sandbox",
+	.description = "Show one sandbox record: lifecycle state, workspace"
+	    " root and endpoint metadata. Reads the manager's records only; it"
+	    " does not prove the sandbox is healthy.",
+	.set = TOOLSET_MANAGEMENT,
+	.flags = TOOL_READONLY | TOOL_IDEMPOTENT,
+	.args = tool_sandbox_id_args,
+	.exec = tool_inspect_sandbox_exec,
+};
+
+const struct tool_entry tool_destroy_sandbox_entry = {
+	.name = "destroy_sandbox",
+	.title = "Destroy a sandbox",
+	.description = "Stop and remove a sandbox: its container, its state"
+	    " and its record. Check the target with inspect_sandbox first."
+	    " Returns the removed record with state stopped; if the container"
+	    " cannot be removed the record stays as failed for a later retry.",
+	.set = TOOLSET_MANAGEMENT,
+	.flags = TOOL_DESTRUCTIVE,
+	.args = tool_sandbox_id_args,
+	.exec = tool_destroy_sandbox_exec,
+};
+
+/* An engine answer: a result, or an error of a kind. */
+static void
+tool_sandbox_cb(cJSON *result, const char *kind, const char *message,
+    cJSON *details, void *arg)
+{
+	struct tool_call	*tc = arg;
+
+	if (result != NULL)
+		tool_call_done(tc, result);
+	else
+		tool_call_error(tc, kind, details, "%s", message);
+}
+
+static void
+tool_create_sandbox_exec(struct tool_call *tc)
+{
+	sandbox_create(tool_call_span(tc), tool_arg_string(tc, "image"),
+	    tool_arg_string(tc, "workspace_root"), tool_arg_integer(tc,
+	    "count"), tool_sandbox_cb, tc);
+}
+
+static void
+tool_list_sandboxes_exec(struct tool_call *tc)
+{
+	tool_call_done(tc, sandbox_list());
+}
+
+static void
+tool_inspect_sandbox_exec(struct tool_call *tc)
+{
+	const char	*id = tool_arg_string(tc, "sandbox_id"), *kind;
+	char		*message;
+	cJSON		*rec;
+
+	if ((rec = sandbox_inspect(id, &kind, &message)) == NULL) {
+		tool_call_error(tc, kind, tool_details("sandbox_id", id), "%s",
+		    message);
+		free(message);
+		return;
+	}
+	tool_call_done(tc, rec);
+}
+
+static void
+tool_destroy_sandbox_exec(struct tool_call *tc)
+{
+	sandbox_destroy(tool_call_span(tc), tool_arg_string(tc, "sandbox_id"),
+	    tool_sandbox_cb, tc);
 }

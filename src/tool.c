@@ -41,6 +41,10 @@
 static const struct tool_entry *tool_table[] = {
 	&tool_list_docker_images_entry,
 	&tool_list_workspace_directories_entry,
+	&tool_create_sandbox_entry,
+	&tool_list_sandboxes_entry,
+	&tool_inspect_sandbox_entry,
+	&tool_destroy_sandbox_entry,
 };
 
 struct tool_call {

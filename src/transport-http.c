@@ -58,13 +58,15 @@
 #define HTTP_SESSION_SWEEP	60
 #define HTTP_ACCEPT_RETRY	1
 #define HTTP_LINGER		2
+#define HTTP_TUNNEL_HIGH	(1024 * 1024)
 
 enum http_conn_state {
 	HTTP_CONN_HEAD,
 	HTTP_CONN_BODY,
 	HTTP_CONN_HANDLING,
 	HTTP_CONN_WRITING,
-	HTTP_CONN_LINGER
+	HTTP_CONN_LINGER,
+	HTTP_CONN_TUNNEL
 };
 
 struct http_session {
@@ -75,6 +77,15 @@ struct http_session {
 	LIST_ENTRY(http_session)	 entry;
 };
 LIST_HEAD(http_sessions, http_session);
+
+/* A per-sandbox route waiting for the engine; outlives its connection. */
+struct http_route {
+	struct http_conn		*c;	/* NULL once it has closed */
+	int				 forward;
+	int				 port;
+	char				 id[65];
+	char				*target;	/* forward: path+query */
+};
 
 struct http_conn {
 	unsigned int			 id;
@@ -90,6 +101,10 @@ struct http_conn {
 	const struct cfg_apikey		*key;
 	struct http_session		*pending_session; /* initialize */
 	struct mcp_reply		*reply;
+	struct http_route		*route;	/* a sandbox route waits */
+	struct bufferevent		*upstream; /* a forward's tunnel */
+	int				 tunnel_eof; /* client done sending */
+	uint64_t			 tunnel_down; /* bytes from upstream */
 	uint64_t			 requests;
 	TAILQ_ENTRY(http_conn)		 entry;
 };
@@ -102,6 +117,8 @@ static struct {
 	int			 loopback;
 	int			 sets;
 	char			 bound[NI_MAXHOST + NI_MAXSERV + 4];
+	char			 bound_host[NI_MAXHOST];
+	int			 bound_port;
 	struct http_conns	 conns;
 	unsigned int		 nconns;
 	unsigned int		 next_id;
@@ -113,6 +130,11 @@ static void	transport_http_close(struct http_conn *, const char *);
 static void	transport_http_head(struct http_conn *);
 static void	transport_http_body_done(struct http_conn *);
 static void	transport_http_read_cb(struct bufferevent *, void *);
+static void	transport_http_sandbox(struct http_conn *, const char *);
+static void	transport_http_tunnel_pump(struct http_conn *,
+		    struct bufferevent *, struct bufferevent *);
+static void	transport_http_tunnel_client_eof(struct http_conn *);
+static void	transport_http_tunnel_drained(struct http_conn *);
 
 int
 transport_http_active(void)
@@ -120,11 +142,22 @@ transport_http_active(void)
 	return (http.listener != NULL);
 }
 
+/* The address and port the listener is bound to, for sandbox records. */
+int
+transport_http_endpoint(const char **host, int *port)
+{
+	if (http.listener == NULL || http.bound_port == 0)
+		return (-1);
+	*host = http.bound_host;
+	*port = http.bound_port;
+	return (0);
+}
+
 static void
 transport_http_set_state(struct http_conn *c, enum http_conn_state state)
 {
 	static const char *names[] = { "head", "body", "handling",
-	    "writing", "linger" };
+	    "writing", "linger", "tunnel" };
 
 	log_trace(TRACE_HTTP, "http client %u %s -> %s", c->id,
 	    names[c->state], names[state]);
@@ -305,6 +338,10 @@ transport_http_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct http_conn	*c = arg;
 
+	if (c->state == HTTP_CONN_TUNNEL) {
+		transport_http_tunnel_drained(c);
+		return;
+	}
 	if (c->state != HTTP_CONN_WRITING)
 		return;
 	if (!c->keepalive && c->req->state != HTTP_MSG_DONE &&
@@ -346,6 +383,10 @@ transport_http_read_cb(struct bufferevent *bev, void *arg)
 
 	if (c->state == HTTP_CONN_LINGER) {
 		evbuffer_drain(in, evbuffer_get_length(in));
+		return;
+	}
+	if (c->state == HTTP_CONN_TUNNEL) {
+		transport_http_tunnel_pump(c, bev, c->upstream);
 		return;
 	}
 	if (c->state != HTTP_CONN_HEAD && c->state != HTTP_CONN_BODY)
@@ -397,6 +438,10 @@ transport_http_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct http_conn	*c = arg;
 
+	if (c->state == HTTP_CONN_TUNNEL && (what & BEV_EVENT_EOF)) {
+		transport_http_tunnel_client_eof(c);
+		return;
+	}
 	if (what & BEV_EVENT_EOF)
 		transport_http_close(c, "eof");
 	else if (what & BEV_EVENT_ERROR)
@@ -426,6 +471,9 @@ transport_http_timer_cb(evutil_socket_t fd, short events, void *arg)
 	case HTTP_CONN_LINGER:
 		transport_http_close(c, "done");
 		break;
+	case HTTP_CONN_TUNNEL:
+		transport_http_close(c, "tunnel idle");
+		break;
 	case HTTP_CONN_HANDLING:
 		break;
 	}
@@ -446,6 +494,10 @@ transport_http_close(struct http_conn *c, const char *reason)
 		    "client closed during initialize");
 		c->pending_session = NULL;
 	}
+	if (c->route != NULL)
+		c->route->c = NULL;	/* the engine's answer is dropped */
+	if (c->upstream != NULL)
+		bufferevent_free(c->upstream);
 	TAILQ_REMOVE(&http.conns, c, entry);
 	if (http.nconns-- == (unsigned int)cfg_limit(LIMIT_MAX_CONNECTIONS) &&
 	    http.listener != NULL && http.accept_retry != NULL &&
@@ -536,9 +588,12 @@ transport_http_host_ok(struct http_conn *c)
 	    transport_http_port_ok(host + len));
 }
 
-/* Check the Bearer key when keys are configured; 0 when allowed. */
+/*
+ * Check the Bearer key when keys are configured; 0 when allowed. need is
+ * the set the key must grant (0: any of this server's sets).
+ */
 static int
-transport_http_auth(struct http_conn *c)
+transport_http_auth(struct http_conn *c, int need)
 {
 	const char	*h, *key;
 
@@ -563,7 +618,13 @@ transport_http_auth(struct http_conn *c)
 		    "unauthorized: the API key is not valid");
 		return (-1);
 	}
-	if ((c->key->sets & http.sets) == 0) {
+	if (need != 0 && (c->key->sets & need) == 0) {
+		transport_http_refuse(c, 403, -32001, NULL,
+		    "forbidden: the API key does not grant the %s set",
+		    cfg_set_name(need));
+		return (-1);
+	}
+	if (need == 0 && (c->key->sets & http.sets) == 0) {
 		transport_http_refuse(c, 403, -32001, NULL,
 		    "forbidden: the API key grants none of this server's"
 		    " tool sets");
@@ -649,6 +710,10 @@ transport_http_head(struct http_conn *c)
 		transport_http_health(c);
 		return;
 	}
+	if (strncmp(path, "/sandboxes/", 11) == 0) {
+		transport_http_sandbox(c, path);
+		return;
+	}
 	if (strcmp(path, "/mcp") != 0) {
 		transport_http_plain(c, 404, NULL);
 		return;
@@ -662,7 +727,7 @@ transport_http_head(struct http_conn *c)
 		    " Origin %.100s is not allowed", origin);
 		return;
 	}
-	if (transport_http_auth(c) != 0)
+	if (transport_http_auth(c, 0) != 0)
 		return;
 
 	if (strcmp(req->method, "DELETE") == 0 ||
@@ -830,6 +895,388 @@ transport_http_body_done(struct http_conn *c)
 	c->reply = mcp_receive(s->mcp, body, len, transport_http_reply_cb, c);
 }
 
+/*
+ * Per-sandbox routes: GET /sandboxes/{id}/health and
+ * ANY /sandboxes/{id}/forward/{port}/{path...}, behind the same API key
+ * as /mcp with a grant of the runtime set.
+ */
+
+static void
+transport_http_route_free(struct http_route *r)
+{
+	free(r->target);
+	free(r);
+}
+
+/* The container's state in the words of the health route. */
+static const char *
+transport_http_container_state(cJSON *container)
+{
+	cJSON		*st;
+	const char	*s;
+
+	if (!cJSON_IsObject(container))
+		return ("missing");
+	st = cJSON_GetObjectItem(cJSON_GetObjectItem(container, "State"),
+	    "Status");
+	s = cJSON_IsString(st) ? st->valuestring : "";
+	if (strcmp(s, "running") == 0 || strcmp(s, "restarting") == 0)
+		return ("running");
+	if (strcmp(s, "paused") == 0)
+		return ("paused");
+	return ("exited");
+}
+
+/* The container's address on its network, or NULL. */
+static const char *
+transport_http_container_ip(cJSON *container)
+{
+	cJSON	*ns, *v, *net;
+
+	ns = cJSON_GetObjectItem(container, "NetworkSettings");
+	v = cJSON_GetObjectItem(ns, "IPAddress");
+	if (cJSON_IsString(v) && v->valuestring[0] != '\0')
+		return (v->valuestring);
+	cJSON_ArrayForEach(net, cJSON_GetObjectItem(ns, "Networks")) {
+		v = cJSON_GetObjectItem(net, "IPAddress");
+		if (cJSON_IsString(v) && v->valuestring[0] != '\0')
+			return (v->valuestring);
+	}
+	return (NULL);
+}
+
+/* A route's error as a JSON body with the status that fits its kind. */
+static void
+transport_http_route_error(struct http_conn *c, const char *kind,
+    const char *message)
+{
+	cJSON	*body;
+	int	 status;
+
+	if (strcmp(kind, TOOL_ERR_NOT_FOUND) == 0)
+		status = 404;
+	else if (strcmp(kind, TOOL_ERR_INVALID) == 0)
+		status = 400;
+	else
+		status = 502;
+	body = cJSON_CreateObject();
+	cJSON_AddStringToObject(body, "error", message);
+	transport_http_json(c, status, body, NULL);
+	cJSON_Delete(body);
+}
+
+/* Bytes from one side to the other, bounded by a watermark. */
+static void
+transport_http_tunnel_pump(struct http_conn *c, struct bufferevent *from,
+    struct bufferevent *to)
+{
+	struct evbuffer	*out = bufferevent_get_output(to);
+
+	evbuffer_add_buffer(out, bufferevent_get_input(from));
+	if (evbuffer_get_length(out) > HTTP_TUNNEL_HIGH)
+		bufferevent_disable(from, EV_READ);
+	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
+}
+
+/* One side's output has drained: let the other side read again. */
+static void
+transport_http_tunnel_drained(struct http_conn *c)
+{
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 &&
+	    c->upstream == NULL) {
+		transport_http_close(c, "forward done");
+		return;
+	}
+	if (c->upstream != NULL)
+		bufferevent_enable(c->upstream, EV_READ);
+}
+
+static void
+transport_http_tunnel_up_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct http_conn	*c = arg;
+
+	c->tunnel_down += evbuffer_get_length(bufferevent_get_input(bev));
+	transport_http_tunnel_pump(c, bev, c->bev);
+}
+
+static void
+transport_http_tunnel_up_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct http_conn	*c = arg;
+
+	if (c->tunnel_eof &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		shutdown(bufferevent_getfd(bev), SHUT_WR);
+	else if (!c->tunnel_eof)
+		bufferevent_enable(c->bev, EV_READ);
+}
+
+/* The client has sent all it will: pass the half-close on. */
+static void
+transport_http_tunnel_client_eof(struct http_conn *c)
+{
+	c->tunnel_eof = 1;
+	bufferevent_disable(c->bev, EV_READ);
+	if (c->upstream != NULL && evbuffer_get_length(
+	    bufferevent_get_output(c->upstream)) == 0)
+		shutdown(bufferevent_getfd(c->upstream), SHUT_WR);
+}
+
+static void
+transport_http_tunnel_up_event_cb(struct bufferevent *bev, short what,
+    void *arg)
+{
+	struct http_conn	*c = arg;
+	struct evbuffer		*out = bufferevent_get_output(c->bev);
+
+	int			 err = EVUTIL_SOCKET_ERROR();
+
+	if (what & BEV_EVENT_CONNECTED)
+		return;
+	transport_http_tunnel_up_read_cb(bev, c);
+	if ((what & BEV_EVENT_ERROR) && c->tunnel_down == 0) {
+		/* Nothing came back: the client gets a 502 that says why. */
+		bufferevent_free(c->upstream);
+		c->upstream = NULL;
+		log_debug("http client %u forward failed: %s", c->id,
+		    strerror(err));
+		transport_http_route_error(c, TOOL_ERR_FAILED,
+		    err == ECONNREFUSED ? "nothing listens on that port in"
+		    " the sandbox" : "cannot reach that port in the sandbox");
+		return;
+	}
+	/* The upstream is done: flush what it sent, then close. */
+	bufferevent_free(c->upstream);
+	c->upstream = NULL;
+	if (evbuffer_get_length(out) == 0)
+		transport_http_close(c, "forward done");
+}
+
+/* Headers that are for this hop only and are not passed on. */
+static int
+transport_http_hop_header(const char *name)
+{
+	static const char *hop[] = { "Connection", "Keep-Alive",
+	    "Proxy-Connection", "Proxy-Authorization", "Authorization", "TE",
+	    "Trailer", "Host", "Upgrade", "X-Forwarded-For",
+	    "X-Forwarded-Host", "X-Forwarded-Prefix", "Expect" };
+	size_t	i;
+
+	for (i = 0; i < sizeof hop / sizeof hop[0]; i++) {
+		if (strcasecmp(name, hop[i]) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * The upstream connection is being made: send the request head (without
+ * our credentials), then everything the client sends, both ways.
+ */
+static void
+transport_http_tunnel_start(struct http_conn *c, struct http_route *r,
+    const char *ip)
+{
+	struct sockaddr_storage	 ss;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
+	struct http_header	*h;
+	struct evbuffer		*out;
+	const char		*upgrade, *host;
+	socklen_t		 len;
+
+	memset(&ss, 0, sizeof ss);
+	if (inet_pton(AF_INET, ip, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(r->port);
+		len = sizeof *sin;
+	} else if (inet_pton(AF_INET6, ip, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(r->port);
+		len = sizeof *sin6;
+	} else {
+		transport_http_route_error(c, TOOL_ERR_FAILED, "the sandbox's"
+		    " container has no usable network address");
+		return;
+	}
+	c->upstream = bufferevent_socket_new(ev_base, -1,
+	    BEV_OPT_CLOSE_ON_FREE);
+	if (c->upstream == NULL)
+		fatalx("%s: bufferevent_socket_new", __func__);
+	bufferevent_setcb(c->upstream, transport_http_tunnel_up_read_cb,
+	    transport_http_tunnel_up_write_cb,
+	    transport_http_tunnel_up_event_cb, c);
+	bufferevent_setwatermark(c->upstream, EV_WRITE, 0, 0);
+	if (bufferevent_socket_connect(c->upstream, (struct sockaddr *)&ss,
+	    (int)len) != 0) {
+		bufferevent_free(c->upstream);
+		c->upstream = NULL;
+		transport_http_route_error(c, TOOL_ERR_FAILED, "cannot connect"
+		    " to the sandbox");
+		return;
+	}
+
+	out = bufferevent_get_output(c->upstream);
+	evbuffer_add_printf(out, "%s %s HTTP/1.1\r\n", c->req->method,
+	    r->target);
+	TAILQ_FOREACH(h, &c->req->headers, entry) {
+		if (!transport_http_hop_header(h->name))
+			evbuffer_add_printf(out, "%s: %s\r\n", h->name,
+			    h->value);
+	}
+	evbuffer_add_printf(out, "Host: localhost:%d\r\n", r->port);
+	upgrade = http_msg_header(c->req, "Upgrade");
+	if (upgrade != NULL && http_header_has_token(http_msg_header(c->req,
+	    "Connection") != NULL ? http_msg_header(c->req, "Connection") :
+	    "", "upgrade"))
+		evbuffer_add_printf(out, "Connection: Upgrade\r\n"
+		    "Upgrade: %s\r\n", upgrade);
+	else
+		evbuffer_add_printf(out, "Connection: close\r\n");
+	evbuffer_add_printf(out, "X-Forwarded-For: %s\r\n", c->peer_addr);
+	if ((host = http_msg_header(c->req, "Host")) != NULL)
+		evbuffer_add_printf(out, "X-Forwarded-Host: %s\r\n", host);
+	evbuffer_add_printf(out, "X-Forwarded-Prefix: /sandboxes/%s/forward/%d"
+	    "\r\n\r\n", r->id, r->port);
+	/* Body bytes already read follow the head unchanged. */
+	evbuffer_add_buffer(out, bufferevent_get_input(c->bev));
+
+	c->keepalive = 0;
+	transport_http_set_state(c, HTTP_CONN_TUNNEL);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
+	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
+	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
+	log_debug("http client %u forward to %s:%d %.200s", c->id, ip,
+	    r->port, r->target);
+}
+
+/* The engine has the record and the container: answer the route. */
+static void
+transport_http_route_cb(cJSON *result, const char *kind,
+    const char *message, cJSON *details, void *arg)
+{
+	struct http_route	*r = arg;
+	struct http_conn	*c = r->c;
+	cJSON			*rec, *container, *body, *v;
+	const char		*state, *ip;
+
+	cJSON_Delete(details);
+	if (c == NULL) {
+		cJSON_Delete(result);
+		transport_http_route_free(r);
+		return;
+	}
+	c->route = NULL;
+	if (result == NULL) {
+		transport_http_route_error(c, kind, message);
+		goto out;
+	}
+	rec = cJSON_GetObjectItem(result, "record");
+	container = cJSON_GetObjectItem(result, "container");
+	v = cJSON_GetObjectItem(rec, "state");
+	state = cJSON_IsString(v) ? v->valuestring : "unknown";
+	if (!r->forward) {
+		body = cJSON_CreateObject();
+		cJSON_AddStringToObject(body, "sandbox_id",
+		    cJSON_GetObjectItem(rec, "id")->valuestring);
+		cJSON_AddStringToObject(body, "state", state);
+		cJSON_AddStringToObject(body, "container",
+		    transport_http_container_state(container));
+		transport_http_json(c, 200, body, NULL);
+		cJSON_Delete(body);
+		goto out;
+	}
+	if (strcmp(state, "ready") != 0)
+		transport_http_route_error(c, TOOL_ERR_FAILED, "the sandbox is"
+		    " not ready");
+	else if (strcmp(transport_http_container_state(container),
+	    "running") != 0)
+		transport_http_route_error(c, TOOL_ERR_FAILED, "the sandbox's"
+		    " container is not running");
+	else if ((ip = transport_http_container_ip(container)) == NULL)
+		transport_http_route_error(c, TOOL_ERR_FAILED, "the sandbox's"
+		    " container has no network address");
+	else
+		transport_http_tunnel_start(c, r, ip);
+out:
+	cJSON_Delete(result);
+	transport_http_route_free(r);
+}
+
+/* Route /sandboxes/{id}/health and /sandboxes/{id}/forward/{port}/... */
+static void
+transport_http_sandbox(struct http_conn *c, const char *path)
+{
+	struct http_route	*r;
+	const char		*p = path + 11, *slash, *origin, *errstr;
+	char			 id[65], port[8];
+	size_t			 len;
+
+	if ((origin = http_msg_header(c->req, "Origin")) != NULL &&
+	    !transport_http_origin_ok(origin)) {
+		transport_http_refuse(c, 403, -32001, NULL, "forbidden: the"
+		    " Origin %.100s is not allowed", origin);
+		return;
+	}
+	if (transport_http_auth(c, TOOLSET_RUNTIME) != 0)
+		return;
+	if ((slash = strchr(p, '/')) == NULL || (len = slash - p) == 0 ||
+	    len >= sizeof id) {
+		transport_http_plain(c, 404, NULL);
+		return;
+	}
+	memcpy(id, p, len);
+	id[len] = '\0';
+	r = xcalloc(1, sizeof *r);
+	strlcpy(r->id, id, sizeof r->id);
+	if (strcmp(slash, "/health") == 0) {
+		if (strcmp(c->req->method, "GET") != 0 &&
+		    strcmp(c->req->method, "HEAD") != 0) {
+			free(r);
+			transport_http_plain(c, 405, "Allow: GET\r\n");
+			return;
+		}
+	} else if (strncmp(slash, "/forward/", 9) == 0) {
+		p = slash + 9;
+		len = strcspn(p, "/");
+		if (len == 0 || len >= sizeof port) {
+			free(r);
+			transport_http_plain(c, 404, NULL);
+			return;
+		}
+		memcpy(port, p, len);
+		port[len] = '\0';
+		r->port = (int)strtonum(port, 1, 65535, &errstr);
+		if (errstr != NULL) {
+			free(r);
+			transport_http_plain(c, 404, NULL);
+			return;
+		}
+		r->forward = 1;
+		/* The rest of the target, query included, from the raw one. */
+		p = strstr(c->req->target, "/forward/") + 9;
+		p += strspn(p, "0123456789");
+		if (*p == '/')
+			r->target = xstrdup(p);
+		else
+			xasprintf(&r->target, "/%s", p);
+	} else {
+		free(r);
+		transport_http_plain(c, 404, NULL);
+		return;
+	}
+	r->c = c;
+	c->route = r;
+	transport_http_set_state(c, HTTP_CONN_HANDLING);
+	evtimer_del(c->timer);
+	bufferevent_setwatermark(c->bev, EV_READ, 0,
+	    (size_t)cfg_limit(LIMIT_MAX_HEADER));
+	sandbox_lookup(id, transport_http_route_cb, r);
+}
+
 /* A new connection: admit it, or stop accepting when full. */
 static void
 transport_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
@@ -951,6 +1398,8 @@ transport_http_start(const char *listen, int sets, char **cause)
 			    p);
 		else
 			snprintf(http.bound, sizeof http.bound, "%s:%s", h, p);
+		strlcpy(http.bound_host, h, sizeof http.bound_host);
+		http.bound_port = (int)strtonum(p, 0, 65535, NULL);
 	}
 	log_info("listening on http://%s/mcp sets=0x%x auth=%s", http.bound,
 	    sets, TAILQ_EMPTY(&cfg->apikeys) ? "none" : "api-key");

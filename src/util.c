@@ -339,3 +339,30 @@ util_sockaddr_loopback(const struct sockaddr *sa)
 	}
 	return (0);
 }
+
+/*
+ * Percent-encode a string for a URL path or query: everything but
+ * letters, digits and -._~ (and, in a path, / : @) becomes %XX.
+ */
+char *
+util_url_escape(const char *s, int path)
+{
+	static const char	 hex[] = "0123456789ABCDEF";
+	const unsigned char	*p;
+	char			*out, *o;
+
+	out = o = xmalloc(strlen(s) * 3 + 1);
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~", *p) != NULL ||
+		    (path && strchr("/:@", *p) != NULL))
+			*o++ = *p;
+		else {
+			*o++ = '%';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+		}
+	}
+	*o = '\0';
+	return (out);
+}

@@ -25,11 +25,10 @@ async function exercise(transport, name) {
 
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((t) => t.name),
-    ["list_docker_images", "list_workspace_directories"], `${name}: tools`);
-  for (const t of tools) {
+    ["list_docker_images", "list_workspace_directories", "create_sandbox",
+      "list_sandboxes", "inspect_sandbox", "destroy_sandbox"], `${name}: tools`);
+  for (const t of tools)
     assert.equal(t.inputSchema.type, "object");
-    assert.equal(t.annotations.readOnlyHint, true);
-  }
 
   const images = await client.callTool({ name: "list_docker_images", arguments: {} });
   assert.equal(images.isError, false, `${name}: list_docker_images ok`);

@@ -2,60 +2,17 @@
 # The Docker Engine stops in the middle of a run and comes back: tools
 # answer operation_failed with a message naming the socket and the
 # reason, the server keeps serving, and calls work again once the Engine
-# returns. A private dockerd (its own socket and data root) plays the
-# Engine so the machine's own is never disturbed.
+# returns. A private dockerd (lib.Dockerd) plays the Engine so the
+# machine's own is never disturbed.
 
-import os
-import subprocess
 import time
 
-from lib import (IMAGE, Server, check, check_eq, check_in, cleanup,
-                 err_result, main, ok_result, tmpdir)
-
-
-class Dockerd:
-    def __init__(self, root):
-        self.root = root
-        self.sock = os.path.join(root, "docker.sock")
-        self.proc = None
-        cleanup(self.stop)
-
-    def start(self):
-        self.proc = subprocess.Popen(
-            ["dockerd", "--data-root", os.path.join(self.root, "data"),
-             "--exec-root", os.path.join(self.root, "exec"),
-             "--pidfile", os.path.join(self.root, "docker.pid"),
-             "-H", "unix://" + self.sock, "--bridge", "none",
-             "--iptables=false", "--ip6tables=false",
-             "--storage-driver", "vfs"],
-            stdout=open(os.path.join(self.root, "dockerd.log"), "ab"),
-            stderr=subprocess.STDOUT)
-        end = time.time() + 60
-        while time.time() < end:
-            r = subprocess.run(["docker", "-H", "unix://" + self.sock,
-                                "info"], capture_output=True)
-            if r.returncode == 0:
-                return
-            time.sleep(0.1)
-        raise RuntimeError("private dockerd did not start")
-
-    def stop(self):
-        """Stop it the way an operator does (SIGTERM) and wait."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(60)
-        self.proc = None
+from lib import (IMAGE, Dockerd, Server, check, check_eq, check_in,
+                 err_result, main, ok_result)
 
 
 def test():
-    d = Dockerd(tmpdir("smcp-dockerd-"))
-    d.start()
-    # Give the private Engine one image.
-    save = subprocess.Popen(["docker", "save", IMAGE],
-                            stdout=subprocess.PIPE)
-    subprocess.run(["docker", "-H", "unix://" + d.sock, "load"],
-                   stdin=save.stdout, capture_output=True, check=True)
-    save.wait()
+    d = Dockerd(images=[IMAGE])
 
     s = Server(docker_host="unix://" + d.sock)
     s.initialize()

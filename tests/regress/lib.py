@@ -98,9 +98,10 @@ class Server:
     """A sandbox-mcp process with a private state directory."""
 
     def __init__(self, sets=("management",), config="", listen=None,
-                 stdio=True, args=(), docker_host=None, env=None):
+                 stdio=True, args=(), docker_host=None, env=None,
+                 state=None):
         self.dir = tmpdir()
-        self.state = os.path.join(self.dir, "state")
+        self.state = state or os.path.join(self.dir, "state")
         self.conf = os.path.join(self.dir, "sandbox-mcp.conf")
         with open(self.conf, "w") as f:
             f.write(config)
@@ -362,3 +363,100 @@ def docker(*args, check_rc=True):
     if check_rc and r.returncode != 0:
         fail("docker %s: %s" % (" ".join(args), r.stderr))
     return r.stdout.strip()
+
+
+class Dockerd:
+    """A private Docker Engine: its own socket, data root and network
+    namespace, so stopping it never disturbs the machine's own (in the
+    machine's namespace a dockerd started with --bridge none deletes the
+    docker0 interface the machine's dockerd uses)."""
+
+    def __init__(self, images=()):
+        self.root = tmpdir("smcp-dockerd-")
+        self.sock = os.path.join(self.root, "docker.sock")
+        self.host = "unix://" + self.sock
+        self.proc = None
+        cleanup(self.stop)
+        self.start()
+        for image in images:
+            save = subprocess.Popen(["docker", "save", image],
+                                    stdout=subprocess.PIPE)
+            subprocess.run(["docker", "-H", self.host, "load"],
+                           stdin=save.stdout, capture_output=True,
+                           check=True)
+            save.wait()
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            ["unshare", "--net", "--", "dockerd",
+             "--data-root", os.path.join(self.root, "data"),
+             "--exec-root", os.path.join(self.root, "exec"),
+             "--pidfile", os.path.join(self.root, "docker.pid"),
+             "-H", self.host, "--bridge", "none",
+             "--iptables=false", "--ip6tables=false",
+             "--storage-driver", "vfs"],
+            stdout=open(os.path.join(self.root, "dockerd.log"), "ab"),
+            stderr=subprocess.STDOUT)
+        end = time.time() + 60
+        while time.time() < end:
+            r = subprocess.run(["docker", "-H", self.host, "info"],
+                               capture_output=True)
+            if r.returncode == 0:
+                return
+            time.sleep(0.1)
+        fail("private dockerd did not start")
+
+    def stop(self):
+        """Stop it the way an operator does (SIGTERM) and wait."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(60)
+        self.proc = None
+
+    def docker(self, *args, check_rc=True):
+        r = subprocess.run(["docker", "-H", self.host] + list(args),
+                           capture_output=True, text=True)
+        if check_rc and r.returncode != 0:
+            fail("docker %s: %s" % (" ".join(args), r.stderr))
+        return r.stdout.strip()
+
+
+def root_hash(top):
+    """The root hash of a tree as the specification defines it."""
+    import hashlib
+    entries = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, top)
+            entries.append((rel.encode(), full))
+    h = hashlib.sha256()
+    for rel, full in sorted(entries):
+        st = os.lstat(full)
+        import stat as st_mod
+        if st_mod.S_ISLNK(st.st_mode):
+            h.update(b"l\0" + rel + b"\0" + os.readlink(full).encode() +
+                     b"\0")
+        elif st_mod.S_ISDIR(st.st_mode):
+            h.update(b"d\0" + rel + b"\0")
+        else:
+            with open(full, "rb") as f:
+                data = f.read()
+            h.update(b"f\0" + rel + b"\0" + str(len(data)).encode() +
+                     b"\0" + hashlib.sha256(data).hexdigest().encode() +
+                     b"\0")
+    return "sha256:" + h.hexdigest()
+
+
+def our_containers(state):
+    """Names of the containers labelled with this state directory."""
+    out = docker("ps", "-a", "--filter",
+                 "label=io.sandbox-mcp.state-dir=" + state,
+                 "--format", "{{.Names}} {{.State}}")
+    return dict(line.split() for line in out.splitlines() if line)
+
+
+def remove_our_containers(state):
+    names = list(our_containers(state))
+    if names:
+        docker("rm", "-f", *names, check_rc=False)

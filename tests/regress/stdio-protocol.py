@@ -6,12 +6,37 @@
 from lib import (Server, check, check_eq, check_in, err_result, main,
                  ok_result, VERSIONS)
 
+NOARGS = {"type": "object", "properties": {}, "required": [],
+          "additionalProperties": False}
+SANDBOX_ID = {"type": "object",
+              "properties": {"sandbox_id": {"type": "string"}},
+              "required": ["sandbox_id"], "additionalProperties": False}
+# The published schemas (descriptions aside), in the published order.
 SCHEMAS = {
-    "list_docker_images": {"type": "object", "properties": {},
-                           "required": [], "additionalProperties": False},
+    "list_docker_images": NOARGS,
     "list_workspace_directories": {
         "type": "object", "properties": {"path": {"type": "string"}},
         "required": [], "additionalProperties": False},
+    "create_sandbox": {
+        "type": "object",
+        "properties": {"image": {"type": "string"},
+                       "workspace_root": {"type": "string"},
+                       "count": {"type": "integer", "minimum": 0,
+                                 "default": 1}},
+        "required": ["image", "workspace_root"],
+        "additionalProperties": False},
+    "list_sandboxes": NOARGS,
+    "inspect_sandbox": SANDBOX_ID,
+    "destroy_sandbox": SANDBOX_ID,
+}
+# readOnly, destructive, idempotent, openWorld.
+ANNOTATIONS = {
+    "list_docker_images": (True, False, True, False),
+    "list_workspace_directories": (True, False, True, False),
+    "create_sandbox": (False, False, False, False),
+    "list_sandboxes": (True, False, True, False),
+    "inspect_sandbox": (True, False, True, False),
+    "destroy_sandbox": (False, True, False, False),
 }
 
 
@@ -53,17 +78,19 @@ def test():
 
     r = s.request("tools/list", {"cursor": "ignored"})
     tools = r["result"]["tools"]
-    check_eq([t["name"] for t in tools],
-             ["list_docker_images", "list_workspace_directories"],
+    check_eq([t["name"] for t in tools], list(SCHEMAS),
              "tools in seed order, working ones only")
     for t in tools:
         check_eq(strip_descriptions(t["inputSchema"]), SCHEMAS[t["name"]],
                  "schema of " + t["name"])
+        check_eq(list(t["inputSchema"]["properties"]),
+                 list(SCHEMAS[t["name"]]["properties"]),
+                 "property order of " + t["name"])
         check(t["title"] and t["description"], "title and description")
         a = t["annotations"]
         check_eq((a["readOnlyHint"], a["destructiveHint"],
                   a["idempotentHint"], a["openWorldHint"]),
-                 (True, False, True, False), "annotations of " + t["name"])
+                 ANNOTATIONS[t["name"]], "annotations of " + t["name"])
 
     r = s.request("logging/setLevel", {"level": "debug"})
     check_eq(r.get("result"), {}, "logging/setLevel")

@@ -1,0 +1,641 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * The shared base cache: a read-only copy of a workspace under
+ * <state>/base-cache/<hex>/, named by the tree's root hash so identical
+ * workspaces share one copy. The root hash is "sha256:" and the SHA-256
+ * over the path-sorted entries of the tree, each fed as "kind NUL path
+ * NUL", then for a file "size NUL hex-sha256-of-content NUL" and for a
+ * symlink "target NUL" (kinds d, f, l).
+ *
+ * The walk, the hash and the copy run in a child process (job.c), so the
+ * loop never waits on the disk. The child hashes first and copies only
+ * when no entry has that hash; the copy is hashed again as it is
+ * written, and when the workspace changed in between the entry is named
+ * by what was actually copied. A copy is built under .staging/ and
+ * renamed into place, so a reader never sees half a tree; when two
+ * creators race, the first rename wins and the other copy is dropped.
+ */
+
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/time.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+#include <openssl/evp.h>
+
+#include "sandbox-mcp.h"
+
+#define BASECACHE_SPECIAL_NAMED	5
+#define BASECACHE_BUFSIZE	(256 * 1024)
+
+struct basecache_entry {
+	char			*path;		/* relative, no leading ./ */
+	char			 kind;		/* d, f or l */
+	mode_t			 mode;
+	uid_t			 uid;
+	gid_t			 gid;
+	off_t			 size;
+	struct timespec		 mtime;
+	char			*target;	/* symlinks */
+	char			 digest[65];	/* files */
+};
+
+struct basecache_walk {
+	const char		*src;
+	struct basecache_entry	*entries;
+	size_t			 n;
+	size_t			 size;
+	unsigned long long	 bytes;
+	unsigned long long	 max_entries;
+	unsigned long long	 max_bytes;
+	char			*special[BASECACHE_SPECIAL_NAMED];
+	size_t			 nspecial;
+	char			*error;
+};
+
+struct basecache_build {
+	char			*src;
+	char			*staging;
+	long long		 max_entries;
+	long long		 max_bytes;
+	struct job		*job;
+	basecache_cb		 cb;
+	void			*arg;
+};
+
+/* <state>/base-cache/<hex> for a root hash "sha256:<hex>". */
+char *
+basecache_path(const char *root_hash)
+{
+	const char	*hex = strchr(root_hash, ':');
+
+	return (state_path("base-cache/%s", hex != NULL ? hex + 1 :
+	    root_hash));
+}
+
+/* Report from the child: one JSON object on fd. */
+static int
+basecache_report(int fd, cJSON *rep)
+{
+	char	*text;
+	int	 r;
+
+	text = util_json_print(rep);
+	r = job_write_all(fd, text, strlen(text));
+	free(text);
+	cJSON_Delete(rep);
+	return (r == 0 ? 0 : 1);
+}
+
+static int
+basecache_fail(int fd, const char *kind, const char *fmt, ...)
+{
+	cJSON	*rep;
+	char	*msg;
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	xvasprintf(&msg, fmt, ap);
+	va_end(ap);
+	rep = cJSON_CreateObject();
+	cJSON_AddStringToObject(rep, "kind", kind);
+	cJSON_AddStringToObject(rep, "error", msg);
+	free(msg);
+	return (basecache_report(fd, rep));
+}
+
+static void
+basecache_add(struct basecache_walk *w, const char *path, char kind,
+    const struct stat *st)
+{
+	struct basecache_entry	*e;
+
+	if (w->n == w->size) {
+		w->size = w->size == 0 ? 1024 : w->size * 2;
+		w->entries = xreallocarray(w->entries, w->size,
+		    sizeof *w->entries);
+	}
+	e = &w->entries[w->n++];
+	memset(e, 0, sizeof *e);
+	e->path = xstrdup(path);
+	e->kind = kind;
+	e->mode = st->st_mode & 07777;
+	e->uid = st->st_uid;
+	e->gid = st->st_gid;
+	e->size = kind == 'f' ? st->st_size : 0;
+	e->mtime = st->st_mtim;
+}
+
+/*
+ * Walk the tree below dir (a relative path, "" for the root) without
+ * following symlinks, collecting entries and refusing special files.
+ */
+static int
+basecache_walk_dir(struct basecache_walk *w, const char *rel)
+{
+	struct stat	 st;
+	struct dirent	*de;
+	DIR		*d;
+	char		*full, *path;
+	char		 target[PATH_MAX];
+	ssize_t		 n;
+	int		 r = 0;
+
+	xasprintf(&full, "%s%s%s", w->src, *rel != '\0' ? "/" : "", rel);
+	if ((d = opendir(full)) == NULL) {
+		xasprintf(&w->error, "cannot read %s: %s", full,
+		    strerror(errno));
+		free(full);
+		return (-1);
+	}
+	while (r == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		xasprintf(&path, "%s%s%s", rel, *rel != '\0' ? "/" : "",
+		    de->d_name);
+		if (fstatat(dirfd(d), de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) != 0) {
+			xasprintf(&w->error, "cannot read %s/%s: %s", w->src,
+			    path, strerror(errno));
+			free(path);
+			r = -1;
+			break;
+		}
+		if (w->n >= w->max_entries) {
+			xasprintf(&w->error, "the workspace has more than %llu"
+			    " entries (limit base-max-entries)",
+			    w->max_entries);
+			free(path);
+			r = -1;
+			break;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			basecache_add(w, path, 'd', &st);
+			r = basecache_walk_dir(w, path);
+		} else if (S_ISREG(st.st_mode)) {
+			basecache_add(w, path, 'f', &st);
+			w->bytes += st.st_size;
+			if (w->bytes > w->max_bytes) {
+				xasprintf(&w->error, "the workspace holds more"
+				    " than %llu bytes (limit base-max-bytes)",
+				    w->max_bytes);
+				r = -1;
+			}
+		} else if (S_ISLNK(st.st_mode)) {
+			n = readlinkat(dirfd(d), de->d_name, target,
+			    sizeof target - 1);
+			if (n < 0) {
+				xasprintf(&w->error, "cannot read the link"
+				    " %s/%s: %s", w->src, path,
+				    strerror(errno));
+				r = -1;
+			} else {
+				target[n] = '\0';
+				basecache_add(w, path, 'l', &st);
+				w->entries[w->n - 1].target = xstrdup(target);
+			}
+		} else {
+			if (w->nspecial < BASECACHE_SPECIAL_NAMED)
+				w->special[w->nspecial] = xstrdup(path);
+			w->nspecial++;
+		}
+		free(path);
+	}
+	closedir(d);
+	free(full);
+	return (r);
+}
+
+static int
+basecache_entry_cmp(const void *a, const void *b)
+{
+	return (strcmp(((const struct basecache_entry *)a)->path,
+	    ((const struct basecache_entry *)b)->path));
+}
+
+/*
+ * Copy (when dst is not NULL) or just read one file, hashing its bytes
+ * into e->digest and its length into e->size.
+ */
+static int
+basecache_file(struct basecache_walk *w, struct basecache_entry *e,
+    int dstdir, char **error)
+{
+	EVP_MD_CTX	*ctx;
+	unsigned char	 md[32];
+	unsigned int	 mdlen;
+	char		*src, *buf;
+	ssize_t		 n;
+	off_t		 total = 0;
+	int		 in, out = -1, r = -1;
+	struct timespec	 times[2];
+
+	xasprintf(&src, "%s/%s", w->src, e->path);
+	in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in == -1) {
+		xasprintf(error, "cannot read %s: %s", src, strerror(errno));
+		free(src);
+		return (-1);
+	}
+	if (dstdir != -1) {
+		out = openat(dstdir, e->path, O_WRONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (out == -1) {
+			xasprintf(error, "cannot create the copy of %s: %s",
+			    e->path, strerror(errno));
+			close(in);
+			free(src);
+			return (-1);
+		}
+	}
+	buf = xmalloc(BASECACHE_BUFSIZE);
+	if ((ctx = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
+		fatalx("%s: EVP_DigestInit_ex", __func__);
+	for (;;) {
+		n = read(in, buf, BASECACHE_BUFSIZE);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			xasprintf(error, "cannot read %s: %s", src,
+			    strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		EVP_DigestUpdate(ctx, buf, n);
+		total += n;
+		if (out != -1 && job_write_all(out, buf, n) != 0) {
+			xasprintf(error, "cannot write the copy of %s: %s",
+			    e->path, strerror(errno));
+			goto out;
+		}
+	}
+	EVP_DigestFinal_ex(ctx, md, &mdlen);
+	util_hex(md, sizeof md, e->digest);
+	e->size = total;
+	if (out != -1) {
+		times[0] = e->mtime;
+		times[1] = e->mtime;
+		if (fchown(out, e->uid, e->gid) != 0 ||
+		    fchmod(out, e->mode) != 0 ||
+		    futimens(out, times) != 0) {
+			xasprintf(error, "cannot set the attributes of the copy"
+			    " of %s: %s", e->path, strerror(errno));
+			goto out;
+		}
+	}
+	r = 0;
+out:
+	EVP_MD_CTX_free(ctx);
+	free(buf);
+	free(src);
+	close(in);
+	if (out != -1)
+		close(out);
+	return (r);
+}
+
+/* The root hash of the entries, as "sha256:<hex>". */
+static void
+basecache_root_hash(struct basecache_walk *w, char out[72])
+{
+	EVP_MD_CTX		*ctx;
+	struct basecache_entry	*e;
+	unsigned char		 md[32];
+	unsigned int		 mdlen;
+	char			 size[32], kind[2];
+	size_t			 i;
+
+	if ((ctx = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
+		fatalx("%s: EVP_DigestInit_ex", __func__);
+	for (i = 0; i < w->n; i++) {
+		e = &w->entries[i];
+		kind[0] = e->kind;
+		kind[1] = '\0';
+		EVP_DigestUpdate(ctx, kind, 2);
+		EVP_DigestUpdate(ctx, e->path, strlen(e->path) + 1);
+		if (e->kind == 'f') {
+			snprintf(size, sizeof size, "%lld",
+			    (long long)e->size);
+			EVP_DigestUpdate(ctx, size, strlen(size) + 1);
+			EVP_DigestUpdate(ctx, e->digest, 65);
+		} else if (e->kind == 'l')
+			EVP_DigestUpdate(ctx, e->target,
+			    strlen(e->target) + 1);
+	}
+	EVP_DigestFinal_ex(ctx, md, &mdlen);
+	EVP_MD_CTX_free(ctx);
+	memcpy(out, "sha256:", 7);
+	util_hex(md, sizeof md, out + 7);
+}
+
+static int
+basecache_rm_cb(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw)
+{
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return (0);
+}
+
+/* rm -rf, for children only (it walks the whole tree). */
+int
+basecache_remove_tree(const char *path)
+{
+	if (nftw(path, basecache_rm_cb, 32, FTW_DEPTH | FTW_PHYS) != 0 &&
+	    errno != ENOENT)
+		return (-1);
+	return (0);
+}
+
+/* Copy every entry into the staging directory; fix directories last. */
+static int
+basecache_copy(struct basecache_walk *w, const char *staging,
+    int *changed, char **error)
+{
+	struct basecache_entry	*e;
+	struct timespec		 times[2];
+	struct stat		 st;
+	char			 before[65], target[PATH_MAX];
+	off_t			 size;
+	ssize_t			 n;
+	size_t			 i;
+	int			 dfd;
+	char			*src;
+
+	if (mkdir(staging, 0700) != 0 || (dfd = open(staging, O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC)) == -1) {
+		xasprintf(error, "cannot create %s: %s", staging,
+		    strerror(errno));
+		return (-1);
+	}
+	for (i = 0; i < w->n; i++) {
+		e = &w->entries[i];
+		switch (e->kind) {
+		case 'd':
+			if (mkdirat(dfd, e->path, 0700) != 0) {
+				xasprintf(error, "cannot create the copy of"
+				    " %s: %s", e->path, strerror(errno));
+				goto fail;
+			}
+			break;
+		case 'f':
+			memcpy(before, e->digest, sizeof before);
+			size = e->size;
+			if (basecache_file(w, e, dfd, error) != 0)
+				goto fail;
+			if (strcmp(before, e->digest) != 0 || size != e->size)
+				*changed = 1;
+			break;
+		case 'l':
+			xasprintf(&src, "%s/%s", w->src, e->path);
+			n = readlink(src, target, sizeof target - 1);
+			free(src);
+			if (n < 0) {
+				xasprintf(error, "%s vanished while the"
+				    " workspace was copied", e->path);
+				goto fail;
+			}
+			target[n] = '\0';
+			if (strcmp(target, e->target) != 0) {
+				free(e->target);
+				e->target = xstrdup(target);
+				*changed = 1;
+			}
+			times[0] = e->mtime;
+			times[1] = e->mtime;
+			if (symlinkat(e->target, dfd, e->path) != 0 ||
+			    fchownat(dfd, e->path, e->uid, e->gid,
+			    AT_SYMLINK_NOFOLLOW) != 0 ||
+			    utimensat(dfd, e->path, times,
+			    AT_SYMLINK_NOFOLLOW) != 0) {
+				xasprintf(error, "cannot create the copy of"
+				    " %s: %s", e->path, strerror(errno));
+				goto fail;
+			}
+			break;
+		}
+	}
+	/* Directories: modes and times once their contents are in. */
+	for (i = w->n; i-- > 0;) {
+		e = &w->entries[i];
+		if (e->kind != 'd')
+			continue;
+		times[0] = e->mtime;
+		times[1] = e->mtime;
+		if (fchownat(dfd, e->path, e->uid, e->gid, 0) != 0 ||
+		    fchmodat(dfd, e->path, e->mode, 0) != 0 ||
+		    utimensat(dfd, e->path, times, 0) != 0) {
+			xasprintf(error, "cannot set the attributes of the copy"
+			    " of %s: %s", e->path, strerror(errno));
+			goto fail;
+		}
+	}
+	if (stat(w->src, &st) == 0) {
+		times[0] = st.st_mtim;
+		times[1] = st.st_mtim;
+		if (fchown(dfd, st.st_uid, st.st_gid) != 0 ||
+		    fchmod(dfd, st.st_mode & 07777) != 0)
+			log_warn("%s: attributes of %s", __func__, staging);
+		futimens(dfd, times);
+	}
+	if (syncfs(dfd) != 0) {
+		xasprintf(error, "cannot sync %s: %s", staging,
+		    strerror(errno));
+		goto fail;
+	}
+	close(dfd);
+	return (0);
+fail:
+	close(dfd);
+	return (-1);
+}
+
+/* The child: walk, hash, and copy unless the cache has the tree. */
+static int
+basecache_child(void *arg, int fd)
+{
+	struct basecache_build	*b = arg;
+	struct basecache_walk	 w;
+	cJSON			*rep;
+	char			 hash[72], *dest, *error = NULL, *list;
+	size_t			 i, len;
+	int			 changed = 0, reused = 0;
+	struct stat		 st;
+
+	memset(&w, 0, sizeof w);
+	w.src = b->src;
+	w.max_entries = b->max_entries;
+	w.max_bytes = b->max_bytes;
+	if (basecache_walk_dir(&w, "") != 0)
+		return (basecache_fail(fd, TOOL_ERR_FAILED, "%s", w.error));
+	if (w.nspecial > 0) {
+		len = 0;
+		list = xcalloc(1, 1);
+		for (i = 0; i < w.nspecial && i < BASECACHE_SPECIAL_NAMED;
+		    i++) {
+			len += strlen(w.special[i]) + 2;
+			list = xrealloc(list, len + 1);
+			if (i > 0)
+				strlcat(list, ", ", len + 1);
+			strlcat(list, w.special[i], len + 1);
+		}
+		if (w.nspecial > BASECACHE_SPECIAL_NAMED)
+			return (basecache_fail(fd, TOOL_ERR_INVALID, "the"
+			    " workspace %s holds %zu special files (sockets,"
+			    " fifos or devices) that cannot be copied: %s and"
+			    " %zu more", b->src, w.nspecial, list,
+			    w.nspecial - BASECACHE_SPECIAL_NAMED));
+		return (basecache_fail(fd, TOOL_ERR_INVALID, "the workspace %s"
+		    " holds special files (sockets, fifos or devices) that"
+		    " cannot be copied: %s", b->src, list));
+	}
+	if (w.n > 0)
+		qsort(w.entries, w.n, sizeof *w.entries, basecache_entry_cmp);
+	for (i = 0; i < w.n; i++) {
+		if (w.entries[i].kind == 'f' &&
+		    basecache_file(&w, &w.entries[i], -1, &error) != 0)
+			return (basecache_fail(fd, TOOL_ERR_FAILED, "%s",
+			    error));
+	}
+	basecache_root_hash(&w, hash);
+	dest = basecache_path(hash);
+	if (stat(dest, &st) == 0 && S_ISDIR(st.st_mode))
+		reused = 1;
+	else {
+		if (basecache_copy(&w, b->staging, &changed, &error) != 0) {
+			basecache_remove_tree(b->staging);
+			return (basecache_fail(fd, TOOL_ERR_FAILED, "copying"
+			    " the workspace failed: %s", error));
+		}
+		if (changed) {
+			/* Name the entry by what was copied. */
+			basecache_root_hash(&w, hash);
+			free(dest);
+			dest = basecache_path(hash);
+		}
+		if (rename(b->staging, dest) != 0) {
+			if (errno != EEXIST && errno != ENOTEMPTY) {
+				basecache_remove_tree(b->staging);
+				return (basecache_fail(fd, TOOL_ERR_FAILED,
+				    "cannot move the copy into %s: %s", dest,
+				    strerror(errno)));
+			}
+			basecache_remove_tree(b->staging);
+			reused = 1;	/* another creator was first */
+		}
+	}
+	rep = cJSON_CreateObject();
+	cJSON_AddStringToObject(rep, "root_hash", hash);
+	cJSON_AddBoolToObject(rep, "reused", reused);
+	cJSON_AddBoolToObject(rep, "changed", changed);
+	cJSON_AddNumberToObject(rep, "entries", (double)w.n);
+	cJSON_AddNumberToObject(rep, "bytes", (double)w.bytes);
+	free(dest);
+	return (basecache_report(fd, rep));
+}
+
+static void
+basecache_free(struct basecache_build *b)
+{
+	free(b->src);
+	free(b->staging);
+	free(b);
+}
+
+static void
+basecache_done(int status, struct evbuffer *report, void *arg)
+{
+	struct basecache_build	*b = arg;
+	cJSON			*rep, *v, *kind;
+	size_t			 len = evbuffer_get_length(report);
+
+	b->job = NULL;
+	rep = len != 0 ? cJSON_ParseWithLength((const char *)
+	    evbuffer_pullup(report, len), len) : NULL;
+	v = cJSON_GetObjectItem(rep, "root_hash");
+	if (cJSON_IsString(v)) {
+		log_debug("base %s for %s reused=%d entries=%.0f",
+		    v->valuestring, b->src, cJSON_IsTrue(cJSON_GetObjectItem(
+		    rep, "reused")), cJSON_GetObjectItem(rep,
+		    "entries")->valuedouble);
+		b->cb(v->valuestring, NULL, NULL, b->arg);
+	} else if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "error"))) {
+		kind = cJSON_GetObjectItem(rep, "kind");
+		b->cb(NULL, cJSON_IsString(kind) ? kind->valuestring :
+		    TOOL_ERR_FAILED, v->valuestring, b->arg);
+	} else if (status == -1)
+		b->cb(NULL, TOOL_ERR_INTERNAL, "cannot start the process that"
+		    " copies the workspace", b->arg);
+	else
+		b->cb(NULL, TOOL_ERR_INTERNAL, "the process that copies the"
+		    " workspace ended without a report", b->arg);
+	cJSON_Delete(rep);
+	basecache_free(b);
+}
+
+/*
+ * Make sure the base for a workspace (a canonical directory) is in the
+ * cache. cb(root_hash, NULL, NULL, arg) on success, or cb(NULL, kind,
+ * message, arg), from the loop.
+ */
+struct basecache_build *
+basecache_ensure(const char *src, basecache_cb cb, void *arg)
+{
+	struct basecache_build	*b;
+	char			 rnd[9];
+
+	b = xcalloc(1, sizeof *b);
+	b->src = xstrdup(src);
+	b->cb = cb;
+	b->arg = arg;
+	b->max_entries = cfg_limit(LIMIT_BASE_MAX_ENTRIES);
+	b->max_bytes = cfg_limit(LIMIT_BASE_MAX_BYTES);
+	util_random_hex(rnd, 8);
+	b->staging = state_path("base-cache/.staging/%ld-%llu-%s",
+	    (long)getpid(), state_process_start(getpid()), rnd);
+	b->job = job_fork("basecache", basecache_child, b, basecache_done, b);
+	return (b);
+}
+
+/* Abandon a build; its callback will not run. */
+void
+basecache_cancel(struct basecache_build *b)
+{
+	if (b == NULL)
+		return;
+	job_cancel(b->job);
+	basecache_free(b);
+}

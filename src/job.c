@@ -1,0 +1,273 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * Child processes for work too long for the event loop (copying and
+ * hashing a workspace, removing a tree). A job runs a function in a
+ * forked child that reports on a pipe; the parent reads the report on a
+ * bufferevent (bounded) and reaps the child from the SIGCHLD handler with
+ * waitpid(WNOHANG). A job is done only when the child has been reaped
+ * and its pipe has reached end of file; then the callback runs once,
+ * from the loop. A failed fork goes down the same path.
+ */
+
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "sandbox-mcp.h"
+
+#define JOB_REPORT_MAX	(1024 * 1024)
+
+#define JOB_REAPED	0x1
+#define JOB_EOF		0x2
+#define JOB_DETACHED	0x4
+
+struct job {
+	unsigned int		 id;
+	char			*name;
+	pid_t			 pid;
+	int			 flags;
+	int			 status;
+	struct bufferevent	*bev;
+	struct evbuffer		*report;
+	struct event		*finish;
+	job_cb			 cb;
+	void			*arg;
+	LIST_ENTRY(job)		 entry;
+};
+static LIST_HEAD(, job)	jobs = LIST_HEAD_INITIALIZER(jobs);
+static unsigned int	job_next_id;
+
+static void	job_check(struct job *);
+
+static void
+job_free(struct job *j)
+{
+	LIST_REMOVE(j, entry);
+	if (j->bev != NULL)
+		bufferevent_free(j->bev);
+	if (j->finish != NULL)
+		event_free(j->finish);
+	evbuffer_free(j->report);
+	free(j->name);
+	free(j);
+}
+
+static void
+job_finish_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct job	*j = arg;
+
+	log_trace(TRACE_JOB, "job %u %s done status=%d report=%zu", j->id,
+	    j->name, j->status, evbuffer_get_length(j->report));
+	if (!(j->flags & JOB_DETACHED))
+		j->cb(j->status, j->report, j->arg);
+	job_free(j);
+}
+
+/* Both conditions met: complete from the loop. */
+static void
+job_check(struct job *j)
+{
+	if ((j->flags & (JOB_REAPED | JOB_EOF)) == (JOB_REAPED | JOB_EOF))
+		event_active(j->finish, EV_TIMEOUT, 1);
+}
+
+static void
+job_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct job	*j = arg;
+	struct evbuffer	*in = bufferevent_get_input(bev);
+	size_t		 len = evbuffer_get_length(in);
+
+	if (evbuffer_get_length(j->report) + len > JOB_REPORT_MAX) {
+		log_warnx("job %u %s: report longer than %d bytes, cut",
+		    j->id, j->name, JOB_REPORT_MAX);
+		evbuffer_drain(in, len);
+		return;
+	}
+	evbuffer_remove_buffer(in, j->report, len);
+}
+
+static void
+job_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct job	*j = arg;
+
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		job_read_cb(bev, j);
+		bufferevent_disable(bev, EV_READ);
+		j->flags |= JOB_EOF;
+		job_check(j);
+	}
+}
+
+/*
+ * Run fn(fnarg, fd) in a child; what it writes to fd is the report, and
+ * its return value the exit status. cb(status, report, arg) runs once
+ * from the loop when the child is reaped and the report complete; status
+ * is the wait(2) status, or -1 when fork failed.
+ */
+struct job *
+job_fork(const char *name, int (*fn)(void *, int), void *fnarg, job_cb cb,
+    void *arg)
+{
+	struct job	*j;
+	int		 fds[2], code;
+	sigset_t	 set, oset;
+
+	j = xcalloc(1, sizeof *j);
+	j->id = ++job_next_id;
+	j->name = xstrdup(name);
+	j->cb = cb;
+	j->arg = arg;
+	if ((j->report = evbuffer_new()) == NULL)
+		fatalx("%s: evbuffer_new", __func__);
+	if ((j->finish = evtimer_new(ev_base, job_finish_cb, j)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	LIST_INSERT_HEAD(&jobs, j, entry);
+
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		log_warn("job %s: pipe", name);
+		j->status = -1;
+		j->flags |= JOB_REAPED | JOB_EOF;
+		job_check(j);
+		return (j);
+	}
+	sigfillset(&set);
+	sigprocmask(SIG_BLOCK, &set, &oset);
+	j->pid = fork();
+	if (j->pid == 0) {
+		/*
+		 * The child: plain system calls only, then _exit. It keeps
+		 * stderr for logs and the report pipe (as fd 3), and nothing
+		 * of the parent's clients: stdin and stdout become /dev/null.
+		 */
+		close(fds[0]);
+		if (fds[1] != 3) {
+			if (dup2(fds[1], 3) == -1)
+				_exit(126);
+			fds[1] = 3;
+		}
+		closefrom(4);
+		if ((code = open("/dev/null", O_RDWR)) != -1) {
+			dup2(code, STDIN_FILENO);
+			dup2(code, STDOUT_FILENO);
+			if (code > 3)
+				close(code);
+		}
+		signal(SIGPIPE, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &oset, NULL);
+		code = fn(fnarg, fds[1]);
+		_exit(code);
+	}
+	sigprocmask(SIG_SETMASK, &oset, NULL);
+	close(fds[1]);
+	if (j->pid == -1) {
+		log_warn("job %s: fork", name);
+		close(fds[0]);
+		j->status = -1;
+		j->flags |= JOB_REAPED | JOB_EOF;
+		job_check(j);
+		return (j);
+	}
+	util_set_nonblock(fds[0]);
+	j->bev = bufferevent_socket_new(ev_base, fds[0], BEV_OPT_CLOSE_ON_FREE);
+	if (j->bev == NULL)
+		fatalx("%s: bufferevent_socket_new", __func__);
+	bufferevent_setcb(j->bev, job_read_cb, NULL, job_event_cb, j);
+	bufferevent_enable(j->bev, EV_READ);
+	log_trace(TRACE_JOB, "job %u %s started pid=%ld", j->id, name,
+	    (long)j->pid);
+	return (j);
+}
+
+/* Reap every child that has exited (from the SIGCHLD event). */
+void
+job_reap(void)
+{
+	struct job	*j;
+	pid_t		 pid;
+	int		 status;
+
+	for (;;) {
+		pid = waitpid(-1, &status, WNOHANG);
+		if (pid == 0 || (pid == -1 && errno != EINTR))
+			break;
+		if (pid == -1)
+			continue;
+		LIST_FOREACH(j, &jobs, entry) {
+			if (j->pid == pid && !(j->flags & JOB_REAPED))
+				break;
+		}
+		if (j == NULL) {
+			log_debug("%s: child %ld not ours", __func__,
+			    (long)pid);
+			continue;
+		}
+		j->status = status;
+		j->flags |= JOB_REAPED;
+		job_check(j);
+	}
+}
+
+/* Stop waiting for a job: kill the child; no callback will run. */
+void
+job_cancel(struct job *j)
+{
+	if (j == NULL)
+		return;
+	j->flags |= JOB_DETACHED;
+	if (j->pid > 0 && !(j->flags & JOB_REAPED))
+		kill(j->pid, SIGKILL);
+}
+
+/* Write all of buf to a descriptor (children report this way). */
+int
+job_write_all(int fd, const void *buf, size_t len)
+{
+	const char	*p = buf;
+	ssize_t		 n;
+
+	while (len > 0) {
+		n = write(fd, p, len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return (-1);
+		p += n;
+		len -= n;
+	}
+	return (0);
+}

@@ -1,0 +1,1246 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * Sandboxes: records in the state directory and containers on the
+ * Docker Engine. A record is written before its container exists and
+ * removed only after its container is gone, so at every instant each
+ * container of ours has a record; every transition is persisted, and a
+ * record being changed names its owner (pid and start time) so that any
+ * process can tell an interrupted transition from one in progress.
+ *
+ *	creating -> ready	create_sandbox, all or nothing per call
+ *	ready|failed -> stopping -> (removed)	destroy_sandbox
+ *	any -> failed		a step that cannot complete, or recovery
+ */
+
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+
+#include "sandbox-mcp.h"
+
+#define SANDBOX_LABEL		"io.sandbox-mcp."
+#define SANDBOX_IDLE_CMD	"trap 'exit 0' TERM; while :; do sleep 3600 &" \
+				" wait; done"
+
+struct sandbox_create;
+
+struct sandbox_member {
+	struct sandbox_create	*sc;
+	char			 id[18];
+	char			*container_id;
+	int			 recorded;
+	int			 removed;
+	cJSON			*record;
+	struct docker_call	*dc;
+};
+
+enum sandbox_create_step {
+	SANDBOX_CREATE_IMAGE,
+	SANDBOX_CREATE_BASE,
+	SANDBOX_CREATE_CONTAINERS,
+	SANDBOX_CREATE_START,
+	SANDBOX_CREATE_ROLLBACK
+};
+
+struct sandbox_create {
+	enum sandbox_create_step step;
+	struct tspan		*span;
+	char			*image;
+	char			*workspace;
+	char			*root_hash;
+	int			 count;
+	struct sandbox_member	*m;
+	int			 pending;
+	int			 rollback_next;
+	char			 batch[13];
+	const char		*kind;
+	char			*error;
+	cJSON			*details;
+	struct basecache_build	*base;
+	sandbox_cb		 cb;
+	void			*arg;
+};
+
+struct sandbox_destroy {
+	char			 id[65];
+	char			*container;
+	cJSON			*record;
+	struct tspan		*span;
+	sandbox_cb		 cb;
+	void			*arg;
+};
+
+struct sandbox_lookup {
+	char			 id[65];
+	cJSON			*record;
+	sandbox_cb		 cb;
+	void			*arg;
+};
+
+static void	sandbox_create_containers(struct sandbox_create *);
+static void	sandbox_create_rollback(struct sandbox_create *);
+static void	sandbox_create_finish(struct sandbox_create *);
+
+/* Whether a caller's sandbox id is one we could have made. */
+static int
+sandbox_id_check(const char *id, const char **kind, char **message)
+{
+	if (!util_id_valid(id)) {
+		*kind = TOOL_ERR_INVALID;
+		xasprintf(message, "invalid sandbox id: %.80s%s (ids are 1 to"
+		    " 64 characters of a-z, 0-9, _ and -)", id,
+		    strlen(id) > 80 ? "..." : "");
+		return (-1);
+	}
+	return (0);
+}
+
+/* The record as callers see it: without the bookkeeping fields. */
+cJSON *
+sandbox_record_public(cJSON *rec)
+{
+	cJSON	*pub;
+
+	pub = cJSON_Duplicate(rec, 1);
+	cJSON_DeleteItemFromObject(pub, "owner");
+	cJSON_DeleteItemFromObject(pub, "batch");
+	return (pub);
+}
+
+static const char *
+sandbox_record_state(cJSON *rec)
+{
+	cJSON	*v = cJSON_GetObjectItem(rec, "state");
+
+	return (cJSON_IsString(v) ? v->valuestring : "unknown");
+}
+
+static void
+sandbox_record_set(cJSON *rec, const char *key, cJSON *value)
+{
+	if (cJSON_GetObjectItem(rec, key) != NULL)
+		cJSON_ReplaceItemInObject(rec, key, value);
+	else
+		cJSON_AddItemToObject(rec, key, value);
+}
+
+/*
+ * Set the state, and the error that goes with failed (or none). Outside
+ * ready the endpoints are null: nothing serves the sandbox.
+ */
+static void
+sandbox_record_state_set(cJSON *rec, const char *state, const char *error)
+{
+	sandbox_record_set(rec, "state", cJSON_CreateString(state));
+	if (strcmp(state, "ready") != 0) {
+		sandbox_record_set(rec, "daemon", cJSON_CreateNull());
+		sandbox_record_set(rec, "daemon_http", cJSON_CreateNull());
+	}
+	if (error != NULL)
+		sandbox_record_set(rec, "error", cJSON_CreateString(error));
+	else
+		cJSON_DeleteItemFromObject(rec, "error");
+}
+
+/* The endpoint objects of this process's listener, or null. */
+static cJSON *
+sandbox_daemon(void)
+{
+	const char	*host;
+	int		 port;
+	cJSON		*d;
+
+	if (transport_http_endpoint(&host, &port) != 0)
+		return (cJSON_CreateNull());
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "host", host);
+	cJSON_AddNumberToObject(d, "port", port);
+	return (d);
+}
+
+static cJSON *
+sandbox_record_new(struct sandbox_create *sc, const char *id)
+{
+	cJSON	*rec, *sb, *rp;
+	char	*source;
+
+	rec = cJSON_CreateObject();
+	cJSON_AddStringToObject(rec, "id", id);
+	cJSON_AddStringToObject(rec, "workspace_root", sc->workspace);
+	cJSON_AddStringToObject(rec, "state", "creating");
+	cJSON_AddNullToObject(rec, "daemon");
+	cJSON_AddNullToObject(rec, "daemon_http");
+	sb = cJSON_AddObjectToObject(rec, "shared_base");
+	source = basecache_path(sc->root_hash);
+	cJSON_AddStringToObject(sb, "source", source);
+	free(source);
+	cJSON_AddStringToObject(sb, "target", "/workspace");
+	cJSON_AddStringToObject(sb, "root_hash", sc->root_hash);
+	cJSON_AddTrueToObject(sb, "readonly");
+	cJSON_AddStringToObject(rec, "image", sc->image);
+	cJSON_AddNumberToObject(rec, "created_at_ms", (double)now_ms());
+	rp = cJSON_AddObjectToObject(rec, "resource_profile");
+	cJSON_AddNumberToObject(rp, "cpus",
+	    (double)cfg->profile.nano_cpus / 1e9);
+	cJSON_AddNumberToObject(rp, "memory_high",
+	    (double)cfg->profile.memory_high);
+	cJSON_AddNumberToObject(rp, "memory_max",
+	    (double)cfg->profile.memory_max);
+	cJSON_AddNumberToObject(rp, "pids", (double)cfg->profile.pids);
+	cJSON_AddNullToObject(rec, "container_id");
+	cJSON_AddStringToObject(rec, "batch", sc->batch);
+	cJSON_AddItemToObject(rec, "owner", state_owner_self());
+	return (rec);
+}
+
+/*
+ * Persist a member's record under its lock, first checking that it is
+ * still ours (in creating, owned by this process).
+ */
+static int
+sandbox_member_persist(struct sandbox_member *mb, char **cause)
+{
+	cJSON	*disk;
+	int	 fd, r;
+
+	if ((fd = state_lock(mb->id)) == -1) {
+		xasprintf(cause, "cannot lock the record of %s: %s", mb->id,
+		    strerror(errno));
+		return (-1);
+	}
+	disk = state_record_read(mb->id);
+	if (disk == NULL || !state_owner_is_self(cJSON_GetObjectItem(disk,
+	    "owner"))) {
+		xasprintf(cause, "the record of %s was changed by another"
+		    " process", mb->id);
+		cJSON_Delete(disk);
+		state_unlock(fd);
+		return (-1);
+	}
+	cJSON_Delete(disk);
+	r = state_record_write(mb->id, mb->record, cause);
+	state_unlock(fd);
+	return (r);
+}
+
+/* Keep the first error of a create; later ones are only logged. */
+static void
+sandbox_create_error(struct sandbox_create *sc, const char *kind,
+    cJSON *details, const char *fmt, ...)
+{
+	char	*msg;
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	xvasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (sc->error == NULL) {
+		sc->kind = kind;
+		sc->error = msg;
+		sc->details = details != NULL ? details : cJSON_CreateObject();
+		return;
+	}
+	log_debug("create %s: later error: %s", sc->batch, msg);
+	free(msg);
+	cJSON_Delete(details);
+}
+
+static void
+sandbox_create_free(struct sandbox_create *sc)
+{
+	int	i;
+
+	for (i = 0; i < sc->count; i++) {
+		free(sc->m[i].container_id);
+		cJSON_Delete(sc->m[i].record);
+	}
+	free(sc->m);
+	free(sc->image);
+	free(sc->workspace);
+	free(sc->root_hash);
+	free(sc->error);
+	cJSON_Delete(sc->details);
+	free(sc);
+}
+
+/* Answer the call and free the create. */
+static void
+sandbox_create_finish(struct sandbox_create *sc)
+{
+	cJSON	*result, *list;
+	int	 i;
+
+	if (sc->error != NULL) {
+		telemetry_span_attr_str(sc->span, "error", sc->error);
+		telemetry_span_end(sc->span, "error");
+		sc->cb(NULL, sc->kind, sc->error, sc->details, sc->arg);
+		sc->details = NULL;
+		sandbox_create_free(sc);
+		return;
+	}
+	for (i = 0; i < sc->count; i++)
+		telemetry_event(sc->m[i].id, telemetry_span_trace(sc->span),
+		    NULL, "sandbox.created", NULL);
+	telemetry_span_end(sc->span, "completed");
+	if (sc->count == 1)
+		result = sandbox_record_public(sc->m[0].record);
+	else {
+		result = cJSON_CreateObject();
+		list = cJSON_AddArrayToObject(result, "sandboxes");
+		for (i = 0; i < sc->count; i++)
+			cJSON_AddItemToArray(list,
+			    sandbox_record_public(sc->m[i].record));
+	}
+	sc->cb(result, NULL, NULL, NULL, sc->arg);
+	sandbox_create_free(sc);
+}
+
+/* Every container is running: the records become ready. */
+static void
+sandbox_create_ready(struct sandbox_create *sc)
+{
+	struct sandbox_member	*mb;
+	char			*cause;
+	int			 i;
+
+	for (i = 0; i < sc->count; i++) {
+		mb = &sc->m[i];
+		sandbox_record_state_set(mb->record, "ready", NULL);
+		sandbox_record_set(mb->record, "daemon", sandbox_daemon());
+		sandbox_record_set(mb->record, "daemon_http", sandbox_daemon());
+		sandbox_record_set(mb->record, "owner", cJSON_CreateNull());
+		if (sandbox_member_persist(mb, &cause) != 0) {
+			sandbox_create_error(sc, TOOL_ERR_INTERNAL,
+			    tool_details("sandbox_id", mb->id), "%s", cause);
+			free(cause);
+			sandbox_record_set(mb->record, "owner",
+			    state_owner_self());
+			sandbox_create_rollback(sc);
+			return;
+		}
+	}
+	sandbox_create_finish(sc);
+}
+
+static void
+sandbox_create_start_cb(cJSON *reply, const char *error, int status,
+    void *arg)
+{
+	struct sandbox_member	*mb = arg;
+	struct sandbox_create	*sc = mb->sc;
+
+	mb->dc = NULL;
+	if (error != NULL && status != 304)
+		sandbox_create_error(sc, TOOL_ERR_FAILED,
+		    tool_details("sandbox_id", mb->id), "cannot start the"
+		    " container of %s: %s", mb->id, error);
+	if (--sc->pending > 0)
+		return;
+	if (sc->error != NULL)
+		sandbox_create_rollback(sc);
+	else
+		sandbox_create_ready(sc);
+}
+
+/* Start every container at once. */
+static void
+sandbox_create_start(struct sandbox_create *sc)
+{
+	struct sandbox_member	*mb;
+	char			*path;
+	int			 i;
+
+	sc->step = SANDBOX_CREATE_START;
+	sc->pending = sc->count;
+	for (i = 0; i < sc->count; i++) {
+		mb = &sc->m[i];
+		xasprintf(&path, "/containers/%s/start", mb->container_id);
+		mb->dc = docker_call("POST", path, "container_start", NULL,
+		    sc->span, sandbox_create_start_cb, mb);
+		free(path);
+	}
+}
+
+static void
+sandbox_create_container_cb(cJSON *reply, const char *error, int status,
+    void *arg)
+{
+	struct sandbox_member	*mb = arg;
+	struct sandbox_create	*sc = mb->sc;
+	cJSON			*id;
+	char			*cause;
+
+	mb->dc = NULL;
+	id = cJSON_GetObjectItem(reply, "Id");
+	if (error != NULL)
+		sandbox_create_error(sc, TOOL_ERR_FAILED,
+		    tool_details("sandbox_id", mb->id), "cannot create the"
+		    " container of %s: %s", mb->id, error);
+	else if (!cJSON_IsString(id) || !util_id_valid(id->valuestring))
+		sandbox_create_error(sc, TOOL_ERR_FAILED,
+		    tool_details("sandbox_id", mb->id), "the Docker Engine"
+		    " created the container of %s but gave no valid id",
+		    mb->id);
+	else {
+		mb->container_id = xstrdup(id->valuestring);
+		sandbox_record_set(mb->record, "container_id",
+		    cJSON_CreateString(mb->container_id));
+		if (sandbox_member_persist(mb, &cause) != 0) {
+			sandbox_create_error(sc, TOOL_ERR_INTERNAL,
+			    tool_details("sandbox_id", mb->id), "%s", cause);
+			free(cause);
+		}
+	}
+	if (--sc->pending > 0)
+		return;
+	if (sc->error != NULL)
+		sandbox_create_rollback(sc);
+	else
+		sandbox_create_start(sc);
+}
+
+/* The body of POST /containers/create for one sandbox. */
+static cJSON *
+sandbox_container_config(struct sandbox_create *sc, const char *id)
+{
+	cJSON	*c, *v, *labels, *hc;
+
+	c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "Image", sc->image);
+	v = cJSON_AddArrayToObject(c, "Entrypoint");
+	cJSON_AddItemToArray(v, cJSON_CreateString("/bin/sh"));
+	v = cJSON_AddArrayToObject(c, "Cmd");
+	cJSON_AddItemToArray(v, cJSON_CreateString("-c"));
+	cJSON_AddItemToArray(v, cJSON_CreateString(SANDBOX_IDLE_CMD));
+	cJSON_AddStringToObject(c, "WorkingDir", "/");
+	cJSON_AddFalseToObject(c, "Tty");
+	cJSON_AddFalseToObject(c, "OpenStdin");
+	cJSON_AddFalseToObject(c, "AttachStdin");
+	cJSON_AddFalseToObject(c, "AttachStdout");
+	cJSON_AddFalseToObject(c, "AttachStderr");
+	labels = cJSON_AddObjectToObject(c, "Labels");
+	cJSON_AddStringToObject(labels, SANDBOX_LABEL "sandbox-id", id);
+	cJSON_AddStringToObject(labels, SANDBOX_LABEL "workspace-root",
+	    sc->workspace);
+	cJSON_AddStringToObject(labels, SANDBOX_LABEL "root-hash",
+	    sc->root_hash);
+	cJSON_AddStringToObject(labels, SANDBOX_LABEL "state-dir",
+	    cfg->state_dir);
+	hc = cJSON_AddObjectToObject(c, "HostConfig");
+	cJSON_AddNumberToObject(hc, "NanoCpus", (double)cfg->profile.nano_cpus);
+	cJSON_AddNumberToObject(hc, "Memory", (double)cfg->profile.memory_max);
+	cJSON_AddNumberToObject(hc, "MemoryReservation",
+	    (double)cfg->profile.memory_high);
+	cJSON_AddNumberToObject(hc, "PidsLimit", (double)cfg->profile.pids);
+	cJSON_AddTrueToObject(hc, "Init");
+	cJSON_AddFalseToObject(hc, "Privileged");
+	cJSON_AddFalseToObject(hc, "PublishAllPorts");
+	cJSON_AddObjectToObject(hc, "PortBindings");
+	cJSON_AddArrayToObject(hc, "CapAdd");
+	v = cJSON_AddArrayToObject(hc, "SecurityOpt");
+	cJSON_AddItemToArray(v, cJSON_CreateString("no-new-privileges"));
+	v = cJSON_AddObjectToObject(hc, "RestartPolicy");
+	cJSON_AddStringToObject(v, "Name", "no");
+	return (c);
+}
+
+/* Records are in place: create every container at once. */
+static void
+sandbox_create_containers(struct sandbox_create *sc)
+{
+	struct sandbox_member	*mb;
+	cJSON			*body;
+	char			*path;
+	int			 i;
+
+	sc->step = SANDBOX_CREATE_CONTAINERS;
+	sc->pending = sc->count;
+	for (i = 0; i < sc->count; i++) {
+		mb = &sc->m[i];
+		body = sandbox_container_config(sc, mb->id);
+		xasprintf(&path, "/containers/create?name=%s", mb->id);
+		mb->dc = docker_call("POST", path, "container_create", body,
+		    sc->span, sandbox_create_container_cb, mb);
+		free(path);
+		cJSON_Delete(body);
+	}
+}
+
+/* Write a record for each member (creating), then create containers. */
+static void
+sandbox_create_records(struct sandbox_create *sc)
+{
+	struct sandbox_member	*mb;
+	char			*cause = NULL, rnd[13];
+	int			 i, tries;
+
+	for (i = 0; i < sc->count; i++) {
+		mb = &sc->m[i];
+		for (tries = 0; ; tries++) {
+			util_random_hex(rnd, 12);
+			snprintf(mb->id, sizeof mb->id, "sbox-%s", rnd);
+			if (state_sandbox_create(mb->id, &cause) == 0)
+				break;
+			if (errno != EEXIST || tries == 8) {
+				sandbox_create_error(sc, TOOL_ERR_INTERNAL,
+				    NULL, "%s", cause != NULL ? cause :
+				    "cannot allocate a sandbox id");
+				free(cause);
+				sandbox_create_rollback(sc);
+				return;
+			}
+		}
+		mb->record = sandbox_record_new(sc, mb->id);
+		if (state_record_write(mb->id, mb->record, &cause) != 0) {
+			sandbox_create_error(sc, TOOL_ERR_INTERNAL, NULL, "%s",
+			    cause);
+			free(cause);
+			mb->recorded = 1;	/* its directory exists */
+			sandbox_create_rollback(sc);
+			return;
+		}
+		mb->recorded = 1;
+	}
+	sandbox_create_containers(sc);
+}
+
+static void
+sandbox_create_base_cb(const char *root_hash, const char *kind,
+    const char *message, void *arg)
+{
+	struct sandbox_create	*sc = arg;
+
+	sc->base = NULL;
+	if (root_hash == NULL) {
+		sandbox_create_error(sc, kind, tool_details("workspace_root",
+		    sc->workspace), "%s", message);
+		sandbox_create_finish(sc);
+		return;
+	}
+	sc->root_hash = xstrdup(root_hash);
+	telemetry_span_attr_str(sc->span, "root_hash", root_hash);
+	sandbox_create_records(sc);
+}
+
+static void
+sandbox_create_image_cb(cJSON *reply, const char *error, int status,
+    void *arg)
+{
+	struct sandbox_create	*sc = arg;
+
+	if (status == 404) {
+		sandbox_create_error(sc, TOOL_ERR_INVALID, tool_details(
+		    "image", sc->image), "image %s does not exist locally"
+		    " (list_docker_images shows the local images; nothing is"
+		    " ever pulled)", sc->image);
+		sandbox_create_finish(sc);
+		return;
+	}
+	if (error != NULL) {
+		sandbox_create_error(sc, TOOL_ERR_FAILED, tool_details("image",
+		    sc->image), "%s", error);
+		sandbox_create_finish(sc);
+		return;
+	}
+	sc->step = SANDBOX_CREATE_BASE;
+	sc->base = basecache_ensure(sc->workspace, sandbox_create_base_cb,
+	    sc);
+}
+
+/* Whether an image reference could be one (before asking Docker). */
+static int
+sandbox_image_ok(const char *image)
+{
+	size_t	i, len = strlen(image);
+
+	if (len == 0 || len > 512)
+		return (0);
+	for (i = 0; i < len; i++) {
+		if ((unsigned char)image[i] <= 0x20 ||
+		    (unsigned char)image[i] >= 0x7f)
+			return (0);
+	}
+	return (1);
+}
+
+/*
+ * create_sandbox: check everything, build or reuse the shared base, then
+ * create and start count containers; cb gets one record (count 1), or
+ * {"sandboxes": [...]}, or the first error after a full rollback.
+ */
+void
+sandbox_create(struct tspan *parent, const char *image, const char *root,
+    long long count, sandbox_cb cb, void *arg)
+{
+	struct sandbox_create	*sc;
+	const char		*kind;
+	char			*message, *canon, *path, *esc;
+	int			 i;
+
+	if (count < 1 || count > cfg_limit(LIMIT_SANDBOXES_PER_CALL)) {
+		xasprintf(&message, "count must be from 1 to %lld",
+		    cfg_limit(LIMIT_SANDBOXES_PER_CALL));
+		cb(NULL, TOOL_ERR_INVALID, message, tool_details("argument",
+		    "count"), arg);
+		free(message);
+		return;
+	}
+	if (!sandbox_image_ok(image)) {
+		xasprintf(&message, "image must be an image reference of at"
+		    " most 512 printable characters with no blanks: %.80s",
+		    image);
+		cb(NULL, TOOL_ERR_INVALID, message, tool_details("image",
+		    image), arg);
+		free(message);
+		return;
+	}
+	if ((canon = workspace_resolve(root, &kind, &message)) == NULL) {
+		cb(NULL, kind, message, tool_details("workspace_root", root),
+		    arg);
+		free(message);
+		return;
+	}
+
+	sc = xcalloc(1, sizeof *sc);
+	sc->cb = cb;
+	sc->arg = arg;
+	sc->image = xstrdup(image);
+	sc->workspace = canon;
+	sc->count = (int)count;
+	sc->m = xcalloc(sc->count, sizeof *sc->m);
+	for (i = 0; i < sc->count; i++)
+		sc->m[i].sc = sc;
+	util_random_hex(sc->batch, 12);
+	sc->span = telemetry_span_begin(NULL, parent, "sandbox.create", NULL);
+	telemetry_span_attr_int(sc->span, "count", count);
+	sc->step = SANDBOX_CREATE_IMAGE;
+	esc = util_url_escape(image, 1);
+	xasprintf(&path, "/images/%s/json", esc);
+	docker_call("GET", path, "image_inspect", NULL, sc->span,
+	    sandbox_create_image_cb, sc);
+	free(path);
+	free(esc);
+}
+
+static void sandbox_create_rollback_next(struct sandbox_create *);
+
+/* Take a member's directory away (rename now, remove in a child). */
+static int
+sandbox_remove_state(const char *id, char **cause)
+{
+	char	*trash;
+	int	 fd;
+
+	fd = state_lock(id);
+	trash = state_sandbox_trash(id, cause);
+	state_unlock(fd);
+	if (trash == NULL)
+		return (-1);
+	sandbox_trash_empty();
+	free(trash);
+	return (0);
+}
+
+static void
+sandbox_create_rollback_cb(cJSON *reply, const char *error, int status,
+    void *arg)
+{
+	struct sandbox_member	*mb = arg;
+	struct sandbox_create	*sc = mb->sc;
+	char			*cause, *why;
+
+	mb->dc = NULL;
+	if (error != NULL && status != 404) {
+		/* Keep the record, so the container is never orphaned. */
+		xasprintf(&why, "create_sandbox failed and its container"
+		    " could not be removed (%s); destroy_sandbox removes it",
+		    error);
+		sandbox_record_state_set(mb->record, "failed", why);
+		free(why);
+		sandbox_record_set(mb->record, "owner", cJSON_CreateNull());
+		if (sandbox_member_persist(mb, &cause) != 0) {
+			log_warnx("rollback of %s: %s", mb->id, cause);
+			free(cause);
+		}
+		log_warnx("rollback of %s: the container could not be removed:"
+		    " %s", mb->id, error);
+	} else {
+		if (sandbox_remove_state(mb->id, &cause) != 0) {
+			log_warnx("rollback of %s: %s", mb->id, cause);
+			free(cause);
+		}
+		mb->removed = 1;
+	}
+	sandbox_create_rollback_next(sc);
+}
+
+/* Undo the next member, newest first. */
+static void
+sandbox_create_rollback_next(struct sandbox_create *sc)
+{
+	struct sandbox_member	*mb;
+	char			*path, *cause, *left;
+	int			 i, kept = 0;
+
+	while (sc->rollback_next >= 0) {
+		mb = &sc->m[sc->rollback_next--];
+		if (!mb->recorded)
+			continue;
+		/* Remove by name: the create may have happened unseen. */
+		xasprintf(&path, "/containers/%s?force=1&v=1",
+		    mb->container_id != NULL ? mb->container_id : mb->id);
+		mb->dc = docker_call("DELETE", path, "container_remove", NULL,
+		    sc->span, sandbox_create_rollback_cb, mb);
+		free(path);
+		return;
+	}
+	for (i = 0; i < sc->count; i++) {
+		if (sc->m[i].recorded && !sc->m[i].removed)
+			kept++;
+	}
+	if (kept > 0) {
+		left = NULL;
+		for (i = 0; i < sc->count; i++) {
+			if (!sc->m[i].recorded || sc->m[i].removed)
+				continue;
+			cause = left;
+			xasprintf(&left, "%s%s%s", cause != NULL ? cause : "",
+			    cause != NULL ? ", " : "", sc->m[i].id);
+			free(cause);
+		}
+		cause = sc->error;
+		xasprintf(&sc->error, "%s; %d container%s could not be removed"
+		    " and %s kept as failed record%s: %s", cause, kept,
+		    kept == 1 ? "" : "s", kept == 1 ? "is" : "are",
+		    kept == 1 ? "" : "s", left);
+		free(cause);
+		free(left);
+	}
+	sandbox_create_finish(sc);
+}
+
+/* Something failed: remove what this call made, in reverse order. */
+static void
+sandbox_create_rollback(struct sandbox_create *sc)
+{
+	log_info("create %s failed, rolling back: %s", sc->batch, sc->error);
+	sc->step = SANDBOX_CREATE_ROLLBACK;
+	sc->rollback_next = sc->count - 1;
+	sandbox_create_rollback_next(sc);
+}
+
+/* Every record, oldest first. */
+cJSON *
+sandbox_list(void)
+{
+	cJSON	*result, *list, *rec, **recs;
+	char	**ids;
+	size_t	 n, i, j, nrec = 0;
+	double	 a, b;
+
+	ids = state_sandbox_ids(&n);
+	recs = n > 0 ? xcalloc(n, sizeof *recs) : NULL;
+	for (i = 0; i < n; i++) {
+		if ((rec = state_record_read(ids[i])) != NULL)
+			recs[nrec++] = rec;
+		free(ids[i]);
+	}
+	free(ids);
+	/* Insertion sort by creation time, then id: lists are short. */
+	for (i = 1; i < nrec; i++) {
+		rec = recs[i];
+		a = cJSON_GetNumberValue(cJSON_GetObjectItem(rec,
+		    "created_at_ms"));
+		for (j = i; j > 0; j--) {
+			b = cJSON_GetNumberValue(cJSON_GetObjectItem(
+			    recs[j - 1], "created_at_ms"));
+			if (b < a || (b == a && strcmp(cJSON_GetObjectItem(
+			    recs[j - 1], "id")->valuestring,
+			    cJSON_GetObjectItem(rec, "id")->valuestring) < 0))
+				break;
+			recs[j] = recs[j - 1];
+		}
+		recs[j] = rec;
+	}
+	result = cJSON_CreateObject();
+	list = cJSON_AddArrayToObject(result, "sandboxes");
+	for (i = 0; i < nrec; i++) {
+		cJSON_AddItemToArray(list, sandbox_record_public(recs[i]));
+		cJSON_Delete(recs[i]);
+	}
+	free(recs);
+	return (result);
+}
+
+/* One record, or NULL with an error. */
+cJSON *
+sandbox_inspect(const char *id, const char **kind, char **message)
+{
+	cJSON	*rec, *pub;
+
+	if (sandbox_id_check(id, kind, message) != 0)
+		return (NULL);
+	if ((rec = state_record_read(id)) == NULL) {
+		*kind = TOOL_ERR_NOT_FOUND;
+		xasprintf(message, "no sandbox %s", id);
+		return (NULL);
+	}
+	pub = sandbox_record_public(rec);
+	cJSON_Delete(rec);
+	return (pub);
+}
+
+static void
+sandbox_destroy_free(struct sandbox_destroy *sd)
+{
+	cJSON_Delete(sd->record);
+	free(sd->container);
+	free(sd);
+}
+
+/* The container could not be removed: the record stays, failed. */
+static void
+sandbox_destroy_failed(struct sandbox_destroy *sd, const char *error)
+{
+	cJSON	*rec;
+	char	*why, *cause;
+	int	 fd;
+
+	xasprintf(&why, "destroy_sandbox could not remove the container: %s",
+	    error);
+	fd = state_lock(sd->id);
+	if ((rec = state_record_read(sd->id)) != NULL &&
+	    state_owner_is_self(cJSON_GetObjectItem(rec, "owner"))) {
+		sandbox_record_state_set(rec, "failed", why);
+		sandbox_record_set(rec, "owner", cJSON_CreateNull());
+		if (state_record_write(sd->id, rec, &cause) != 0) {
+			log_warnx("destroy of %s: %s", sd->id, cause);
+			free(cause);
+		}
+	}
+	cJSON_Delete(rec);
+	state_unlock(fd);
+	telemetry_span_attr_str(sd->span, "error", why);
+	telemetry_span_end(sd->span, "error");
+	sd->cb(NULL, TOOL_ERR_FAILED, why, tool_details("sandbox_id", sd->id),
+	    sd->arg);
+	free(why);
+	sandbox_destroy_free(sd);
+}
+
+static void
+sandbox_destroy_removed_cb(cJSON *reply, const char *error, int status,
+    void *arg)
+{
+	struct sandbox_destroy	*sd = arg;
+	cJSON			*result, *attrs;
+	char			*cause;
+
+	if (error != NULL && status != 404) {
+		sandbox_destroy_failed(sd, error);
+		return;
+	}
+	if (sandbox_remove_state(sd->id, &cause) != 0) {
+		sandbox_destroy_failed(sd, cause);
+		free(cause);
+		return;
+	}
+	attrs = cJSON_CreateObject();
+	cJSON_AddStringToObject(attrs, "sandbox_id", sd->id);
+	telemetry_event(NULL, NULL, sd->span, "sandbox.destroyed", attrs);
+	telemetry_span_end(sd->span, "completed");
+	result = sandbox_record_public(sd->record);
+	sandbox_record_state_set(result, "stopped", NULL);
+	sd->cb(result, NULL, NULL, NULL, sd->arg);
+	sandbox_destroy_free(sd);
+}
+
+static void
+sandbox_destroy_stopped_cb(cJSON *reply, const char *error, int status,
+    void *arg)
+{
+	struct sandbox_destroy	*sd = arg;
+	char			*path;
+
+	if (error != NULL && status != 304 && status != 404) {
+		sandbox_destroy_failed(sd, error);
+		return;
+	}
+	if (status == 404) {		/* already gone */
+		sandbox_destroy_removed_cb(NULL, NULL, 204, sd);
+		return;
+	}
+	xasprintf(&path, "/containers/%s?force=1&v=1", sd->container);
+	docker_call("DELETE", path, "container_remove", NULL, sd->span,
+	    sandbox_destroy_removed_cb, sd);
+	free(path);
+}
+
+/*
+ * destroy_sandbox: ready or failed -> stopping (persisted), stop and
+ * remove the container, remove the state, answer the record as stopped.
+ */
+void
+sandbox_destroy(struct tspan *parent, const char *id, sandbox_cb cb,
+    void *arg)
+{
+	struct sandbox_destroy	*sd;
+	const char		*kind, *state;
+	char			*message = NULL, *path;
+	cJSON			*rec, *owner, *cid;
+	int			 fd, busy;
+
+	if (sandbox_id_check(id, &kind, &message) != 0) {
+		cb(NULL, kind, message, tool_details("sandbox_id", id), arg);
+		free(message);
+		return;
+	}
+	if ((fd = state_lock(id)) == -1 ||
+	    (rec = state_record_read(id)) == NULL) {
+		state_unlock(fd);
+		xasprintf(&message, "no sandbox %s", id);
+		cb(NULL, TOOL_ERR_NOT_FOUND, message, tool_details("sandbox_id",
+		    id), arg);
+		free(message);
+		return;
+	}
+	state = sandbox_record_state(rec);
+	owner = cJSON_GetObjectItem(rec, "owner");
+	busy = cJSON_IsObject(owner) && state_owner_alive(owner);
+	if (busy && strcmp(state, "creating") == 0)
+		xasprintf(&message, "sandbox %s is still being created;"
+		    " destroy it once create_sandbox has returned", id);
+	else if (busy && strcmp(state, "stopping") == 0)
+		xasprintf(&message, "sandbox %s is already being destroyed",
+		    id);
+	else if (busy)
+		xasprintf(&message, "sandbox %s is busy (%s)", id, state);
+	if (message != NULL) {
+		cJSON_Delete(rec);
+		state_unlock(fd);
+		cb(NULL, TOOL_ERR_CONFLICT, message, tool_details("sandbox_id",
+		    id), arg);
+		free(message);
+		return;
+	}
+	sandbox_record_state_set(rec, "stopping", NULL);
+	sandbox_record_set(rec, "owner", state_owner_self());
+	if (state_record_write(id, rec, &message) != 0) {
+		cJSON_Delete(rec);
+		state_unlock(fd);
+		cb(NULL, TOOL_ERR_INTERNAL, message, tool_details("sandbox_id",
+		    id), arg);
+		free(message);
+		return;
+	}
+	state_unlock(fd);
+
+	sd = xcalloc(1, sizeof *sd);
+	strlcpy(sd->id, id, sizeof sd->id);
+	sd->record = rec;
+	sd->cb = cb;
+	sd->arg = arg;
+	cid = cJSON_GetObjectItem(rec, "container_id");
+	sd->container = xstrdup(cJSON_IsString(cid) ? cid->valuestring : id);
+	sd->span = telemetry_span_begin(NULL, parent, "sandbox.destroy", NULL);
+	telemetry_span_attr_str(sd->span, "sandbox_id", id);
+	xasprintf(&path, "/containers/%s/stop?t=5", sd->container);
+	docker_call("POST", path, "container_stop", NULL, sd->span,
+	    sandbox_destroy_stopped_cb, sd);
+	free(path);
+}
+
+static void
+sandbox_lookup_cb(cJSON *reply, const char *error, int status, void *arg)
+{
+	struct sandbox_lookup	*sl = arg;
+	cJSON			*result;
+
+	result = cJSON_CreateObject();
+	cJSON_AddItemToObject(result, "record", sl->record);
+	if (error == NULL && cJSON_IsObject(reply))
+		cJSON_AddItemToObject(result, "container",
+		    cJSON_Duplicate(reply, 1));
+	else if (status == 404)
+		cJSON_AddNullToObject(result, "container");
+	else {
+		cJSON_Delete(result);
+		sl->cb(NULL, TOOL_ERR_FAILED, error, NULL, sl->arg);
+		free(sl);
+		return;
+	}
+	sl->cb(result, NULL, NULL, NULL, sl->arg);
+	free(sl);
+}
+
+/*
+ * A sandbox's record and its container's inspection ({"record",
+ * "container"}; container null when it is gone), for the HTTP routes.
+ */
+void
+sandbox_lookup(const char *id, sandbox_cb cb, void *arg)
+{
+	struct sandbox_lookup	*sl;
+	const char		*kind;
+	char			*message, *path;
+	cJSON			*rec, *cid;
+
+	if (sandbox_id_check(id, &kind, &message) != 0) {
+		cb(NULL, kind, message, NULL, arg);
+		free(message);
+		return;
+	}
+	if ((rec = state_record_read(id)) == NULL) {
+		xasprintf(&message, "no sandbox %s", id);
+		cb(NULL, TOOL_ERR_NOT_FOUND, message, NULL, arg);
+		free(message);
+		return;
+	}
+	sl = xcalloc(1, sizeof *sl);
+	strlcpy(sl->id, id, sizeof sl->id);
+	sl->record = rec;
+	sl->cb = cb;
+	sl->arg = arg;
+	cid = cJSON_GetObjectItem(rec, "container_id");
+	xasprintf(&path, "/containers/%s/json", cJSON_IsString(cid) ?
+	    cid->valuestring : id);
+	docker_call("GET", path, "container_inspect", NULL, NULL,
+	    sandbox_lookup_cb, sl);
+	free(path);
+}
+
+static int	sandbox_trash_running;
+static int	sandbox_trash_again;
+
+/* The child: remove the trash and the staging copies of dead owners. */
+static int
+sandbox_trash_child(void *arg, int fd)
+{
+	static const char	*dirs[] = { "sandboxes/.trash",
+	    "base-cache/.staging" };
+	struct dirent		*de;
+	DIR			*d;
+	char			*dir, *path;
+	long			 pid;
+	unsigned long long	 start;
+	size_t			 i;
+
+	for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		dir = state_path("%s", dirs[i]);
+		if ((d = opendir(dir)) == NULL) {
+			free(dir);
+			continue;
+		}
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			/* Staging copies are named PID-START-RANDOM. */
+			if (i == 1 && (sscanf(de->d_name, "%ld-%llu-", &pid,
+			    &start) != 2 || state_process_start(pid) ==
+			    start))
+				continue;
+			xasprintf(&path, "%s/%s", dir, de->d_name);
+			if (basecache_remove_tree(path) != 0)
+				dprintf(fd, "cannot remove %s: %s\n", path,
+				    strerror(errno));
+			free(path);
+		}
+		closedir(d);
+		free(dir);
+	}
+	return (0);
+}
+
+static void
+sandbox_trash_done(int status, struct evbuffer *report, void *arg)
+{
+	size_t	len = evbuffer_get_length(report);
+
+	if (len != 0)
+		log_warnx("cleaning the state directory: %.*s", (int)len,
+		    (const char *)evbuffer_pullup(report, len));
+	sandbox_trash_running = 0;
+	if (sandbox_trash_again) {
+		sandbox_trash_again = 0;
+		sandbox_trash_empty();
+	}
+}
+
+/*
+ * Remove what is in the trash (and staging copies whose process is gone)
+ * in a child process; runs are coalesced.
+ */
+void
+sandbox_trash_empty(void)
+{
+	if (sandbox_trash_running) {
+		sandbox_trash_again = 1;
+		return;
+	}
+	sandbox_trash_running = 1;
+	job_fork("trash", sandbox_trash_child, NULL, sandbox_trash_done, NULL);
+}
+
+static uint64_t	sandbox_recover_listed_ms;
+
+/*
+ * Records against the containers that carry our labels. A record newer
+ * than the list was made by another process meanwhile: not judged.
+ */
+static void
+sandbox_recover_cb(cJSON *reply, const char *error, int status, void *arg)
+{
+	cJSON	*c, *labels, *sid, *rec, *owner;
+	char	**ids, *cause;
+	size_t	 n, i;
+	int	 fd, found;
+	double	 created;
+
+	if (error != NULL) {
+		log_warnx("recovery: cannot list containers, records left"
+		    " unchecked: %s", error);
+		return;
+	}
+	ids = state_sandbox_ids(&n);
+	for (i = 0; i < n; i++) {
+		found = 0;
+		cJSON_ArrayForEach(c, reply) {
+			labels = cJSON_GetObjectItem(c, "Labels");
+			sid = cJSON_GetObjectItem(labels,
+			    SANDBOX_LABEL "sandbox-id");
+			if (cJSON_IsString(sid) &&
+			    strcmp(sid->valuestring, ids[i]) == 0) {
+				found = 1;
+				break;
+			}
+		}
+		if (found)
+			goto next;
+		fd = state_lock(ids[i]);
+		rec = state_record_read(ids[i]);
+		owner = cJSON_GetObjectItem(rec, "owner");
+		created = cJSON_GetNumberValue(cJSON_GetObjectItem(rec,
+		    "created_at_ms"));
+		if (rec != NULL && created < (double)sandbox_recover_listed_ms &&
+		    (!cJSON_IsObject(owner) ||
+		    !state_owner_alive(owner)) &&
+		    strcmp(sandbox_record_state(rec), "failed") != 0) {
+			log_warnx("recovery: sandbox %s was %s but its"
+			    " container is missing; marked failed", ids[i],
+			    sandbox_record_state(rec));
+			sandbox_record_state_set(rec, "failed", "the container"
+			    " is missing");
+			sandbox_record_set(rec, "owner", cJSON_CreateNull());
+			if (state_record_write(ids[i], rec, &cause) != 0) {
+				log_warnx("recovery: %s", cause);
+				free(cause);
+			}
+		}
+		cJSON_Delete(rec);
+		state_unlock(fd);
+next:
+		free(ids[i]);
+	}
+	free(ids);
+
+	cJSON_ArrayForEach(c, reply) {
+		labels = cJSON_GetObjectItem(c, "Labels");
+		sid = cJSON_GetObjectItem(labels, SANDBOX_LABEL "sandbox-id");
+		if (!cJSON_IsString(sid))
+			continue;
+		if (!util_id_valid(sid->valuestring) ||
+		    (rec = state_record_read(sid->valuestring)) == NULL) {
+			log_warnx("recovery: container %.12s (sandbox %s) has"
+			    " our labels but no record; left alone",
+			    cJSON_IsString(cJSON_GetObjectItem(c, "Id")) ?
+			    cJSON_GetObjectItem(c, "Id")->valuestring : "?",
+			    sid->valuestring);
+			continue;
+		}
+		cJSON_Delete(rec);
+	}
+}
+
+/*
+ * At start: transitions whose process has died become failed, records
+ * whose container is missing become failed, containers of ours with no
+ * record are reported, and interrupted staging and trash are removed.
+ * Published state is never rewritten.
+ */
+void
+sandbox_recover(void)
+{
+	cJSON	*rec, *owner, *filters, *list;
+	char	**ids, *cause, *text, *esc, *path, *why;
+	size_t	 n, i;
+	int	 fd;
+
+	ids = state_sandbox_ids(&n);
+	for (i = 0; i < n; i++) {
+		fd = state_lock(ids[i]);
+		rec = state_record_read(ids[i]);
+		owner = cJSON_GetObjectItem(rec, "owner");
+		if (rec != NULL && cJSON_IsObject(owner) &&
+		    !state_owner_alive(owner)) {
+			xasprintf(&why, "%s was interrupted: the process that"
+			    " ran it ended", strcmp(sandbox_record_state(rec),
+			    "creating") == 0 ? "create_sandbox" :
+			    "destroy_sandbox");
+			log_warnx("recovery: sandbox %s: %s; marked failed",
+			    ids[i], why);
+			sandbox_record_state_set(rec, "failed", why);
+			sandbox_record_set(rec, "owner", cJSON_CreateNull());
+			if (state_record_write(ids[i], rec, &cause) != 0) {
+				log_warnx("recovery: %s", cause);
+				free(cause);
+			}
+			free(why);
+		}
+		cJSON_Delete(rec);
+		state_unlock(fd);
+		free(ids[i]);
+	}
+	free(ids);
+	sandbox_trash_empty();
+
+	filters = cJSON_CreateObject();
+	list = cJSON_AddArrayToObject(filters, "label");
+	xasprintf(&text, SANDBOX_LABEL "state-dir=%s", cfg->state_dir);
+	cJSON_AddItemToArray(list, cJSON_CreateString(text));
+	free(text);
+	text = util_json_print(filters);
+	cJSON_Delete(filters);
+	esc = util_url_escape(text, 0);
+	free(text);
+	xasprintf(&path, "/containers/json?all=1&filters=%s", esc);
+	free(esc);
+	sandbox_recover_listed_ms = now_ms();
+	docker_call("GET", path, "container_list", NULL, NULL,
+	    sandbox_recover_cb, NULL);
+	free(path);
+}

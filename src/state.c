@@ -1,0 +1,329 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * The state directory: where each piece of state lives, sandbox records
+ * written atomically, the per-sandbox lock that makes a read-check-write
+ * of a record one step for every process sharing the directory, and the
+ * liveness of the process that owns a transition.
+ *
+ *	<state>/sandboxes/<id>/record.json	the record
+ *	<state>/sandboxes/<id>/lock		flock(2) target
+ *	<state>/sandboxes/<id>/telemetry/	the sandbox's telemetry
+ *	<state>/sandboxes/.trash/		destroyed sandboxes, removed
+ *						by a child process
+ *	<state>/base-cache/<hex>/		shared bases by root hash
+ *	<state>/base-cache/.staging/		copies in progress
+ *	<state>/telemetry/			telemetry of no sandbox
+ *
+ * Locks are held for a read and a write of one small file, never across
+ * a Docker call or any wait.
+ */
+
+#include "config.h"
+
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "sandbox-mcp.h"
+
+#define STATE_RECORD_MAX	(256 * 1024)
+
+static unsigned long long	state_self_start;
+
+/* A path under the state directory; the caller frees it. */
+char *
+state_path(const char *fmt, ...)
+{
+	char	*rel, *path;
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	xvasprintf(&rel, fmt, ap);
+	va_end(ap);
+	xasprintf(&path, "%s/%s", cfg->state_dir, rel);
+	free(rel);
+	return (path);
+}
+
+/* Create the directories every process expects. */
+int
+state_init(char **cause)
+{
+	static const char *dirs[] = { "sandboxes", "sandboxes/.trash",
+	    "base-cache", "base-cache/.staging", "telemetry" };
+	size_t	 i;
+	char	*path;
+
+	for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		path = state_path("%s", dirs[i]);
+		if (util_mkdir_p(path, 0700, cause) != 0) {
+			free(path);
+			return (-1);
+		}
+		free(path);
+	}
+	state_self_start = state_process_start(getpid());
+	return (0);
+}
+
+/*
+ * The start time of a process (clock ticks since boot, field 22 of
+ * /proc/PID/stat), or 0 when there is no such process. With the pid it
+ * names one process for good: pids are reused, start times are not.
+ */
+unsigned long long
+state_process_start(pid_t pid)
+{
+	char			 path[64], buf[1024], *p;
+	unsigned long long	 start = 0;
+	ssize_t			 n;
+	int			 fd, field;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return (0);
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return (0);
+	buf[n] = '\0';
+	/* The command name may hold blanks and parentheses: skip past it. */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return (0);
+	p++;
+	for (field = 3; field < 22 && p != NULL; field++) {
+		p = strchr(p + 1, ' ');
+	}
+	if (p != NULL)
+		start = strtoull(p + 1, NULL, 10);
+	return (start);
+}
+
+/* This process, as an owner object {"pid", "start"}. */
+cJSON *
+state_owner_self(void)
+{
+	cJSON	*o;
+
+	o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "pid", (double)getpid());
+	cJSON_AddNumberToObject(o, "start", (double)state_self_start);
+	return (o);
+}
+
+/* Whether an owner object names this process. */
+int
+state_owner_is_self(cJSON *owner)
+{
+	cJSON	*pid, *start;
+
+	pid = cJSON_GetObjectItem(owner, "pid");
+	start = cJSON_GetObjectItem(owner, "start");
+	return (cJSON_IsNumber(pid) && cJSON_IsNumber(start) &&
+	    (pid_t)pid->valuedouble == getpid() &&
+	    (unsigned long long)start->valuedouble == state_self_start);
+}
+
+/* Whether the process an owner object names is still running. */
+int
+state_owner_alive(cJSON *owner)
+{
+	cJSON	*pid, *start;
+
+	pid = cJSON_GetObjectItem(owner, "pid");
+	start = cJSON_GetObjectItem(owner, "start");
+	if (!cJSON_IsNumber(pid) || !cJSON_IsNumber(start))
+		return (0);
+	return (state_process_start((pid_t)pid->valuedouble) ==
+	    (unsigned long long)start->valuedouble);
+}
+
+/*
+ * Take the lock of one sandbox; returns the descriptor to pass to
+ * state_unlock, or -1 (the sandbox does not exist, or the lock failed).
+ */
+int
+state_lock(const char *id)
+{
+	char	*path;
+	int	 fd;
+
+	path = state_path("sandboxes/%s/lock", id);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	free(path);
+	if (fd == -1)
+		return (-1);
+	while (flock(fd, LOCK_EX) == -1) {
+		if (errno != EINTR) {
+			close(fd);
+			return (-1);
+		}
+	}
+	return (fd);
+}
+
+void
+state_unlock(int fd)
+{
+	if (fd != -1)
+		close(fd);	/* releases the flock */
+}
+
+/* Read a sandbox's record; NULL (errno ENOENT when there is none). */
+cJSON *
+state_record_read(const char *id)
+{
+	struct stat	 st;
+	char		*path, *buf;
+	cJSON		*rec;
+	ssize_t		 n;
+	int		 fd;
+
+	path = state_path("sandboxes/%s/record.json", id);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	free(path);
+	if (fd == -1)
+		return (NULL);
+	if (fstat(fd, &st) != 0 || st.st_size > STATE_RECORD_MAX) {
+		close(fd);
+		errno = EFBIG;
+		return (NULL);
+	}
+	buf = xmalloc(st.st_size + 1);
+	n = read(fd, buf, st.st_size);
+	close(fd);
+	if (n != st.st_size) {
+		free(buf);
+		errno = EIO;
+		return (NULL);
+	}
+	rec = cJSON_ParseWithLength(buf, n);
+	free(buf);
+	if (!cJSON_IsObject(rec)) {
+		cJSON_Delete(rec);
+		errno = EINVAL;
+		return (NULL);
+	}
+	return (rec);
+}
+
+/* Replace a sandbox's record atomically. */
+int
+state_record_write(const char *id, cJSON *rec, char **cause)
+{
+	char	*path, *text;
+	int	 r;
+
+	path = state_path("sandboxes/%s/record.json", id);
+	text = util_json_print(rec);
+	r = util_write_atomic(path, text, strlen(text), cause);
+	free(text);
+	free(path);
+	return (r);
+}
+
+/*
+ * Make the directory of a new sandbox. Returns 0, or -1 with errno
+ * EEXIST when the id is taken.
+ */
+int
+state_sandbox_create(const char *id, char **cause)
+{
+	char	*path, *tel;
+
+	path = state_path("sandboxes/%s", id);
+	if (mkdir(path, 0700) != 0) {
+		if (errno != EEXIST)
+			xasprintf(cause, "cannot create %s: %s", path,
+			    strerror(errno));
+		free(path);
+		return (-1);
+	}
+	xasprintf(&tel, "%s/telemetry", path);
+	if (mkdir(tel, 0700) != 0) {
+		xasprintf(cause, "cannot create %s: %s", tel, strerror(errno));
+		free(tel);
+		free(path);
+		return (-1);
+	}
+	free(tel);
+	free(path);
+	return (0);
+}
+
+/*
+ * Take a sandbox's directory out of sight at once (rename into the
+ * trash); the tree is removed later by a child process. Returns the
+ * trash path, or NULL.
+ */
+char *
+state_sandbox_trash(const char *id, char **cause)
+{
+	char	*from, *to, rnd[9];
+
+	util_random_hex(rnd, 8);
+	from = state_path("sandboxes/%s", id);
+	to = state_path("sandboxes/.trash/%s-%s", id, rnd);
+	if (rename(from, to) != 0) {
+		xasprintf(cause, "cannot remove %s: %s", from,
+		    strerror(errno));
+		free(from);
+		free(to);
+		return (NULL);
+	}
+	free(from);
+	return (to);
+}
+
+/* The ids of every sandbox directory, in directory order. */
+char **
+state_sandbox_ids(size_t *n)
+{
+	char		**ids = NULL, *path;
+	size_t		 size = 0;
+	DIR		*d;
+	struct dirent	*de;
+
+	*n = 0;
+	path = state_path("sandboxes");
+	d = opendir(path);
+	free(path);
+	if (d == NULL)
+		return (NULL);
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || !util_id_valid(de->d_name))
+			continue;
+		if (*n == size) {
+			size = size == 0 ? 16 : size * 2;
+			ids = xreallocarray(ids, size, sizeof *ids);
+		}
+		ids[(*n)++] = xstrdup(de->d_name);
+	}
+	closedir(d);
+	return (ids);
+}

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+# The per-sandbox HTTP routes: GET /sandboxes/{id}/health and
+# ANY /sandboxes/{id}/forward/{port}/{path...}, behind the API key with a
+# grant of the runtime set. A forward reaches a server started inside
+# the sandbox's network, streams both ways (an echo server returns 8 MiB
+# as it was sent), never passes our Authorization header on, and says 502
+# when nothing listens.
+
+import json
+import os
+import socket
+import time
+
+from lib import (IMAGE, Http, Server, check, check_eq, check_in, cleanup,
+                 docker, http_json, keygen, main, ok_result,
+                 remove_our_containers, tmpdir)
+
+
+def raw_exchange(port, head, body, timeout=30):
+    """Send head+body, half-close, read everything until the close."""
+    s = socket.create_connection(("127.0.0.1", port), timeout)
+    s.sendall(head + body)
+    s.shutdown(socket.SHUT_WR)
+    out = b""
+    while True:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        out += chunk
+    s.close()
+    return out
+
+
+def test():
+    roots = tmpdir()
+    ws = os.path.join(roots, "site")
+    os.makedirs(ws)
+    key_rt, line_rt = keygen("rt", "runtime", "management")
+    key_mg, line_mg = keygen("mg", "management")
+    s = Server(config="workspace-root %s\n%s\n%s\n" % (roots, line_rt,
+                                                        line_mg),
+               listen="127.0.0.1:0")
+    state = s.state
+    cleanup(lambda: remove_our_containers(state))
+    s.initialize()
+    rec = ok_result(s.call("create_sandbox", {"image": IMAGE,
+                                              "workspace_root": ws}),
+                    "create")
+    sid = rec["id"]
+    want = {"host": "127.0.0.1", "port": s.port}
+    check_eq((rec["daemon"], rec["daemon_http"]), (want, want),
+             "endpoints of the serving process")
+    auth = {"Authorization": "Bearer " + key_rt}
+
+    c = Http(s.port)
+    st, h, b = c.request("GET", "/sandboxes/%s/health" % sid, None, auth)
+    check_eq((st, http_json(b)), (200, {"sandbox_id": sid,
+                                        "state": "ready",
+                                        "container": "running"}), "health")
+    # Keys and grants.
+    st, h, b = Http(s.port).request("GET", "/sandboxes/%s/health" % sid)
+    check_eq(st, 401, "no key")
+    check(h.get("www-authenticate", "").startswith("Bearer"), "challenge")
+    st, h, b = Http(s.port).request(
+        "GET", "/sandboxes/%s/health" % sid, None,
+        {"Authorization": "Bearer " + key_mg})
+    check_eq(st, 403, "a key without the runtime set")
+    check_in("runtime", http_json(b)["error"]["message"], "message")
+    st, h, b = Http(s.port).request(
+        "GET", "/sandboxes/sbox-000000000000/health", None, auth)
+    check_eq(st, 404, "unknown sandbox")
+    st, h, b = Http(s.port).request("GET", "/sandboxes/..%2f..%2fetc/"
+                                    "health", None, auth)
+    check_eq(st, 400, "an id that is not an id")
+    st, h, b = Http(s.port).request("POST", "/sandboxes/%s/health" % sid,
+                                    b"{}", auth)
+    check_eq(st, 405, "POST health")
+    st, h, b = Http(s.port).request("GET", "/sandboxes/%s/other" % sid,
+                                    None, auth)
+    check_eq(st, 404, "unknown route")
+    st, h, b = Http(s.port).request("GET", "/sandboxes/%s/forward/99999/"
+                                    % sid, None, auth)
+    check_eq(st, 404, "port out of range")
+
+    # A web server inside the sandbox.
+    docker("exec", sid, "sh", "-c", "mkdir -p /www/sub && echo '<p>from"
+           " the sandbox</p>' > /www/sub/page.html && httpd -p 8000 -h /www"
+           " && nc -ll -p 9000 -e cat &")
+    time.sleep(0.3)
+    c = Http(s.port)
+    st, h, b = c.request("GET", "/sandboxes/%s/forward/8000/sub/page.html"
+                         "?x=1" % sid, None, auth)
+    check_eq((st, b), (200, b"<p>from the sandbox</p>\n"), "forwarded page")
+    st, h, b = Http(s.port).request("GET", "/sandboxes/%s/forward/8001/"
+                                    % sid, None, auth)
+    check_eq(st, 502, "nothing listens")
+    check_in("nothing listens", http_json(b)["error"], "message")
+
+    # Both directions stream: an echo server sends back what it gets.
+    body = os.urandom(1 << 20) * 8
+    head = ("PUT /sandboxes/%s/forward/9000/echo/here?q=1 HTTP/1.1\r\n"
+            "Host: localhost\r\nAuthorization: Bearer %s\r\n"
+            "Content-Type: application/octet-stream\r\n"
+            "Content-Length: %d\r\n\r\n" % (sid, key_rt, len(body))).encode()
+    out = raw_exchange(s.port, head, body)
+    check(out.endswith(body), "8 MiB came back whole (%d bytes)" % len(out))
+    seen = out[:len(out) - len(body)].decode()
+    check(seen.startswith("PUT /echo/here?q=1 HTTP/1.1\r\n"),
+          "the target is rewritten: %r" % seen[:60])
+    check("Authorization" not in seen and key_rt not in seen,
+          "our key is not passed on")
+    check_in("Host: localhost:9000\r\n", seen, "Host")
+    check_in("Connection: close\r\n", seen, "one request per connection")
+    check_in("X-Forwarded-Prefix: /sandboxes/%s/forward/9000\r\n" % sid,
+             seen, "prefix")
+    check_in("Content-Length: %d\r\n" % len(body), seen, "length kept")
+    # The server kept serving meanwhile.
+    st, h, b = Http(s.port).request("GET", "/health")
+    check_eq(st, 200, "still serving")
+
+    # Health follows the container.
+    docker("stop", "-t", "1", sid)
+    st, h, b = Http(s.port).request("GET", "/sandboxes/%s/health" % sid,
+                                    None, auth)
+    check_eq(http_json(b)["container"], "exited", "after docker stop")
+    st, h, b = Http(s.port).request("GET", "/sandboxes/%s/forward/8000/"
+                                    % sid, None, auth)
+    check_eq(st, 502, "forward to a stopped container")
+    docker("rm", "-f", sid)
+    st, h, b = Http(s.port).request("GET", "/sandboxes/%s/health" % sid,
+                                    None, auth)
+    check_eq(http_json(b)["container"], "missing", "after docker rm")
+    gone = ok_result(s.call("destroy_sandbox", {"sandbox_id": sid}),
+                     "destroy with the container already gone")
+    check_eq(gone["state"], "stopped", "stopped")
+    st, h, b = Http(s.port).request("GET", "/sandboxes/%s/health" % sid,
+                                    None, auth)
+    check_eq(st, 404, "health after destroy")
+
+
+main(test)
