@@ -349,7 +349,8 @@ struct workspace_list *workspace_list_start(const char *, workspace_list_cb,
 		     void *, const char **, char **, struct cJSON **);
 void		 workspace_list_cancel(struct workspace_list *);
 struct cJSON	*workspace_roots(char **);
-char		*workspace_resolve(const char *, const char **, char **);
+char		*workspace_resolve(const char *, const char *, const char **,
+		     char **);
 
 /* transport-stdio.c */
 void		 transport_stdio_start(int);

@@ -619,7 +619,8 @@ sandbox_create(struct tspan *parent, const char *image, const char *root,
 		free(message);
 		return;
 	}
-	if ((canon = workspace_resolve(root, &kind, &message)) == NULL) {
+	if ((canon = workspace_resolve("workspace_root", root, &kind,
+	    &message)) == NULL) {
 		cb(NULL, kind, message, tool_details("workspace_root", root),
 		    arg);
 		free(message);

@@ -273,7 +273,9 @@ transport_http_respond(struct http_conn *c, int status,
 	if (extra != NULL)
 		evbuffer_add(out, extra, strlen(extra));
 	evbuffer_add(out, "\r\n", 2);
-	if (len != 0)
+	/* A reply to HEAD has the length of the body, not the body. */
+	if (len != 0 && (c->req->method == NULL ||
+	    strcmp(c->req->method, "HEAD") != 0))
 		evbuffer_add(out, body, len);
 	log_debug("http client %u %s %.200s %d peer=%s%s%.200s", c->id,
 	    c->req->method != NULL ? c->req->method : "-",
@@ -1060,7 +1062,7 @@ transport_http_hop_header(const char *name)
 	static const char *hop[] = { "Connection", "Keep-Alive",
 	    "Proxy-Connection", "Proxy-Authorization", "Authorization", "TE",
 	    "Trailer", "Host", "Upgrade", "X-Forwarded-For",
-	    "X-Forwarded-Host", "X-Forwarded-Prefix", "Expect" };
+	    "X-Forwarded-Host", "X-Forwarded-Prefix" };
 	size_t	i;
 
 	for (i = 0; i < sizeof hop / sizeof hop[0]; i++) {

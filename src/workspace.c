@@ -106,12 +106,13 @@ workspace_lexically_under(const char *p)
 }
 
 /*
- * Resolve a caller's absolute path to a canonical directory under a
- * configured root. On failure return NULL with the error kind and a
- * message naming the path.
+ * Resolve a caller's absolute path (the argument arg) to a canonical
+ * directory under a configured root. On failure return NULL with the
+ * error kind and a message naming the argument and the path.
  */
 char *
-workspace_resolve(const char *path, const char **kind, char **message)
+workspace_resolve(const char *arg, const char *path, const char **kind,
+    char **message)
 {
 	struct stat	 st;
 	char		*canon, *root;
@@ -125,13 +126,14 @@ workspace_resolve(const char *path, const char **kind, char **message)
 	}
 	if (path[0] != '/') {
 		*kind = TOOL_ERR_INVALID;
-		xasprintf(message, "path must be an absolute path: %.200s",
-		    path);
+		xasprintf(message, "%s must be an absolute path: %.200s",
+		    arg, path);
 		return (NULL);
 	}
 	if (strlen(path) >= PATH_MAX) {
 		*kind = TOOL_ERR_INVALID;
-		xasprintf(message, "path is longer than %d bytes", PATH_MAX);
+		xasprintf(message, "%s is longer than %d bytes", arg,
+		    PATH_MAX);
 		return (NULL);
 	}
 	if ((canon = realpath(path, NULL)) == NULL) {
@@ -366,7 +368,8 @@ workspace_list_start(const char *path, workspace_list_cb cb, void *arg,
 	struct workspace_list	*wl;
 	char			*canon, *root, *slash;
 
-	if ((canon = workspace_resolve(path, kind, message)) == NULL) {
+	if ((canon = workspace_resolve("path", path, kind, message)) ==
+	    NULL) {
 		*details = tool_details("path", path);
 		return (NULL);
 	}

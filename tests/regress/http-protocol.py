@@ -99,6 +99,18 @@ def test():
     check("version" in health, "health version")
     st, h, b = c.request("GET", "/nothing")
     check_eq(st, 404, "unknown path")
+    # HEAD: the length of the body, no body; the connection goes on.
+    c.send_raw(b"HEAD /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    c.sock.settimeout(2)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += c.sock.recv(4096)
+    check(head.endswith(b"\r\n\r\n"), "no body after a HEAD reply: %r"
+          % head[-40:])
+    check(b"Content-Length: " in head and b"Content-Length: 0" not in head,
+          "HEAD keeps the length")
+    st, h, b = c.request("GET", "/health")
+    check_eq(st, 200, "the connection goes on after HEAD")
 
     # DELETE ends the session; it is then unknown.
     st, h, b = c.request("DELETE", "/mcp", None, hdr)

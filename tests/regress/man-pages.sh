@@ -25,7 +25,13 @@
 #       limit of cfg_limit_table[] in src/cfg.c has an ".It Ic" entry in
 #       sandbox-mcp.conf.5, nothing stale is documented, and each limit's
 #       documented default and range equal the table's;
-#   (e) the example configuration in conf/ passes "sandbox-mcp -n".
+#   (e) the example configuration in conf/ passes "sandbox-mcp -n";
+#   (f) that configuration shows every limit of cfg_limit_table[] exactly
+#       once, commented out at its default ("#limit NAME VALUE"), and no
+#       limit the table lacks;
+#   (g) every tool that tools/list returns with all three sets has an
+#       ".It Li NAME" entry under TOOL SETS in sandbox-mcp.8, and that
+#       section documents no tool the program lacks.
 #
 # Environment: SANDBOX_MCP_BIN (the binary), SANDBOX_MCP_SRCDIR,
 # SANDBOX_MCP_BUILDDIR, and MAN_DIR (where the .in pages are; default
@@ -351,6 +357,91 @@ done <"$tmp/limits"
 if ! "$SANDBOX_MCP_BIN" -n -f "$CONF" >"$tmp/n.out" 2>&1 </dev/null; then
 	fail "$SANDBOX_MCP_BIN -n -f $CONF failed:"
 	sed 's/^/  /' "$tmp/n.out" >&2
+fi
+
+# ---- (f) the limits of the example configuration -------------------------
+
+# A value of the example configuration (with an optional K, M or G, or
+# s, m or h suffix) in bytes, seconds or units.
+conf_number()
+{
+	local v=$1
+	case "$v" in
+	*[0-9]K)	echo $(( ${v%K} * 1024 )) ;;
+	*[0-9]M)	echo $(( ${v%M} * 1024 * 1024 )) ;;
+	*[0-9]G)	echo $(( ${v%G} * 1024 * 1024 * 1024 )) ;;
+	*[0-9]s)	echo $(( ${v%s} )) ;;
+	*[0-9]m)	echo $(( ${v%m} * 60 )) ;;
+	*[0-9]h)	echo $(( ${v%h} * 3600 )) ;;
+	*[0-9])		echo $(( v )) ;;
+	*)		echo "?" ;;
+	esac
+}
+
+grep -E '^#limit[[:space:]]' "$CONF" | awk '{ print $2, $3 }' \
+    >"$tmp/conf.limits"
+while read -r name type min max dflt; do
+	dflt=$(( ${dflt//LL/} ))
+	n=$(awk -v n="$name" '$1 == n' "$tmp/conf.limits" | wc -l)
+	if [ "$n" -ne 1 ]; then
+		fail "$(basename "$CONF") has $n \"#limit $name\" lines," \
+		    "not 1"
+		continue
+	fi
+	v=$(awk -v n="$name" '$1 == n { print $2 }' "$tmp/conf.limits")
+	if [ "$(conf_number "$v")" != "$dflt" ]; then
+		fail_diff "$(basename "$CONF"): #limit $name is not the default" \
+		    "$dflt" "$v"
+	fi
+done <"$tmp/limits"
+while read -r name v; do
+	if ! awk '{ print $1 }' "$tmp/limits" | grep -qxF -- "$name"; then
+		fail "$(basename "$CONF") shows limit $name, which" \
+		    "cfg_limit_table[] does not have"
+	fi
+done <"$tmp/conf.limits"
+
+# ---- (g) the tools against the TOOL SETS section --------------------------
+
+if ! command -v python3 >/dev/null 2>&1; then
+	fail "python3 is needed to read the tools/list answer"
+else
+	mkdir "$tmp/state"
+	init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":'
+	init=$init'{"protocolVersion":"2025-11-25","capabilities":{},'
+	init=$init'"clientInfo":{"name":"man-pages","version":"1"}}}'
+	printf '%s\n' "$init" \
+	    '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' |
+	    "$SANDBOX_MCP_BIN" -f /dev/null --state-dir "$tmp/state" \
+	    --docker-host "unix://$tmp/no-docker.sock" \
+	    --set management,runtime,observability >"$tmp/tools.out" \
+	    2>"$tmp/tools.err"
+	python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    msg = json.loads(line)
+    if msg.get("id") == 2:
+        for tool in msg["result"]["tools"]:
+            print(tool["name"])
+' "$tmp/tools.out" 2>>"$tmp/tools.err" | sort -u >"$tmp/tools"
+	if [ ! -s "$tmp/tools" ]; then
+		fail "no tools from tools/list on $SANDBOX_MCP_BIN:"
+		sed 's/^/  /' "$tmp/tools.err" >&2
+	fi
+	section "$man8" "TOOL SETS" | grep -E '^\.It Li [a-z_]+' |
+	    awk '{ print $3 }' | sort -u >"$tmp/page.tools"
+	while read -r name; do
+		if ! grep -qxF -- "$name" "$tmp/page.tools"; then
+			fail "tool $name (tools/list) has no .It Li entry" \
+			    "under TOOL SETS in sandbox-mcp.8"
+		fi
+	done <"$tmp/tools"
+	while read -r name; do
+		if ! grep -qxF -- "$name" "$tmp/tools"; then
+			fail "sandbox-mcp.8 TOOL SETS documents tool $name," \
+			    "which tools/list does not return"
+		fi
+	done <"$tmp/page.tools"
 fi
 
 if [ "$failures" -ne 0 ]; then

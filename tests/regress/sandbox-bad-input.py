@@ -59,7 +59,8 @@ def test():
     create({"image": "bad image", "workspace_root": ws},
            "invalid_request", "no blanks", "image with a blank")
     create({"image": IMAGE, "workspace_root": "relative/dir"},
-           "invalid_request", "must be an absolute path", "relative root",
+           "invalid_request", "workspace_root must be an absolute path",
+           "relative root",
            {"workspace_root": "relative/dir"})
     create({"image": IMAGE, "workspace_root": os.path.join(roots, "nope")},
            "not_found", "no such directory", "missing root")

@@ -82,7 +82,8 @@ def test():
 
     # Refusals.
     for path, kind, text in [
-            ("relative/path", "invalid_request", "must be an absolute path"),
+            ("relative/path", "invalid_request",
+             "path must be an absolute path"),
             (outside, "invalid_request", "outside the workspace roots"),
             (os.path.join(root, "escape"), "invalid_request",
              "outside the workspace roots"),
