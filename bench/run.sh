@@ -7,14 +7,22 @@
 #          without) and against a minimal server on the official MCP
 #          TypeScript SDK serving the same tool list.
 #   stdio: 10,000 sequential ping round trips over the server's stdio.
+#   lifecycle: create_sandbox (count 1 warm and cold, count 8) and
+#          destroy_sandbox against docker run -d / docker rm -f of the
+#          same images, on a generated 1,000-file, 16 MiB workspace
+#          (bench/lifecycle.py; needs python3 and a Docker Engine).
 #
 # Environment (all optional):
 #   SANDBOX_MCP_BUILDDIR, SANDBOX_MCP_SRCDIR   default: this script's ../
 #   BENCH_DURATION (10s) BENCH_CONNECTIONS (64) BENCH_THREADS (2)
 #   BENCH_WARMUP (2s; 0 to skip) BENCH_PINGS (10000) BENCH_SKIP_SDK (unset)
+#   BENCH_SKIP_LIFECYCLE (unset) BENCH_LIFECYCLE_IMAGES BENCH_LIFECYCLE_WARM
+#   BENCH_LIFECYCLE_COLD BENCH_LIFECYCLE_BATCH BENCH_LIFECYCLE_BASELINE
+#   (see bench/lifecycle.py)
 #
 # Results: printed, and written to $SANDBOX_MCP_BUILDDIR/bench/results/
-# (http.txt, stdio.txt, and the raw wrk output of each run).  Exit status
+# (http.txt, stdio.txt, lifecycle.txt and lifecycle.json, and the raw wrk
+# output of each run).  Exit status
 # 0 when every target is met, 1 when one is missed or a run is broken
 # (non-200 responses, socket errors, a server that would not start).
 
@@ -342,6 +350,20 @@ ping_row() {
 	fi
 } >"$results/stdio.txt"
 cat "$results/stdio.txt"
+
+# ----------------------------------------------------------- lifecycle
+# bench/lifecycle.py prints its table, writes lifecycle.txt and
+# lifecycle.json, removes every container it made, and exits 1 when a
+# target is missed or the run is broken.
+if [ -z "${BENCH_SKIP_LIFECYCLE:-}" ]; then
+	echo
+	say "bench: lifecycle: create_sandbox/destroy_sandbox against docker run"
+	command -v python3 >/dev/null 2>&1 || die "python3 is needed"
+	if ! SANDBOX_MCP_BUILDDIR=$builddir python3 "$bench/lifecycle.py"; then
+		say "bench: lifecycle: a target missed or the run broken"
+		failed=1
+	fi
+fi
 
 echo
 echo "results in $results/"
