@@ -112,7 +112,7 @@ test_list(void)
 	unit_setup();
 	list = tool_list(TOOLSET_MANAGEMENT);
 	tools = cJSON_GetObjectItem(list, "tools");
-	CHECK_INT(cJSON_GetArraySize(tools), 2);
+	CHECK_INT(cJSON_GetArraySize(tools), 6);
 	t = cJSON_GetArrayItem(tools, 0);
 	CHECK_STR(cJSON_GetObjectItem(t, "name")->valuestring,
 	    "list_docker_images");
