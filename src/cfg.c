@@ -90,6 +90,14 @@ static const struct cfg_limit_entry {
 	    1, 100000000, 1000000 },
 	[LIMIT_BASE_MAX_BYTES] = { "base-max-bytes", CFG_LIMIT_SIZE,
 	    1024, 1024LL * 1024 * 1024 * 1024 * 1024, 64LL * 1024 * 1024 * 1024 },
+	[LIMIT_COMMANDS_RUNNING] = { "commands-running", CFG_LIMIT_COUNT,
+	    1, 4096, 64 },
+	[LIMIT_COMMANDS_RETAINED] = { "commands-retained", CFG_LIMIT_COUNT,
+	    1, 100000, 512 },
+	[LIMIT_TRANSCRIPT_MAX] = { "transcript-max", CFG_LIMIT_SIZE,
+	    64 * 1024, 64LL * 1024 * 1024 * 1024, 64 * 1024 * 1024 },
+	[LIMIT_OUTPUT_WINDOW] = { "output-window", CFG_LIMIT_SIZE,
+	    1024, 16 * 1024 * 1024, 64 * 1024 },
 };
 
 static const struct {

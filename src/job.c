@@ -44,6 +44,7 @@
 #include "sandbox-mcp.h"
 
 #define JOB_REPORT_MAX	(1024 * 1024)
+#define JOB_KEEP_MAX	8
 
 #define JOB_REAPED	0x1
 #define JOB_EOF		0x2
@@ -60,12 +61,16 @@ struct job {
 	struct event		*finish;
 	job_cb			 cb;
 	void			*arg;
+	void			(*line_cb)(const char *, void *);
+	void			*line_arg;
+	size_t			 line_seen;	/* report bytes scanned */
 	LIST_ENTRY(job)		 entry;
 };
 static LIST_HEAD(, job)	jobs = LIST_HEAD_INITIALIZER(jobs);
 static unsigned int	job_next_id;
 
 static void	job_check(struct job *);
+static void	job_reaped_other(pid_t, int);
 
 static void
 job_free(struct job *j)
@@ -100,6 +105,31 @@ job_check(struct job *j)
 		event_active(j->finish, EV_TIMEOUT, 1);
 }
 
+/* Hand the complete lines the report has grown by to the line callback. */
+static void
+job_lines(struct job *j)
+{
+	size_t		 len = evbuffer_get_length(j->report), i, start;
+	const char	*p;
+	char		*line;
+
+	if (len == j->line_seen)
+		return;
+	p = (const char *)evbuffer_pullup(j->report, len);
+	start = j->line_seen;
+	for (i = j->line_seen; i < len; i++) {
+		if (p[i] != '\n')
+			continue;
+		line = xstrndup(p + start, i - start);
+		j->line_cb(line, j->line_arg);
+		free(line);
+		start = i + 1;
+		if (j->flags & JOB_DETACHED)
+			break;
+	}
+	j->line_seen = start;
+}
+
 static void
 job_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -114,6 +144,8 @@ job_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	}
 	evbuffer_remove_buffer(in, j->report, len);
+	if (j->line_cb != NULL)
+		job_lines(j);
 }
 
 static void
@@ -139,10 +171,23 @@ struct job *
 job_fork(const char *name, int (*fn)(void *, int), void *fnarg, job_cb cb,
     void *arg)
 {
+	return (job_fork_keep(name, fn, fnarg, NULL, 0, cb, arg));
+}
+
+/*
+ * job_fork, with descriptors the child keeps: keep[i] is at 4 + i in the
+ * child (the report is at 3); every other descriptor is closed.
+ */
+struct job *
+job_fork_keep(const char *name, int (*fn)(void *, int), void *fnarg,
+    const int *keep, int nkeep, job_cb cb, void *arg)
+{
 	struct job	*j;
-	int		 fds[2], code;
+	int		 fds[2], code, i, tmp[JOB_KEEP_MAX + 1];
 	sigset_t	 set, oset;
 
+	if (nkeep > JOB_KEEP_MAX)
+		fatalx("%s: %d descriptors to keep", __func__, nkeep);
 	j = xcalloc(1, sizeof *j);
 	j->id = ++job_next_id;
 	j->name = xstrdup(name);
@@ -171,12 +216,15 @@ job_fork(const char *name, int (*fn)(void *, int), void *fnarg, job_cb cb,
 		 * of the parent's clients: stdin and stdout become /dev/null.
 		 */
 		close(fds[0]);
-		if (fds[1] != 3) {
-			if (dup2(fds[1], 3) == -1)
+		tmp[0] = fcntl(fds[1], F_DUPFD, 64);
+		for (i = 0; i < nkeep; i++)
+			tmp[i + 1] = fcntl(keep[i], F_DUPFD, 64);
+		for (i = 0; i <= nkeep; i++) {
+			if (tmp[i] == -1 || dup2(tmp[i], 3 + i) == -1)
 				_exit(126);
-			fds[1] = 3;
 		}
-		closefrom(4);
+		fds[1] = 3;
+		closefrom(4 + nkeep);
 		if ((code = open("/dev/null", O_RDWR)) != -1) {
 			dup2(code, STDIN_FILENO);
 			dup2(code, STDOUT_FILENO);
@@ -232,14 +280,107 @@ job_reap(void)
 				break;
 		}
 		if (j == NULL) {
-			log_debug("%s: child %ld not ours", __func__,
-			    (long)pid);
+			job_reaped_other(pid, status);
 			continue;
 		}
 		j->status = status;
 		j->flags |= JOB_REAPED;
 		job_check(j);
 	}
+}
+
+/*
+ * A process that is not a job but ends up our child (an orphan adopted
+ * because we are a subreaper, such as a session's init): cb(status, arg)
+ * runs once when it is reaped. A process reaped before it was watched is
+ * remembered for a while, so the order of the two does not matter.
+ */
+#define JOB_WATCH_KEEP_MS	10000
+
+struct job_watch {
+	pid_t			 pid;
+	int			 status;
+	int			 reaped;
+	uint64_t		 reaped_ms;
+	void			(*cb)(int, void *);
+	void			*arg;
+	LIST_ENTRY(job_watch)	 entry;
+};
+static LIST_HEAD(, job_watch)	job_watches = LIST_HEAD_INITIALIZER(job_watches);
+
+void
+job_watch(pid_t pid, void (*cb)(int, void *), void *arg)
+{
+	struct job_watch	*w, *w1;
+	uint64_t		 now = now_ms();
+
+	LIST_FOREACH_SAFE(w, &job_watches, entry, w1) {
+		if (!w->reaped || w->cb != NULL)
+			continue;
+		if (now - w->reaped_ms > JOB_WATCH_KEEP_MS) {
+			/* Too old to be this process: its pid was reused. */
+			LIST_REMOVE(w, entry);
+			free(w);
+			continue;
+		}
+		if (w->pid == pid) {
+			LIST_REMOVE(w, entry);
+			cb(w->status, arg);
+			free(w);
+			return;
+		}
+	}
+	w = xcalloc(1, sizeof *w);
+	w->pid = pid;
+	w->cb = cb;
+	w->arg = arg;
+	LIST_INSERT_HEAD(&job_watches, w, entry);
+}
+
+/* Stop watching a pid (its callback will not run). */
+void
+job_unwatch(pid_t pid)
+{
+	struct job_watch	*w;
+
+	LIST_FOREACH(w, &job_watches, entry) {
+		if (w->pid == pid && w->cb != NULL) {
+			w->cb = NULL;
+			w->arg = NULL;
+			if (w->reaped) {
+				LIST_REMOVE(w, entry);
+				free(w);
+			}
+			return;
+		}
+	}
+}
+
+/* A reaped pid that is not a job: run its watcher or remember it. */
+static void
+job_reaped_other(pid_t pid, int status)
+{
+	struct job_watch	*w;
+	int			 n = 0;
+
+	LIST_FOREACH(w, &job_watches, entry) {
+		if (w->pid == pid && !w->reaped) {
+			LIST_REMOVE(w, entry);
+			if (w->cb != NULL)
+				w->cb(status, w->arg);
+			free(w);
+			return;
+		}
+		n++;
+	}
+	if (n > 4096)
+		return;		/* nobody will ask: do not grow */
+	w = xcalloc(1, sizeof *w);
+	w->pid = pid;
+	w->status = status;
+	w->reaped = 1;
+	w->reaped_ms = now_ms();
+	LIST_INSERT_HEAD(&job_watches, w, entry);
 }
 
 /* Stop waiting for a job: kill the child; no callback will run. */
@@ -270,4 +411,19 @@ job_write_all(int fd, const void *buf, size_t len)
 		len -= n;
 	}
 	return (0);
+}
+
+pid_t
+job_pid(struct job *j)
+{
+	return (j->pid);
+}
+
+/* Call cb for each line of the report as it arrives (from the loop). */
+void
+job_on_line(struct job *j, void (*cb)(const char *, void *), void *arg)
+{
+	j->line_cb = cb;
+	j->line_arg = arg;
+	job_lines(j);
 }

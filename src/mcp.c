@@ -212,8 +212,14 @@ mcp_instructions(int sets)
 	    " workspace with list_workspace_directories, then create_sandbox;"
 	    " list_sandboxes and inspect_sandbox read the records, and"
 	    " destroy_sandbox removes a sandbox with its container. " : "",
-	    (sets & TOOLSET_RUNTIME) ? "The runtime set has no tools in this"
-	    " version yet. " : "",
+	    (sets & TOOLSET_RUNTIME) ? "exec_command runs a shell command in"
+	    " a sandbox; without workspace_session_id its file changes are"
+	    " published as a layer when it ends, while"
+	    " create_workspace_session gives a private view to work in over"
+	    " several commands until publish_workspace_session or"
+	    " destroy_workspace_session. Keep command_session_id to read more"
+	    " output (read_command_lines) or write stdin"
+	    " (write_command_stdin). " : "",
 	    (sets & TOOLSET_OBSERVABILITY) ? "The observability set has no"
 	    " tools in this version yet. " : "");
 	if (*s != '\0' && s[strlen(s) - 1] == ' ')

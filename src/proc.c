@@ -21,6 +21,8 @@
 
 #include "config.h"
 
+#include <sys/prctl.h>
+
 #include <signal.h>
 #include <stdlib.h>
 
@@ -73,6 +75,9 @@ void
 proc_init(void)
 {
 	signal(SIGPIPE, SIG_IGN);
+	/* Sessions' init processes are adopted by us when their holder ends. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+		log_warn("cannot become a subreaper");
 	event_set_log_callback(proc_event_log_cb);
 	if ((ev_base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");

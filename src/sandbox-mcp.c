@@ -136,7 +136,8 @@ main(int argc, char **argv)
 	const char	*docker_host = NULL, *listen = NULL;
 	char		*cause;
 	int		 ch, noaction = 0, no_stdio = 0, verbose = 0;
-	int		 conf_given = 0, errors;
+	int		 conf_given = 0, errors, saved_argc = argc;
+	char		**saved_argv = argv;
 
 	if (argc > 1 && strcmp(argv[1], "keygen") == 0)
 		return (sandbox_mcp_keygen(argc - 1, argv + 1));
@@ -234,6 +235,7 @@ main(int argc, char **argv)
 	}
 
 	proc_init();
+	nsexec_init(saved_argc, saved_argv);
 
 	if (util_mkdir_p(cfg->state_dir, 0700, &cause) != 0 ||
 	    state_init(&cause) != 0) {

@@ -24,6 +24,7 @@
 
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -68,6 +69,10 @@ enum limit {
 	LIMIT_SANDBOXES_PER_CALL,
 	LIMIT_BASE_MAX_ENTRIES,
 	LIMIT_BASE_MAX_BYTES,
+	LIMIT_COMMANDS_RUNNING,
+	LIMIT_COMMANDS_RETAINED,
+	LIMIT_TRANSCRIPT_MAX,
+	LIMIT_OUTPUT_WINDOW,
 	LIMIT__COUNT
 };
 
@@ -135,6 +140,7 @@ int		 util_random_hex(char *, size_t);
 void		 util_hex(const unsigned char *, size_t, char *);
 int		 util_utf8_valid(const char *, size_t);
 int		 util_id_valid(const char *);
+int		 util_id_valid_layer(const char *);
 void		 util_sha256(const void *, size_t, unsigned char[32]);
 int		 util_base64url(const unsigned char *, size_t, char *, size_t);
 int		 util_set_nonblock(int);
@@ -164,12 +170,161 @@ int		 state_sandbox_create(const char *, char **);
 char		*state_sandbox_trash(const char *, char **);
 char		**state_sandbox_ids(size_t *);
 
+/* layer.c */
+struct layer_stack {
+	int		  version;
+	size_t		  n;
+	char		**ids;
+	char		**paths;	/* absolute, newest first */
+};
+enum layer_kind {
+	LAYER_ABSENT,
+	LAYER_FILE,
+	LAYER_DIR,
+	LAYER_SYMLINK,
+	LAYER_OTHER
+};
+struct layer_entry {
+	enum layer_kind	 kind;
+	size_t		 layer;
+	struct stat	 st;
+	char		 path[4096];
+};
+void		 layer_stack_free(struct layer_stack *);
+struct layer_stack *layer_stack_from_json(int, struct cJSON *, char **);
+struct cJSON	*layer_stack_json(struct layer_stack *);
+void		 layer_stack_root_hash(struct layer_stack *, char[72]);
+struct layer_stack *layer_stack_read(const char *, char **);
+int		 layer_stack_write(const char *, struct layer_stack *, char **);
+int		 layer_stack_init(const char *, const char *, char **);
+int		 layer_lock(const char *);
+int		 layer_lock_try(const char *);
+void		 layer_unlock(int);
+void		 layer_new_id(int, char, char[20]);
+int		 layer_is_whiteout(const struct stat *);
+int		 layer_is_opaque(const char *);
+int		 layer_resolve(struct layer_stack *, const char *,
+		     struct layer_entry *, char **);
+
+/* session.c */
+enum session_state {
+	SESSION_STARTING,
+	SESSION_LIVE,
+	SESSION_DEAD,		/* its init died on its own */
+	SESSION_ENDED
+};
+struct session;
+LIST_HEAD(sessions, session);
+struct rt_sandbox {
+	char			 id[65];
+	char			*container;
+	pid_t			 pid;
+	unsigned long long	 pid_start;
+	char			**cgroups;
+	size_t			 ncgroup;
+	struct sessions		 sessions;
+	LIST_ENTRY(rt_sandbox)	 entry;
+};
+struct session {
+	char			 id[17];
+	struct rt_sandbox	*sb;
+	int			 automatic;
+	int			 isolated;
+	enum session_state	 state;
+	struct layer_stack	*lease;
+	char			*dir;
+	pid_t			 init;
+	int			 lifeline;
+	char			*error;
+	unsigned int		 commands;	/* running */
+	int			 publishing;
+	void			(*dead_cb)(struct session *, void *);
+	void			*dead_arg;
+	LIST_ENTRY(session)	 entry;
+};
+typedef void (*rt_cb)(struct rt_sandbox *, const char *, const char *,
+		     struct cJSON *, void *);
+typedef void (*session_cb)(struct session *, const char *, const char *,
+		     void *);
+typedef void (*session_publish_cb)(struct session *, struct cJSON *, void *);
+void		 rt_sandbox_get(const char *, rt_cb, void *);
+struct session	*session_find(struct rt_sandbox *, const char *);
+void		 session_create(struct rt_sandbox *, int, int, session_cb,
+		     void *);
+void		 session_end(struct session *, const char *);
+void		 session_when_dead(struct session *,
+		     void (*)(struct session *, void *), void *);
+void		 session_command_done(struct session *);
+void		 rt_sandbox_forget(const char *);
+void		 session_upper_size(struct session *,
+		     void (*)(struct session *, unsigned long long, void *),
+		     void *);
+void		 session_publish(struct session *, const char *,
+		     session_publish_cb, void *);
+
+/* command.c */
+struct command_wait;
+typedef void (*command_cb)(struct cJSON *, const char *, const char *,
+		     struct cJSON *, void *);
+void		 command_exec(struct rt_sandbox *, const char *, const char *,
+		     long long, long long, command_cb, void *,
+		     struct command_wait **);
+void		 command_stdin(struct rt_sandbox *, const char *, const char *,
+		     long long, command_cb, void *, struct command_wait **);
+void		 command_read(struct rt_sandbox *, const char *, long long,
+		     long long, command_cb, void *);
+void		 command_wait_cancel(struct command_wait *);
+struct cJSON	*command_running_in(const char *, const char *);
+void		 command_forget_sandbox(const char *);
+
+/* publish.c */
+struct publish_args {
+	const char		*sandbox;
+	const char		*upper;
+	struct layer_stack	*base;
+	const char		*owner;
+};
+int		 publish_child(void *, int);
+
+/* nsexec.c */
+struct nsexec_session {
+	char		**lower;	/* layers, newest first */
+	size_t		  nlower;
+	char		 *upper;
+	char		 *work;
+	pid_t		  container_pid;
+	char		**cgroup_procs;
+	size_t		  ncgroup;
+	int		  isolated;
+	char		 *argv0;	/* our command line, to blank */
+	size_t		  argv_len;
+};
+struct nsexec_command {
+	pid_t		  init_pid;
+	char		**cgroup_procs;
+	size_t		  ncgroup;
+	const char	 *cmd;
+	char		**env;
+};
+void		 nsexec_init(int, char **);
+char		*nsexec_argv(size_t *);
+int		 nsexec_holder(void *, int);
+__dead void	 nsexec_init_main(char *, size_t);
+int		 nsexec_command(void *, int);
+
 /* job.c */
 struct job;
 typedef void (*job_cb)(int, struct evbuffer *, void *);
 struct job	*job_fork(const char *, int (*)(void *, int), void *, job_cb,
 		     void *);
+struct job	*job_fork_keep(const char *, int (*)(void *, int), void *,
+		     const int *, int, job_cb, void *);
 void		 job_reap(void);
+void		 job_watch(pid_t, void (*)(int, void *), void *);
+void		 job_unwatch(pid_t);
+pid_t		 job_pid(struct job *);
+void		 job_on_line(struct job *, void (*)(const char *, void *),
+		     void *);
 void		 job_cancel(struct job *);
 int		 job_write_all(int, const void *, size_t);
 
@@ -341,6 +496,14 @@ extern const struct tool_entry tool_create_sandbox_entry;
 extern const struct tool_entry tool_list_sandboxes_entry;
 extern const struct tool_entry tool_inspect_sandbox_entry;
 extern const struct tool_entry tool_destroy_sandbox_entry;
+
+/* tool-runtime.c */
+extern const struct tool_entry tool_exec_command_entry;
+extern const struct tool_entry tool_write_command_stdin_entry;
+extern const struct tool_entry tool_read_command_lines_entry;
+extern const struct tool_entry tool_create_workspace_session_entry;
+extern const struct tool_entry tool_publish_workspace_session_entry;
+extern const struct tool_entry tool_destroy_workspace_session_entry;
 
 /* workspace.c */
 struct workspace_list;

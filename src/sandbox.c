@@ -516,7 +516,10 @@ sandbox_create_records(struct sandbox_create *sc)
 			}
 		}
 		mb->record = sandbox_record_new(sc, mb->id);
-		if (state_record_write(mb->id, mb->record, &cause) != 0) {
+		if (state_record_write(mb->id, mb->record, &cause) != 0 ||
+		    layer_stack_init(mb->id, cJSON_GetObjectItem(
+		    cJSON_GetObjectItem(mb->record, "shared_base"),
+		    "source")->valuestring, &cause) != 0) {
 			sandbox_create_error(sc, TOOL_ERR_INTERNAL, NULL, "%s",
 			    cause);
 			free(cause);
@@ -961,6 +964,10 @@ sandbox_destroy(struct tspan *parent, const char *id, sandbox_cb cb,
 	}
 	state_unlock(fd);
 
+	/* Our commands and sessions in it end first. */
+	command_forget_sandbox(id);
+	rt_sandbox_forget(id);
+
 	sd = xcalloc(1, sizeof *sd);
 	strlcpy(sd->id, id, sizeof sd->id);
 	sd->record = rec;
@@ -1188,6 +1195,90 @@ next:
 }
 
 /*
+ * Sessions whose owner has died: their processes ended with it (the
+ * lifeline), so only the lease and scratch are left; they go to the
+ * trash, and a session.abandoned event says their changes are lost.
+ * Half-built layers in staging go too, when no publish holds the lock.
+ */
+static void
+sandbox_recover_sessions(const char *id)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		*dir, *path, *to, rnd[9], *text;
+	cJSON		*lease, *attrs;
+	FILE		*f;
+	long		 len;
+	int		 lock;
+
+	dir = state_path("sandboxes/%s/sessions", id);
+	if ((d = opendir(dir)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.' || !util_id_valid(de->d_name))
+				continue;
+			xasprintf(&path, "%s/%s/lease.json", dir, de->d_name);
+			lease = NULL;
+			if ((f = fopen(path, "re")) != NULL) {
+				text = xmalloc(65536);
+				len = (long)fread(text, 1, 65535, f);
+				fclose(f);
+				lease = cJSON_ParseWithLength(text, len);
+				free(text);
+			}
+			free(path);
+			if (lease != NULL && state_owner_alive(
+			    cJSON_GetObjectItem(lease, "owner"))) {
+				cJSON_Delete(lease);
+				continue;
+			}
+			cJSON_Delete(lease);
+			xasprintf(&path, "%s/%s", dir, de->d_name);
+			util_random_hex(rnd, 8);
+			to = state_path("sandboxes/.trash/%s-%s-%s", id,
+			    de->d_name, rnd);
+			if (rename(path, to) == 0) {
+				log_info("recovery: workspace session %s of %s"
+				    " was abandoned by its process; its"
+				    " unpublished changes are discarded",
+				    de->d_name, id);
+				attrs = cJSON_CreateObject();
+				cJSON_AddStringToObject(attrs,
+				    "workspace_session_id", de->d_name);
+				telemetry_event(id, NULL, NULL,
+				    "session.abandoned", attrs);
+			}
+			free(path);
+			free(to);
+		}
+		closedir(d);
+	}
+	free(dir);
+
+	dir = state_path("sandboxes/%s/stack/staging", id);
+	if ((lock = layer_lock_try(id)) != -1) {
+		if ((d = opendir(dir)) != NULL) {
+			while ((de = readdir(d)) != NULL) {
+				if (de->d_name[0] == '.')
+					continue;
+				xasprintf(&path, "%s/%s", dir, de->d_name);
+				util_random_hex(rnd, 8);
+				to = state_path("sandboxes/.trash/%s-stg-%s",
+				    id, rnd);
+				if (rename(path, to) == 0)
+					log_info("recovery: removed the"
+					    " half-built layer %s of %s",
+					    de->d_name, id);
+				free(path);
+				free(to);
+			}
+			closedir(d);
+		}
+		layer_unlock(lock);
+	}
+	free(dir);
+}
+
+/*
  * At start: transitions whose process has died become failed, records
  * whose container is missing become failed, containers of ours with no
  * record are reported, and interrupted staging and trash are removed.
@@ -1203,6 +1294,7 @@ sandbox_recover(void)
 
 	ids = state_sandbox_ids(&n);
 	for (i = 0; i < n; i++) {
+		sandbox_recover_sessions(ids[i]);
 		fd = state_lock(ids[i]);
 		rec = state_record_read(ids[i]);
 		owner = cJSON_GetObjectItem(rec, "owner");

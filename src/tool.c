@@ -45,6 +45,12 @@ static const struct tool_entry *tool_table[] = {
 	&tool_list_sandboxes_entry,
 	&tool_inspect_sandbox_entry,
 	&tool_destroy_sandbox_entry,
+	&tool_exec_command_entry,
+	&tool_write_command_stdin_entry,
+	&tool_read_command_lines_entry,
+	&tool_create_workspace_session_entry,
+	&tool_publish_workspace_session_entry,
+	&tool_destroy_workspace_session_entry,
 };
 
 struct tool_call {

@@ -128,6 +128,18 @@ util_id_valid(const char *id)
 	    '\0');
 }
 
+/* Whether a layer id is well formed: [A-Za-z0-9_-], 1 to 64 bytes. */
+int
+util_id_valid_layer(const char *id)
+{
+	size_t	len = strlen(id);
+
+	if (len == 0 || len > 64)
+		return (0);
+	return (id[strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789_-")] == '\0');
+}
+
 void
 util_sha256(const void *data, size_t len, unsigned char out[32])
 {

@@ -79,6 +79,21 @@ def hold_create(srv, pid, roots, rid, count):
                     records(srv.state), "%d records" % count)
 
 
+def settle(d, state):
+    """Wait until the Engine has done what was asked of it before a
+    crash: the set of our containers stays the same for two seconds."""
+    last, since = None, time.time()
+    end = time.time() + 60
+    while time.time() < end:
+        now = containers(d, state)
+        if now != last:
+            last, since = now, time.time()
+        elif time.time() - since >= 2:
+            return
+        time.sleep(0.1)
+    check(False, "the Engine did not settle")
+
+
 def destroy_all(s, what):
     for sid in list(records(s.state)):
         r = s.call("destroy_sandbox", {"sandbox_id": sid})
@@ -141,7 +156,7 @@ def test():
     a.proc.kill()
     a.proc.wait()
     os.kill(pid, signal.SIGCONT)
-    time.sleep(1)              # let Docker finish what was asked of it
+    settle(d, a.state)         # Docker finishes what was asked of it
     b.close_stdin()
     b.wait_exit()
     a = Server(config=conf, docker_host=d.host,
@@ -163,7 +178,7 @@ def test():
         time.sleep(random.uniform(0.0, 0.6))
         a.proc.kill()
         a.proc.wait()
-        time.sleep(1)
+        settle(d, a.state)
         a = Server(config=conf, docker_host=d.host,
                    state=a.state)
         a.initialize()

@@ -135,7 +135,13 @@ test_list(void)
 	    "type")->valuestring, "string");
 	cJSON_Delete(list);
 
-	list = tool_list(TOOLSET_RUNTIME | TOOLSET_OBSERVABILITY);
+	list = tool_list(TOOLSET_RUNTIME);
+	tools = cJSON_GetObjectItem(list, "tools");
+	CHECK_INT(cJSON_GetArraySize(tools), 6);
+	CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(tools, 0),
+	    "name")->valuestring, "exec_command");
+	cJSON_Delete(list);
+	list = tool_list(TOOLSET_OBSERVABILITY);
 	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(list, "tools")), 0);
 	cJSON_Delete(list);
 	CHECK(tool_find("list_docker_images", TOOLSET_RUNTIME) == NULL);

@@ -39,6 +39,9 @@ static const struct unit_case *unit_groups[] = {
 	unit_tool_cases,
 	unit_docker_cases,
 	unit_util_cases,
+	unit_transcript_cases,
+	unit_gitignore_cases,
+	unit_merge_cases,
 };
 
 static char	unit_state[] = "/tmp/sandbox-mcp-unit.XXXXXX";

@@ -36,6 +36,9 @@ extern const struct unit_case unit_cfg_cases[];
 extern const struct unit_case unit_tool_cases[];
 extern const struct unit_case unit_docker_cases[];
 extern const struct unit_case unit_util_cases[];
+extern const struct unit_case unit_transcript_cases[];
+extern const struct unit_case unit_gitignore_cases[];
+extern const struct unit_case unit_merge_cases[];
 
 void	unit_setup(void);
 

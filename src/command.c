@@ -1,0 +1,927 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * Command sessions: a shell command run in a workspace session (nsexec.c
+ * does the entering), its stdin pipe, its output (stdout and stderr on
+ * one pipe, in order) appended to a transcript on disk, its status, and
+ * the tool calls that wait on it. All pipes are on the event loop.
+ *
+ * A command is finished when its shim has been reaped (the shell has
+ * exited) and its output has reached end of file (every process it left
+ * holding the output is gone). On a timeout, or when a Ctrl-C ends it,
+ * the whole process group gets SIGTERM, then SIGKILL after a grace. When
+ * the last command of an automatic session finishes, the session's
+ * processes are killed and its changes captured and published before the
+ * command's terminal result is given, which then carries the publish
+ * fields.
+ *
+ * The last finished commands of each sandbox are kept with their
+ * transcripts (512 by default, oldest dropped first).
+ */
+
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "sandbox-mcp.h"
+#include "transcript.h"
+
+#define COMMAND_GRACE_MS	2000	/* SIGTERM -> SIGKILL */
+#define COMMAND_STDIN_WAIT_MS	2000
+#define COMMAND_STDIN_HIGH	(1024 * 1024)
+
+enum command_state {
+	COMMAND_STARTING,	/* waiting for its automatic session */
+	COMMAND_RUNNING,
+	COMMAND_FINALIZING,	/* publishing its automatic session */
+	COMMAND_DONE
+};
+
+struct command_wait;
+TAILQ_HEAD(command_waits, command_wait);
+
+struct command {
+	char			 id[17];
+	char			 sandbox[65];
+	char			 ws[17];
+	struct rt_sandbox	*sb;
+	struct session		*s;
+	enum command_state	 state;
+	char			*cmd;
+	struct job		*shim;
+	pid_t			 shell;
+	int			 pending_signal;
+	struct bufferevent	*in;
+	struct bufferevent	*out;
+	int			 in_close_when_drained;
+	struct transcript	*tr;
+	int			 reaped;
+	int			 eof;
+	int			 exit_code;
+	int			 timed_out;
+	int			 interrupted;
+	char			*error;
+	uint64_t		 start_us;
+	uint64_t		 end_us;
+	uint64_t		 cursor;
+	long long		 timeout_ms;
+	struct event		*timer;		/* timeout, then grace */
+	int			 grace;
+	cJSON			*publish;	/* fields for the result */
+	struct command_waits	 waits;
+	TAILQ_ENTRY(command)	 entry;
+};
+static TAILQ_HEAD(, command)	commands = TAILQ_HEAD_INITIALIZER(commands);
+
+struct command_wait {
+	struct command		*c;
+	struct event		*timer;
+	int			 stdin_wait;	/* still writing stdin */
+	command_cb		 cb;
+	void			*arg;
+	TAILQ_ENTRY(command_wait) entry;
+};
+
+/* A pending exec waiting for its automatic session. */
+struct command_start {
+	struct command		*c;
+	long long		 yield_ms;
+	command_cb		 cb;
+	void			*arg;
+	struct command_wait	**handle;
+};
+
+static void	command_finish(struct command *);
+static cJSON	*command_output(const char *, size_t);
+static void	command_wake(struct command *);
+static void	command_run(struct command *, long long, command_cb, void *,
+		    struct command_wait **);
+
+static const char *
+command_status(struct command *c)
+{
+	if (c->state != COMMAND_DONE)
+		return ("running");
+	if (c->timed_out)
+		return ("timed_out");
+	if (c->interrupted && c->exit_code == 130)
+		return ("cancelled");
+	return (c->exit_code == 0 ? "ok" : "error");
+}
+
+static unsigned int
+command_running(const char *sandbox)
+{
+	struct command	*c;
+	unsigned int	 n = 0;
+
+	TAILQ_FOREACH(c, &commands, entry) {
+		if (c->state != COMMAND_DONE &&
+		    strcmp(c->sandbox, sandbox) == 0)
+			n++;
+	}
+	return (n);
+}
+
+static struct command *
+command_find(const char *sandbox, const char *id)
+{
+	struct command	*c;
+
+	TAILQ_FOREACH(c, &commands, entry) {
+		if (strcmp(c->id, id) == 0 && strcmp(c->sandbox, sandbox) == 0)
+			return (c);
+	}
+	return (NULL);
+}
+
+static void
+command_free(struct command *c)
+{
+	TAILQ_REMOVE(&commands, c, entry);
+	if (c->timer != NULL)
+		event_free(c->timer);
+	if (c->in != NULL)
+		bufferevent_free(c->in);
+	if (c->out != NULL)
+		bufferevent_free(c->out);
+	if (c->tr != NULL)
+		transcript_remove(c->tr);
+	cJSON_Delete(c->publish);
+	free(c->error);
+	free(c->cmd);
+	free(c);
+}
+
+/* Keep the last finished commands of a sandbox; drop the oldest. */
+static void
+command_retain(const char *sandbox)
+{
+	struct command	*c, *c1;
+	long long	 n = 0, keep = cfg_limit(LIMIT_COMMANDS_RETAINED);
+
+	TAILQ_FOREACH(c, &commands, entry) {
+		if (c->state == COMMAND_DONE &&
+		    strcmp(c->sandbox, sandbox) == 0)
+			n++;
+	}
+	TAILQ_FOREACH_SAFE(c, &commands, entry, c1) {
+		if (n <= keep)
+			break;
+		if (c->state != COMMAND_DONE || strcmp(c->sandbox,
+		    sandbox) != 0 || !TAILQ_EMPTY(&c->waits))
+			continue;
+		command_free(c);
+		n--;
+	}
+}
+
+/* Signal the command's process group (or remember to, once known). */
+static void
+command_signal(struct command *c, int sig)
+{
+	if (c->state == COMMAND_DONE)
+		return;
+	if (c->shell > 0) {
+		if (kill(-c->shell, sig) != 0 && errno == ESRCH)
+			kill(c->shell, sig);
+	} else
+		c->pending_signal = sig;
+}
+
+static void
+command_timer_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct command	*c = arg;
+	struct timeval	 tv;
+
+	if (c->state != COMMAND_RUNNING)
+		return;
+	tv.tv_sec = COMMAND_GRACE_MS / 1000;
+	tv.tv_usec = (COMMAND_GRACE_MS % 1000) * 1000;
+	switch (c->grace) {
+	case 0:			/* the deadline */
+		c->timed_out = 1;
+		log_debug("command %s timed out after %lld ms", c->id,
+		    c->timeout_ms);
+		command_signal(c, SIGTERM);
+		c->grace = 1;
+		evtimer_add(c->timer, &tv);
+		break;
+	case 1:			/* the grace is over */
+		command_signal(c, SIGKILL);
+		c->grace = 2;
+		evtimer_add(c->timer, &tv);
+		break;
+	default:		/* something still holds the output */
+		if (c->reaped) {
+			c->eof = 1;
+			command_finish(c);
+		} else
+			evtimer_add(c->timer, &tv);
+		break;
+	}
+}
+
+static void
+command_out_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct command	*c = arg;
+	struct evbuffer	*in = bufferevent_get_input(bev);
+	struct evbuffer_iovec v[8];
+	char		*cause;
+	int		 n, i;
+
+	while (evbuffer_get_length(in) > 0) {
+		n = evbuffer_peek(in, -1, NULL, v, 8);
+		if (n > 8)
+			n = 8;
+		for (i = 0; i < n; i++) {
+			if (transcript_append(c->tr, v[i].iov_base,
+			    v[i].iov_len, &cause) != 0) {
+				log_warnx("command %s: %s", c->id, cause);
+				free(cause);
+			}
+			evbuffer_drain(in, v[i].iov_len);
+		}
+	}
+}
+
+static void
+command_out_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct command	*c = arg;
+
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		command_out_read_cb(bev, c);
+		bufferevent_disable(bev, EV_READ);
+		c->eof = 1;
+		command_finish(c);
+	}
+}
+
+static void
+command_in_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct command		*c = arg;
+	struct command_wait	*w, *w1;
+
+	if (evbuffer_get_length(bufferevent_get_output(bev)) != 0)
+		return;
+	if (c->in_close_when_drained) {
+		bufferevent_free(c->in);
+		c->in = NULL;
+	}
+	TAILQ_FOREACH_SAFE(w, &c->waits, entry, w1) {
+		if (w->stdin_wait)
+			w->stdin_wait = 0;
+	}
+}
+
+static void
+command_in_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct command	*c = arg;
+
+	/* The command closed its stdin: drop what it will never read. */
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		bufferevent_free(c->in);
+		c->in = NULL;
+	}
+}
+
+static void
+command_shim_line(const char *line, void *arg)
+{
+	struct command	*c = arg;
+	const char	*errstr;
+
+	if (strncmp(line, "pid ", 4) == 0) {
+		c->shell = (pid_t)strtonum(line + 4, 1, INT32_MAX, &errstr);
+		if (errstr != NULL)
+			c->shell = 0;
+		else if (c->pending_signal != 0) {
+			command_signal(c, c->pending_signal);
+			c->pending_signal = 0;
+		}
+	} else if (strncmp(line, "error ", 6) == 0 && c->error == NULL)
+		c->error = xstrdup(line + 6);
+}
+
+static void
+command_shim_done(int status, struct evbuffer *report, void *arg)
+{
+	struct command	*c = arg;
+
+	c->shim = NULL;
+	c->reaped = 1;
+	if (status == -1)
+		c->exit_code = 125;
+	else if (WIFEXITED(status))
+		c->exit_code = WEXITSTATUS(status);
+	else
+		c->exit_code = 128 + WTERMSIG(status);
+	if (c->error != NULL && transcript_append(c->tr, "sandbox-mcp: ",
+	    13, NULL) == 0) {
+		transcript_append(c->tr, c->error, strlen(c->error), NULL);
+		transcript_append(c->tr, "\n", 1, NULL);
+	}
+	command_finish(c);
+}
+
+/* Publishing of the automatic session is done: the command is too. */
+static void
+command_published(struct session *s, cJSON *rep, void *arg)
+{
+	struct command	*c = arg;
+	cJSON		*p, *v;
+
+	c->publish = cJSON_CreateObject();
+	if ((v = cJSON_GetObjectItem(rep, "reject_class")) != NULL) {
+		cJSON_AddTrueToObject(c->publish, "publish_rejected");
+		cJSON_AddStringToObject(c->publish, "publish_reject_class",
+		    v->valuestring);
+		v = cJSON_DetachItemFromObject(rep, "details");
+		cJSON_AddItemToObject(c->publish, "publish_reject_details",
+		    v != NULL ? v : cJSON_CreateObject());
+		if ((v = cJSON_GetObjectItem(rep, "message")) != NULL)
+			cJSON_AddStringToObject(cJSON_GetObjectItem(
+			    c->publish, "publish_reject_details"), "message",
+			    v->valuestring);
+	} else if ((v = cJSON_GetObjectItem(rep, "layer_id")) != NULL) {
+		p = cJSON_AddObjectToObject(c->publish, "publish");
+		cJSON_AddStringToObject(p, "layer_id", v->valuestring);
+		cJSON_AddItemToObject(p, "manifest_version", cJSON_Duplicate(
+		    cJSON_GetObjectItem(rep, "manifest_version"), 1));
+		cJSON_AddItemToObject(p, "changed_paths", cJSON_Duplicate(
+		    cJSON_GetObjectItem(rep, "changed_paths"), 1));
+	} else
+		cJSON_AddNullToObject(c->publish, "publish");
+	session_end(s, "published");
+	c->s = NULL;
+	c->state = COMMAND_DONE;
+	command_wake(c);
+	command_retain(c->sandbox);
+}
+
+/* The session's processes are gone: capture and publish. */
+static void
+command_finalize_dead(struct session *s, void *arg)
+{
+	struct command	*c = arg;
+	char		*owner;
+
+	xasprintf(&owner, "workspace_session:%s", s->id);
+	session_publish(s, owner, command_published, c);
+	free(owner);
+}
+
+/* Reaped and at end of output: finished, unless a publish must come. */
+static void
+command_finish(struct command *c)
+{
+	struct session	*s = c->s;
+
+	if (c->state != COMMAND_RUNNING || !c->reaped || !c->eof)
+		return;
+	c->end_us = mono_us();
+	transcript_finish(c->tr);
+	if (c->timer != NULL)
+		evtimer_del(c->timer);
+	if (c->in != NULL) {
+		bufferevent_free(c->in);
+		c->in = NULL;
+	}
+	log_debug("command %s finished status=%s exit=%d in %.3f s", c->id,
+	    command_status(c), c->exit_code,
+	    (double)(c->end_us - c->start_us) / 1e6);
+	if (s != NULL && s->automatic && s->commands == 1 &&
+	    s->state != SESSION_ENDED) {
+		s->commands--;
+		c->state = COMMAND_FINALIZING;
+		session_when_dead(s, command_finalize_dead, c);
+		return;
+	}
+	c->s = NULL;
+	if (s != NULL)
+		session_command_done(s);
+	c->state = COMMAND_DONE;
+	command_wake(c);
+	command_retain(c->sandbox);
+}
+
+/* The result of a command: a window from the cursor (advance) or from
+ * start (read_command_lines). */
+static cJSON *
+command_result(struct command *c, int from_cursor, uint64_t start,
+    size_t max_lines)
+{
+	struct transcript_window tw;
+	cJSON		*r, *v;
+	char		*cause = NULL;
+	uint64_t	 now = mono_us(), end;
+	int		 running = c->state != COMMAND_DONE;
+
+	if (from_cursor)
+		start = c->cursor;
+	memset(&tw, 0, sizeof tw);
+	if (transcript_window(c->tr, start, max_lines,
+	    (size_t)cfg_limit(LIMIT_OUTPUT_WINDOW), running && from_cursor,
+	    &tw, &cause) != 0) {
+		log_warnx("command %s: %s", c->id, cause);
+		free(cause);
+		tw.start = tw.end = start;
+	}
+	if (from_cursor && tw.end > c->cursor)
+		c->cursor = tw.end;
+	end = c->end_us != 0 ? c->end_us : now;
+	r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "command_session_id", c->id);
+	cJSON_AddStringToObject(r, "workspace_session_id", c->ws);
+	cJSON_AddStringToObject(r, "status", command_status(c));
+	if (c->state == COMMAND_DONE)
+		cJSON_AddNumberToObject(r, "exit_code", c->timed_out ? 124 :
+		    strcmp(command_status(c), "cancelled") == 0 ? 130 :
+		    c->exit_code);
+	else
+		cJSON_AddNullToObject(r, "exit_code");
+	cJSON_AddNumberToObject(r, "wall_time_seconds",
+	    round((double)(now - c->start_us) / 1e3) / 1e3);
+	cJSON_AddNumberToObject(r, "command_total_time_seconds",
+	    round((double)(end - c->start_us) / 1e3) / 1e3);
+	cJSON_AddNumberToObject(r, "start_offset", (double)tw.start);
+	cJSON_AddNumberToObject(r, "end_offset", (double)tw.end);
+	cJSON_AddNumberToObject(r, "total_lines",
+	    (double)transcript_total_lines(c->tr));
+	cJSON_AddNumberToObject(r, "original_token_count",
+	    (double)tw.original_token_count);
+	cJSON_AddItemToObject(r, "output", command_output(tw.text, tw.len));
+	if (transcript_dropped_lines(c->tr) > 0)
+		cJSON_AddNumberToObject(r, "dropped_lines",
+		    (double)transcript_dropped_lines(c->tr));
+	free(tw.text);
+	if (c->state == COMMAND_DONE && c->publish != NULL) {
+		cJSON_ArrayForEach(v, c->publish)
+			cJSON_AddItemToObject(r, v->string,
+			    cJSON_Duplicate(v, 1));
+	}
+	return (r);
+}
+
+/*
+ * The window's text as a JSON string. The text is valid UTF-8, but a
+ * NUL byte cannot travel in our JSON strings: it becomes U+FFFD too.
+ */
+static cJSON *
+command_output(const char *text, size_t len)
+{
+	cJSON	*s;
+	char	*copy, *o;
+	size_t	 i, nuls = 0;
+
+	if (text == NULL)
+		return (cJSON_CreateString(""));
+	for (i = 0; i < len; i++) {
+		if (text[i] == '\0')
+			nuls++;
+	}
+	if (nuls == 0)
+		return (cJSON_CreateString(text));
+	copy = o = xmalloc(len + 2 * nuls + 1);
+	for (i = 0; i < len; i++) {
+		if (text[i] == '\0') {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+		} else
+			*o++ = text[i];
+	}
+	*o = '\0';
+	s = cJSON_CreateString(copy);
+	free(copy);
+	return (s);
+}
+
+static void
+command_wait_free(struct command_wait *w)
+{
+	TAILQ_REMOVE(&w->c->waits, w, entry);
+	if (w->timer != NULL)
+		event_free(w->timer);
+	free(w);
+}
+
+/* Answer one waiting call with the window from the cursor. */
+static void
+command_wait_answer(struct command_wait *w)
+{
+	struct command	*c = w->c;
+	command_cb	 cb = w->cb;
+	void		*arg = w->arg;
+	cJSON		*r;
+
+	command_wait_free(w);
+	r = command_result(c, 1, 0, TRANSCRIPT_WINDOW_LINES);
+	cb(r, NULL, NULL, NULL, arg);
+}
+
+/* The command reached its end: every waiting call gets its answer. */
+static void
+command_wake(struct command *c)
+{
+	struct command_wait	*w;
+
+	while ((w = TAILQ_FIRST(&c->waits)) != NULL)
+		command_wait_answer(w);
+}
+
+static void
+command_wait_timer_cb(evutil_socket_t fd, short events, void *arg)
+{
+	command_wait_answer(arg);
+}
+
+/* The caller no longer waits (notifications/cancelled): answer now. */
+void
+command_wait_cancel(struct command_wait *w)
+{
+	if (w != NULL)
+		command_wait_answer(w);
+}
+
+/* Wait up to yield_ms for the command to finish, then answer. */
+static void
+command_wait(struct command *c, long long yield_ms, command_cb cb,
+    void *arg, struct command_wait **handle)
+{
+	struct command_wait	*w;
+	struct timeval		 tv;
+
+	if (c->state == COMMAND_DONE || yield_ms == 0) {
+		if (handle != NULL)
+			*handle = NULL;
+		cb(command_result(c, 1, 0, TRANSCRIPT_WINDOW_LINES), NULL,
+		    NULL, NULL, arg);
+		return;
+	}
+	w = xcalloc(1, sizeof *w);
+	w->c = c;
+	w->cb = cb;
+	w->arg = arg;
+	if ((w->timer = evtimer_new(ev_base, command_wait_timer_cb, w)) ==
+	    NULL)
+		fatalx("%s: evtimer_new", __func__);
+	tv.tv_sec = yield_ms / 1000;
+	tv.tv_usec = (yield_ms % 1000) * 1000;
+	evtimer_add(w->timer, &tv);
+	TAILQ_INSERT_TAIL(&c->waits, w, entry);
+	if (handle != NULL)
+		*handle = w;
+}
+
+/* The environment of a command. */
+static char **
+command_env(struct command *c)
+{
+	char	**env;
+
+	env = xcalloc(8, sizeof *env);
+	env[0] = xstrdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+	    "/usr/bin:/sbin:/bin");
+	env[1] = xstrdup("HOME=/root");
+	env[2] = xstrdup("LANG=C.UTF-8");
+	env[3] = xstrdup("TERM=dumb");
+	xasprintf(&env[4], "SANDBOX_ID=%s", c->sandbox);
+	xasprintf(&env[5], "WORKSPACE_SESSION_ID=%s", c->ws);
+	env[6] = NULL;
+	return (env);
+}
+
+/* Start the command in its (live) session and wait for it. */
+static void
+command_run(struct command *c, long long yield_ms, command_cb cb,
+    void *arg, struct command_wait **handle)
+{
+	struct nsexec_command	 nc;
+	struct timeval		 tv;
+	char			**env, *path, *cause, *msg;
+	int			 in[2], out[2], keep[2], i;
+
+	path = state_path("sandboxes/%s/commands/%s", c->sandbox, c->id);
+	c->tr = transcript_open(path, (uint64_t)cfg_limit(
+	    LIMIT_TRANSCRIPT_MAX), &cause);
+	free(path);
+	if (c->tr == NULL) {
+		xasprintf(&msg, "cannot keep the command's output: %s", cause);
+		free(cause);
+		goto fail;
+	}
+	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
+		xasprintf(&msg, "pipe: %s", strerror(errno));
+		goto fail;
+	}
+	memset(&nc, 0, sizeof nc);
+	nc.init_pid = c->s->init;
+	nc.cgroup_procs = c->sb->cgroups;
+	nc.ncgroup = c->sb->ncgroup;
+	nc.cmd = c->cmd;
+	env = command_env(c);
+	nc.env = env;
+	keep[0] = in[0];
+	keep[1] = out[1];
+	c->state = COMMAND_RUNNING;
+	c->start_us = mono_us();
+	c->s->commands++;
+	c->shim = job_fork_keep("command", nsexec_command, &nc, keep, 2,
+	    command_shim_done, c);
+	job_on_line(c->shim, command_shim_line, c);
+	for (i = 0; env[i] != NULL; i++)
+		free(env[i]);
+	free(env);
+	close(in[0]);
+	close(out[1]);
+	util_set_nonblock(in[1]);
+	util_set_nonblock(out[0]);
+	c->in = bufferevent_socket_new(ev_base, in[1], BEV_OPT_CLOSE_ON_FREE);
+	c->out = bufferevent_socket_new(ev_base, out[0],
+	    BEV_OPT_CLOSE_ON_FREE);
+	if (c->in == NULL || c->out == NULL)
+		fatalx("%s: bufferevent_socket_new", __func__);
+	bufferevent_setcb(c->in, NULL, command_in_write_cb,
+	    command_in_event_cb, c);
+	bufferevent_setcb(c->out, command_out_read_cb, NULL,
+	    command_out_event_cb, c);
+	bufferevent_enable(c->out, EV_READ);
+	bufferevent_enable(c->in, EV_WRITE);
+	if ((c->timer = evtimer_new(ev_base, command_timer_cb, c)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	if (c->timeout_ms > 0) {
+		tv.tv_sec = c->timeout_ms / 1000;
+		tv.tv_usec = (c->timeout_ms % 1000) * 1000;
+		evtimer_add(c->timer, &tv);
+	}
+	log_debug("command %s started in %s: %.200s", c->id, c->ws, c->cmd);
+	command_wait(c, yield_ms, cb, arg, handle);
+	return;
+fail:
+	c->state = COMMAND_DONE;
+	cb(NULL, TOOL_ERR_INTERNAL, msg, NULL, arg);
+	free(msg);
+	command_free(c);
+}
+
+static void
+command_session_ready(struct session *s, const char *kind,
+    const char *message, void *arg)
+{
+	struct command_start	*st = arg;
+	struct command		*c = st->c;
+
+	if (s == NULL) {
+		c->state = COMMAND_DONE;
+		st->cb(NULL, kind, message, tool_details("sandbox_id",
+		    c->sandbox), st->arg);
+		command_free(c);
+		free(st);
+		return;
+	}
+	c->s = s;
+	strlcpy(c->ws, s->id, sizeof c->ws);
+	command_run(c, st->yield_ms, st->cb, st->arg, st->handle);
+	free(st);
+}
+
+/*
+ * exec_command: run cmd in the session ws (NULL: a new automatic one),
+ * wait up to yield_ms and answer with the result.
+ */
+void
+command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
+    long long timeout_ms, long long yield_ms, command_cb cb, void *arg,
+    struct command_wait **handle)
+{
+	struct command		*c;
+	struct command_start	*st;
+	struct session		*s = NULL;
+	char			 rnd[13], *msg;
+	cJSON			*d;
+
+	if (handle != NULL)
+		*handle = NULL;
+	if (cmd[strspn(cmd, " \t\r\n")] == '\0') {
+		cb(NULL, TOOL_ERR_INVALID, "cmd must hold a command, not only"
+		    " blanks", tool_details("argument", "cmd"), arg);
+		return;
+	}
+	if (command_running(sb->id) >= cfg_limit(LIMIT_COMMANDS_RUNNING)) {
+		xasprintf(&msg, "sandbox %s already runs %lld commands (limit"
+		    " commands-running)", sb->id,
+		    cfg_limit(LIMIT_COMMANDS_RUNNING));
+		d = tool_details("limit", "commands-running");
+		cJSON_AddStringToObject(d, "sandbox_id", sb->id);
+		cb(NULL, TOOL_ERR_BUSY, msg, d, arg);
+		free(msg);
+		return;
+	}
+	if (ws != NULL) {
+		if ((s = session_find(sb, ws)) == NULL ||
+		    s->state != SESSION_LIVE) {
+			xasprintf(&msg, "no workspace session %s in sandbox %s"
+			    " (it ended, or another process owns it)", ws,
+			    sb->id);
+			cb(NULL, TOOL_ERR_NOT_FOUND, msg, tool_details(
+			    "workspace_session_id", ws), arg);
+			free(msg);
+			return;
+		}
+		if (s->publishing) {
+			xasprintf(&msg, "workspace session %s is being"
+			    " published", ws);
+			cb(NULL, TOOL_ERR_CONFLICT, msg, tool_details(
+			    "workspace_session_id", ws), arg);
+			free(msg);
+			return;
+		}
+	}
+	c = xcalloc(1, sizeof *c);
+	util_random_hex(rnd, 12);
+	snprintf(c->id, sizeof c->id, "cmd-%s", rnd);
+	strlcpy(c->sandbox, sb->id, sizeof c->sandbox);
+	c->sb = sb;
+	c->cmd = xstrdup(cmd);
+	c->timeout_ms = timeout_ms;
+	c->state = COMMAND_STARTING;
+	TAILQ_INIT(&c->waits);
+	TAILQ_INSERT_TAIL(&commands, c, entry);
+	if (s != NULL) {
+		c->s = s;
+		strlcpy(c->ws, s->id, sizeof c->ws);
+		command_run(c, yield_ms, cb, arg, handle);
+		return;
+	}
+	st = xcalloc(1, sizeof *st);
+	st->c = c;
+	st->yield_ms = yield_ms;
+	st->cb = cb;
+	st->arg = arg;
+	st->handle = handle;
+	session_create(sb, 1, 0, command_session_ready, st);
+}
+
+static struct command *
+command_lookup(struct rt_sandbox *sb, const char *id, command_cb cb,
+    void *arg)
+{
+	struct command	*c;
+	char		*msg;
+
+	if ((c = command_find(sb->id, id)) == NULL || c->state ==
+	    COMMAND_STARTING) {
+		xasprintf(&msg, "no command session %s in sandbox %s", id,
+		    sb->id);
+		cb(NULL, TOOL_ERR_NOT_FOUND, msg, tool_details(
+		    "command_session_id", id), arg);
+		free(msg);
+		return (NULL);
+	}
+	return (c);
+}
+
+/*
+ * write_command_stdin: write data (a lone Ctrl-C interrupts the process
+ * group, a lone Ctrl-D closes stdin), then wait like exec_command.
+ */
+void
+command_stdin(struct rt_sandbox *sb, const char *id, const char *data,
+    long long yield_ms, command_cb cb, void *arg,
+    struct command_wait **handle)
+{
+	struct command	*c;
+	char		*msg;
+	cJSON		*d;
+	size_t		 len = strlen(data);
+
+	if (handle != NULL)
+		*handle = NULL;
+	if ((c = command_lookup(sb, id, cb, arg)) == NULL)
+		return;
+	if (c->state != COMMAND_RUNNING) {
+		xasprintf(&msg, "command %s has already finished", id);
+		d = tool_details("command_session_id", id);
+		cJSON_AddStringToObject(d, "status", command_status(c));
+		cb(NULL, TOOL_ERR_FAILED, msg, d, arg);
+		free(msg);
+		return;
+	}
+	if (strcmp(data, "\003") == 0) {
+		c->interrupted = 1;
+		command_signal(c, SIGINT);
+	} else if (strcmp(data, "\004") == 0) {
+		if (c->in != NULL) {
+			if (evbuffer_get_length(bufferevent_get_output(
+			    c->in)) == 0) {
+				bufferevent_free(c->in);
+				c->in = NULL;
+			} else
+				c->in_close_when_drained = 1;
+		}
+	} else if (len > 0) {
+		if (c->in == NULL) {
+			xasprintf(&msg, "command %s has closed its stdin", id);
+			cb(NULL, TOOL_ERR_FAILED, msg, tool_details(
+			    "command_session_id", id), arg);
+			free(msg);
+			return;
+		}
+		if (evbuffer_get_length(bufferevent_get_output(c->in)) >
+		    COMMAND_STDIN_HIGH) {
+			xasprintf(&msg, "the command is not reading its stdin"
+			    " (%zu bytes are still waiting)",
+			    evbuffer_get_length(bufferevent_get_output(
+			    c->in)));
+			cb(NULL, TOOL_ERR_FAILED, msg, tool_details(
+			    "command_session_id", id), arg);
+			free(msg);
+			return;
+		}
+		bufferevent_write(c->in, data, len);
+	}
+	command_wait(c, yield_ms, cb, arg, handle);
+}
+
+/* read_command_lines: a window from start, without touching the cursor. */
+void
+command_read(struct rt_sandbox *sb, const char *id, long long start,
+    long long limit, command_cb cb, void *arg)
+{
+	struct command	*c;
+
+	if ((c = command_lookup(sb, id, cb, arg)) == NULL)
+		return;
+	if (limit < 1)
+		limit = 1;
+	if (limit > 1000)
+		limit = 1000;
+	cb(command_result(c, 0, (uint64_t)start, (size_t)limit), NULL, NULL,
+	    NULL, arg);
+}
+
+/* The ids of the commands of a session still running (for refusals). */
+cJSON *
+command_running_in(const char *sandbox, const char *ws)
+{
+	struct command	*c;
+	cJSON		*a;
+
+	a = cJSON_CreateArray();
+	TAILQ_FOREACH(c, &commands, entry) {
+		if (c->state != COMMAND_DONE && strcmp(c->sandbox,
+		    sandbox) == 0 && strcmp(c->ws, ws) == 0)
+			cJSON_AddItemToArray(a, cJSON_CreateString(c->id));
+	}
+	return (a);
+}
+
+/* A sandbox is going away: end its commands (their sessions end too). */
+void
+command_forget_sandbox(const char *sandbox)
+{
+	struct command	*c, *c1;
+
+	TAILQ_FOREACH_SAFE(c, &commands, entry, c1) {
+		if (strcmp(c->sandbox, sandbox) != 0)
+			continue;
+		if (c->state == COMMAND_RUNNING)
+			command_signal(c, SIGKILL);
+		else if (c->state == COMMAND_DONE && TAILQ_EMPTY(&c->waits))
+			command_free(c);
+	}
+}

@@ -1,0 +1,407 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * The layer stack of a sandbox, under <state>/sandboxes/<id>/stack/:
+ *
+ *	manifest.json	{"schema_version": 1, "version": N, "layers":
+ *			[{"layer_id", "path"}, ...]}, newest first, base last
+ *	layers/<id>/	published layers in overlayfs format (a deletion is
+ *			a 0:0 character device, a directory that replaces
+ *			what is below carries trusted.overlay.opaque=y)
+ *	layers/<id>.meta.json	owner, created_at_ms, digest, bytes, paths
+ *	staging/	layers being built; removed at start-up
+ *	.lock		the writer lock, held only for a commit
+ *
+ * The manifest is replaced atomically, so readers never lock. Layers and
+ * the base are never changed once committed. This file also resolves a
+ * path through a stack the way overlayfs does (whiteouts, opaque
+ * directories), without mounting anything.
+ */
+
+#include "config.h"
+
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "sandbox-mcp.h"
+
+#define LAYER_MANIFEST_MAX	(4 * 1024 * 1024)
+#define LAYER_BASE_ID		"B000001-base"
+
+void
+layer_stack_free(struct layer_stack *ls)
+{
+	size_t	i;
+
+	if (ls == NULL)
+		return;
+	for (i = 0; i < ls->n; i++) {
+		free(ls->ids[i]);
+		free(ls->paths[i]);
+	}
+	free(ls->ids);
+	free(ls->paths);
+	free(ls);
+}
+
+/* A stack from a JSON layers array (and its version). */
+struct layer_stack *
+layer_stack_from_json(int version, cJSON *layers, char **cause)
+{
+	struct layer_stack	*ls;
+	cJSON			*l, *id, *path;
+	size_t			 n;
+
+	if (!cJSON_IsArray(layers) || (n = cJSON_GetArraySize(layers)) == 0) {
+		xasprintf(cause, "the layer list is missing or empty");
+		return (NULL);
+	}
+	ls = xcalloc(1, sizeof *ls);
+	ls->version = version;
+	ls->ids = xcalloc(n, sizeof *ls->ids);
+	ls->paths = xcalloc(n, sizeof *ls->paths);
+	cJSON_ArrayForEach(l, layers) {
+		id = cJSON_GetObjectItem(l, "layer_id");
+		path = cJSON_GetObjectItem(l, "path");
+		if (!cJSON_IsString(id) || !cJSON_IsString(path) ||
+		    !util_id_valid_layer(id->valuestring) ||
+		    path->valuestring[0] != '/') {
+			xasprintf(cause, "layer %zu of the list is malformed",
+			    ls->n);
+			layer_stack_free(ls);
+			return (NULL);
+		}
+		ls->ids[ls->n] = xstrdup(id->valuestring);
+		ls->paths[ls->n] = xstrdup(path->valuestring);
+		ls->n++;
+	}
+	return (ls);
+}
+
+/* The layers array of a stack, for a manifest or a lease. */
+cJSON *
+layer_stack_json(struct layer_stack *ls)
+{
+	cJSON	*a, *l;
+	size_t	 i;
+
+	a = cJSON_CreateArray();
+	for (i = 0; i < ls->n; i++) {
+		l = cJSON_CreateObject();
+		cJSON_AddStringToObject(l, "layer_id", ls->ids[i]);
+		cJSON_AddStringToObject(l, "path", ls->paths[i]);
+		cJSON_AddItemToArray(a, l);
+	}
+	return (a);
+}
+
+/* "sha256:" and the SHA-256 of the compact layers array. */
+void
+layer_stack_root_hash(struct layer_stack *ls, char out[72])
+{
+	unsigned char	 md[32];
+	cJSON		*a;
+	char		*text;
+
+	a = layer_stack_json(ls);
+	text = util_json_print(a);
+	util_sha256(text, strlen(text), md);
+	memcpy(out, "sha256:", 7);
+	util_hex(md, sizeof md, out + 7);
+	free(text);
+	cJSON_Delete(a);
+}
+
+static char *
+layer_manifest_path(const char *sbox)
+{
+	return (state_path("sandboxes/%s/stack/manifest.json", sbox));
+}
+
+/* Read the current manifest of a sandbox's stack. */
+struct layer_stack *
+layer_stack_read(const char *sbox, char **cause)
+{
+	struct stat	 st;
+	char		*path, *buf;
+	cJSON		*m, *v;
+	ssize_t		 n;
+	int		 fd;
+	struct layer_stack *ls;
+
+	path = layer_manifest_path(sbox);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		xasprintf(cause, "cannot read %s: %s", path, strerror(errno));
+		free(path);
+		return (NULL);
+	}
+	if (fstat(fd, &st) != 0 || st.st_size > LAYER_MANIFEST_MAX) {
+		xasprintf(cause, "%s is larger than %d bytes", path,
+		    LAYER_MANIFEST_MAX);
+		close(fd);
+		free(path);
+		return (NULL);
+	}
+	buf = xmalloc(st.st_size + 1);
+	n = read(fd, buf, st.st_size);
+	close(fd);
+	m = n == st.st_size ? cJSON_ParseWithLength(buf, n) : NULL;
+	free(buf);
+	v = cJSON_GetObjectItem(m, "version");
+	if (!cJSON_IsNumber(v) || v->valuedouble < 1) {
+		xasprintf(cause, "%s is not a manifest", path);
+		cJSON_Delete(m);
+		free(path);
+		return (NULL);
+	}
+	ls = layer_stack_from_json((int)v->valuedouble,
+	    cJSON_GetObjectItem(m, "layers"), cause);
+	cJSON_Delete(m);
+	free(path);
+	return (ls);
+}
+
+/* Replace the manifest atomically (the writer lock is held). */
+int
+layer_stack_write(const char *sbox, struct layer_stack *ls, char **cause)
+{
+	cJSON	*m;
+	char	*path, *text;
+	int	 r;
+
+	m = cJSON_CreateObject();
+	cJSON_AddNumberToObject(m, "schema_version", 1);
+	cJSON_AddNumberToObject(m, "version", ls->version);
+	cJSON_AddItemToObject(m, "layers", layer_stack_json(ls));
+	text = util_json_print(m);
+	cJSON_Delete(m);
+	path = layer_manifest_path(sbox);
+	r = util_write_atomic(path, text, strlen(text), cause);
+	free(path);
+	free(text);
+	return (r);
+}
+
+/* Make a new sandbox's stack: the base alone, version 1. */
+int
+layer_stack_init(const char *sbox, const char *base, char **cause)
+{
+	struct layer_stack	 ls;
+	char			*ids[1], *paths[1], *dir;
+	static const char	*subdirs[] = { "stack", "stack/layers",
+	    "stack/staging", "sessions", "commands" };
+	size_t			 i;
+	int			 r;
+
+	for (i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
+		dir = state_path("sandboxes/%s/%s", sbox, subdirs[i]);
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+			xasprintf(cause, "cannot create %s: %s", dir,
+			    strerror(errno));
+			free(dir);
+			return (-1);
+		}
+		free(dir);
+	}
+	ids[0] = (char *)LAYER_BASE_ID;
+	paths[0] = (char *)base;
+	ls.version = 1;
+	ls.n = 1;
+	ls.ids = ids;
+	ls.paths = paths;
+	r = layer_stack_write(sbox, &ls, cause);
+	return (r);
+}
+
+/* Take the stack's writer lock (blocking: children only, or brief). */
+int
+layer_lock(const char *sbox)
+{
+	char	*path;
+	int	 fd;
+
+	path = state_path("sandboxes/%s/stack/.lock", sbox);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	free(path);
+	if (fd == -1)
+		return (-1);
+	while (flock(fd, LOCK_EX) == -1) {
+		if (errno != EINTR) {
+			close(fd);
+			return (-1);
+		}
+	}
+	return (fd);
+}
+
+/* The writer lock if nobody holds it, else -1 (never waits). */
+int
+layer_lock_try(const char *sbox)
+{
+	char	*path;
+	int	 fd;
+
+	path = state_path("sandboxes/%s/stack/.lock", sbox);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	free(path);
+	if (fd == -1)
+		return (-1);
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		close(fd);
+		return (-1);
+	}
+	return (fd);
+}
+
+void
+layer_unlock(int fd)
+{
+	if (fd != -1)
+		close(fd);
+}
+
+/* A new layer id for a manifest version: L<6 digits>-<8 hex>. */
+void
+layer_new_id(int version, char prefix, char out[20])
+{
+	char	rnd[9];
+
+	util_random_hex(rnd, 8);
+	snprintf(out, 20, "%c%06d-%s", prefix, version % 1000000, rnd);
+}
+
+/* Whether an entry of a layer directory is a whiteout (char dev 0:0). */
+int
+layer_is_whiteout(const struct stat *st)
+{
+	return (S_ISCHR(st->st_mode) && major(st->st_rdev) == 0 &&
+	    minor(st->st_rdev) == 0);
+}
+
+/* Whether a directory carries trusted.overlay.opaque=y. */
+int
+layer_is_opaque(const char *path)
+{
+	char	v[4];
+	ssize_t	n;
+
+	n = lgetxattr(path, "trusted.overlay.opaque", v, sizeof v);
+	return (n == 1 && v[0] == 'y');
+}
+
+/*
+ * Resolve a relative path through a stack as overlayfs would. Fills e:
+ * kind, the layer index it came from and its path there, and its stat.
+ * Returns 0 (kind may be absent), or -1 with a cause on an I/O error.
+ */
+int
+layer_resolve(struct layer_stack *ls, const char *rel,
+    struct layer_entry *e, char **cause)
+{
+	struct stat	 st;
+	char		*copy, *p, *slash, full[PATH_MAX];
+	size_t		 lowest = ls->n, i;
+	int		 last, found;
+
+	memset(e, 0, sizeof *e);
+	e->kind = LAYER_ABSENT;
+	copy = xstrdup(rel);
+	p = copy;
+	for (;;) {
+		slash = strchr(p, '/');
+		last = slash == NULL;
+		if (!last)
+			*slash = '\0';
+		/* copy now holds the prefix up to this component. */
+		found = 0;
+		for (i = 0; i < lowest; i++) {
+			if (snprintf(full, sizeof full, "%s/%s", ls->paths[i],
+			    copy) >= (int)sizeof full) {
+				xasprintf(cause, "path too long: %s", rel);
+				free(copy);
+				return (-1);
+			}
+			if (lstat(full, &st) != 0) {
+				if (errno == ENOENT || errno == ENOTDIR)
+					continue;
+				xasprintf(cause, "cannot read %s: %s", full,
+				    strerror(errno));
+				free(copy);
+				return (-1);
+			}
+			if (layer_is_whiteout(&st)) {
+				if (!found)
+					goto absent;
+				lowest = i;	/* hides what is below */
+				break;
+			}
+			if (!S_ISDIR(st.st_mode)) {
+				if (!found) {
+					if (!last)
+						goto absent;
+					e->kind = S_ISLNK(st.st_mode) ?
+					    LAYER_SYMLINK : S_ISREG(st.st_mode) ?
+					    LAYER_FILE : LAYER_OTHER;
+					e->layer = i;
+					e->st = st;
+					strlcpy(e->path, full, sizeof e->path);
+					free(copy);
+					return (0);
+				}
+				lowest = i;
+				break;
+			}
+			if (!found) {
+				found = 1;
+				if (last) {
+					e->kind = LAYER_DIR;
+					e->layer = i;
+					e->st = st;
+					strlcpy(e->path, full, sizeof e->path);
+				}
+			}
+			if (layer_is_opaque(full)) {
+				lowest = i + 1;
+				break;
+			}
+		}
+		if (!found)
+			goto absent;
+		if (last)
+			break;
+		*slash = '/';
+		p = slash + 1;
+	}
+	free(copy);
+	return (0);
+absent:
+	e->kind = LAYER_ABSENT;
+	free(copy);
+	return (0);
+}

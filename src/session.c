@@ -1,0 +1,688 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * Workspace sessions, the server's side. A session is a private view of
+ * a sandbox's workspace: an overlay whose lower layers are the stack as
+ * leased when it began and whose upper directory is its own, in its own
+ * mount, PID and (when isolated) network namespaces, built by a holder
+ * process (nsexec.c) and kept alive by its init. This file also keeps
+ * what the runtime needs of each sandbox: its container's init pid and
+ * cgroups, learnt from the Docker Engine once and checked on each use.
+ *
+ *	<state>/sandboxes/<id>/sessions/<ws>/lease.json	the lease
+ *	<state>/sandboxes/<id>/sessions/<ws>/upper/	the session's changes
+ *	<state>/sandboxes/<id>/sessions/<ws>/work/	overlayfs's work dir
+ *
+ * Sessions belong to the process that started them: a lifeline pipe ends
+ * a session's init when this process ends, and any process that finds a
+ * lease whose owner is gone removes the session's scratch.
+ */
+
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+
+#include "sandbox-mcp.h"
+
+static LIST_HEAD(, rt_sandbox)	rt_sandboxes = LIST_HEAD_INITIALIZER(rt_sandboxes);
+
+struct rt_wait {
+	char		 id[65];
+	rt_cb		 cb;
+	void		*arg;
+};
+
+struct session_start {
+	struct session	*s;
+	session_cb	 cb;
+	void		*arg;
+};
+
+static void
+rt_sandbox_free_cgroups(struct rt_sandbox *sb)
+{
+	size_t	i;
+
+	for (i = 0; i < sb->ncgroup; i++)
+		free(sb->cgroups[i]);
+	free(sb->cgroups);
+	sb->cgroups = NULL;
+	sb->ncgroup = 0;
+}
+
+/*
+ * The cgroup.procs files of a process's cgroups, from /proc/PID/cgroup
+ * and the cgroup mounts of /proc/self/mountinfo (v1 hierarchies and the
+ * unified one).
+ */
+static int
+rt_sandbox_cgroups(struct rt_sandbox *sb, char **cause)
+{
+	FILE		*f, *m;
+	char		 path[64], line[4096], mline[4096], *ctrls, *rel;
+	char		*mp, *fstype, *opts, *tok, *full, *dup, *word;
+	char		*save;
+	int		 match;
+
+	snprintf(path, sizeof path, "/proc/%ld/cgroup", (long)sb->pid);
+	if ((f = fopen(path, "re")) == NULL) {
+		xasprintf(cause, "cannot read %s: %s", path, strerror(errno));
+		return (-1);
+	}
+	rt_sandbox_free_cgroups(sb);
+	while (fgets(line, sizeof line, f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if ((ctrls = strchr(line, ':')) == NULL)
+			continue;
+		ctrls++;
+		if ((rel = strchr(ctrls, ':')) == NULL)
+			continue;
+		*rel++ = '\0';
+		if ((m = fopen("/proc/self/mountinfo", "re")) == NULL)
+			continue;
+		while (fgets(mline, sizeof mline, m) != NULL) {
+			/* ID PARENT MAJ:MIN ROOT MOUNTPOINT ... - TYPE SRC OPTS */
+			tok = strtok_r(mline, " ", &save);
+			mp = NULL;
+			for (match = 0; tok != NULL && match < 4; match++) {
+				tok = strtok_r(NULL, " ", &save);
+				if (match == 3)
+					mp = tok;
+			}
+			while (tok != NULL && strcmp(tok, "-") != 0)
+				tok = strtok_r(NULL, " ", &save);
+			fstype = strtok_r(NULL, " ", &save);
+			(void)strtok_r(NULL, " ", &save);
+			opts = strtok_r(NULL, " \n", &save);
+			if (mp == NULL || fstype == NULL || opts == NULL)
+				continue;
+			if (*ctrls == '\0') {
+				if (strcmp(fstype, "cgroup2") != 0)
+					continue;
+			} else {
+				if (strcmp(fstype, "cgroup") != 0)
+					continue;
+				/* Every controller of the line in the options. */
+				match = 1;
+				dup = xstrdup(ctrls);
+				for (word = strtok_r(dup, ",", &save);
+				    word != NULL; word = strtok_r(NULL, ",",
+				    &save)) {
+					if (strstr(opts, word) == NULL)
+						match = 0;
+				}
+				free(dup);
+				if (!match)
+					continue;
+			}
+			xasprintf(&full, "%s%s/cgroup.procs", mp, rel);
+			if (access(full, W_OK) == 0) {
+				sb->cgroups = xreallocarray(sb->cgroups,
+				    sb->ncgroup + 1, sizeof *sb->cgroups);
+				sb->cgroups[sb->ncgroup++] = full;
+			} else
+				free(full);
+			break;
+		}
+		fclose(m);
+	}
+	fclose(f);
+	return (0);
+}
+
+static struct rt_sandbox *
+rt_sandbox_find(const char *id)
+{
+	struct rt_sandbox	*sb;
+
+	LIST_FOREACH(sb, &rt_sandboxes, entry) {
+		if (strcmp(sb->id, id) == 0)
+			return (sb);
+	}
+	return (NULL);
+}
+
+static void
+rt_sandbox_inspect_cb(cJSON *result, const char *kind, const char *message,
+    cJSON *details, void *arg)
+{
+	struct rt_wait		*w = arg;
+	struct rt_sandbox	*sb;
+	cJSON			*c, *st, *pid, *id;
+	char			*msg, *cause;
+
+	if (result == NULL) {
+		w->cb(NULL, kind, message, tool_details("sandbox_id", w->id),
+		    w->arg);
+		cJSON_Delete(details);
+		free(w);
+		return;
+	}
+	c = cJSON_GetObjectItem(result, "container");
+	st = cJSON_GetObjectItem(c, "State");
+	pid = cJSON_GetObjectItem(st, "Pid");
+	id = cJSON_GetObjectItem(c, "Id");
+	if (!cJSON_IsTrue(cJSON_GetObjectItem(st, "Running")) ||
+	    !cJSON_IsNumber(pid) || pid->valuedouble <= 0 ||
+	    !cJSON_IsString(id)) {
+		xasprintf(&msg, "the container of sandbox %s is %s", w->id,
+		    c == NULL || cJSON_IsNull(c) ? "missing" : "not running");
+		w->cb(NULL, TOOL_ERR_FAILED, msg, tool_details("sandbox_id",
+		    w->id), w->arg);
+		free(msg);
+		cJSON_Delete(result);
+		free(w);
+		return;
+	}
+	if ((sb = rt_sandbox_find(w->id)) == NULL) {
+		sb = xcalloc(1, sizeof *sb);
+		strlcpy(sb->id, w->id, sizeof sb->id);
+		LIST_INIT(&sb->sessions);
+		LIST_INSERT_HEAD(&rt_sandboxes, sb, entry);
+	}
+	free(sb->container);
+	sb->container = xstrdup(id->valuestring);
+	sb->pid = (pid_t)pid->valuedouble;
+	sb->pid_start = state_process_start(sb->pid);
+	if (rt_sandbox_cgroups(sb, &cause) != 0) {
+		w->cb(NULL, TOOL_ERR_FAILED, cause, tool_details("sandbox_id",
+		    w->id), w->arg);
+		free(cause);
+		sb->pid = 0;
+	} else
+		w->cb(sb, NULL, NULL, NULL, w->arg);
+	cJSON_Delete(result);
+	free(w);
+}
+
+/*
+ * The runtime view of a ready sandbox, for a runtime tool: cb(sb) or
+ * cb(NULL, kind, message, details). Unknown sandbox: not_found; not
+ * ready: operation_failed naming its state.
+ */
+void
+rt_sandbox_get(const char *id, rt_cb cb, void *arg)
+{
+	struct rt_sandbox	*sb;
+	struct rt_wait		*w;
+	cJSON			*rec, *state;
+	char			*msg;
+
+	if (!util_id_valid(id)) {
+		xasprintf(&msg, "invalid sandbox id: %.80s", id);
+		cb(NULL, TOOL_ERR_INVALID, msg, tool_details("sandbox_id", id),
+		    arg);
+		free(msg);
+		return;
+	}
+	if ((rec = state_record_read(id)) == NULL) {
+		xasprintf(&msg, "no sandbox %s", id);
+		cb(NULL, TOOL_ERR_NOT_FOUND, msg, tool_details("sandbox_id",
+		    id), arg);
+		free(msg);
+		return;
+	}
+	state = cJSON_GetObjectItem(rec, "state");
+	if (!cJSON_IsString(state) || strcmp(state->valuestring, "ready") !=
+	    0) {
+		xasprintf(&msg, "sandbox %s is %s, not ready", id,
+		    cJSON_IsString(state) ? state->valuestring : "unknown");
+		cJSON_Delete(rec);
+		cb(NULL, TOOL_ERR_FAILED, msg, tool_details("sandbox_id", id),
+		    arg);
+		free(msg);
+		return;
+	}
+	cJSON_Delete(rec);
+	sb = rt_sandbox_find(id);
+	if (sb != NULL && sb->pid > 0 &&
+	    state_process_start(sb->pid) == sb->pid_start) {
+		cb(sb, NULL, NULL, NULL, arg);
+		return;
+	}
+	w = xcalloc(1, sizeof *w);
+	strlcpy(w->id, id, sizeof w->id);
+	w->cb = cb;
+	w->arg = arg;
+	sandbox_lookup(id, rt_sandbox_inspect_cb, w);
+}
+
+/* A live session of this process by id, or NULL. */
+struct session *
+session_find(struct rt_sandbox *sb, const char *id)
+{
+	struct session	*s;
+
+	LIST_FOREACH(s, &sb->sessions, entry) {
+		if (strcmp(s->id, id) == 0 && s->state != SESSION_ENDED)
+			return (s);
+	}
+	return (NULL);
+}
+
+static void
+session_free(struct session *s)
+{
+	LIST_REMOVE(s, entry);
+	layer_stack_free(s->lease);
+	free(s->dir);
+	free(s);
+}
+
+/* Remove the scratch once the init is gone (rename now, rm in a child). */
+static void
+session_trash(struct session *s)
+{
+	char	*to, rnd[9];
+
+	util_random_hex(rnd, 8);
+	to = state_path("sandboxes/.trash/%s-%s-%s", s->sb->id, s->id, rnd);
+	if (rename(s->dir, to) != 0 && errno != ENOENT)
+		log_warn("cannot remove %s", s->dir);
+	free(to);
+	sandbox_trash_empty();
+}
+
+/* An ended session goes once its init is gone and no command runs. */
+static void
+session_maybe_free(struct session *s)
+{
+	if (s->state != SESSION_ENDED || s->init > 0 || s->commands > 0)
+		return;
+	session_trash(s);
+	session_free(s);
+}
+
+/* A command of the session has finished. */
+void
+session_command_done(struct session *s)
+{
+	if (s->commands > 0)
+		s->commands--;
+	session_maybe_free(s);
+}
+
+/* The init has exited (killed by us, or the container went away). */
+static void
+session_init_died(int status, void *arg)
+{
+	struct session	*s = arg;
+	void		(*cb)(struct session *, void *) = s->dead_cb;
+
+	log_trace(TRACE_JOB, "session %s init %ld exited status=%d", s->id,
+	    (long)s->init, status);
+	s->init = 0;
+	if (s->lifeline != -1) {
+		close(s->lifeline);
+		s->lifeline = -1;
+	}
+	if (s->state != SESSION_ENDED)
+		s->state = SESSION_DEAD;
+	if (cb != NULL) {
+		s->dead_cb = NULL;
+		cb(s, s->dead_arg);
+		return;
+	}
+	session_maybe_free(s);
+}
+
+/*
+ * Kill every process of a session and call cb once they are gone (the
+ * upper directory then no longer changes); the session is kept.
+ */
+void
+session_when_dead(struct session *s, void (*cb)(struct session *, void *),
+    void *arg)
+{
+	if (s->init <= 0) {
+		if (s->state == SESSION_LIVE)
+			s->state = SESSION_DEAD;
+		cb(s, arg);
+		return;
+	}
+	s->dead_cb = cb;
+	s->dead_arg = arg;
+	kill(s->init, SIGKILL);
+}
+
+/*
+ * End a session: kill everything in it; once its init is gone, remove
+ * its scratch. Its changes, if not published, are lost.
+ */
+void
+session_end(struct session *s, const char *why)
+{
+	cJSON	*attrs;
+
+	if (s->state == SESSION_ENDED)
+		return;
+	attrs = cJSON_CreateObject();
+	cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
+	cJSON_AddStringToObject(attrs, "reason", why);
+	telemetry_event(s->sb->id, NULL, NULL, "session.destroyed", attrs);
+	log_debug("session %s ended reason=%s", s->id, why);
+	s->state = SESSION_ENDED;
+	if (s->init > 0) {
+		kill(s->init, SIGKILL);
+		return;		/* session_init_died finishes */
+	}
+	session_maybe_free(s);
+}
+
+/*
+ * A sandbox is being destroyed: end every session this process has in
+ * it and forget what we knew of its container.
+ */
+void
+rt_sandbox_forget(const char *id)
+{
+	struct rt_sandbox	*sb;
+	struct session		*s, *s1;
+
+	if ((sb = rt_sandbox_find(id)) == NULL)
+		return;
+	LIST_FOREACH_SAFE(s, &sb->sessions, entry, s1)
+		session_end(s, "sandbox destroyed");
+	sb->pid = 0;
+}
+
+static void
+session_holder_line(const char *line, void *arg)
+{
+	struct session	*s = arg;
+	const char	*errstr;
+
+	if (strncmp(line, "init ", 5) == 0) {
+		s->init = (pid_t)strtonum(line + 5, 1, INT32_MAX, &errstr);
+		if (errstr != NULL)
+			s->init = 0;
+	} else if (strncmp(line, "error ", 6) == 0 && s->error == NULL)
+		s->error = xstrdup(line + 6);
+}
+
+static void
+session_holder_done(int status, struct evbuffer *report, void *arg)
+{
+	struct session_start	*ss = arg;
+	struct session		*s = ss->s;
+	cJSON			*attrs;
+	char			*msg;
+
+	if (s->init <= 0 || s->error != NULL) {
+		xasprintf(&msg, "cannot start a workspace session in sandbox"
+		    " %s: %s", s->sb->id, s->error != NULL ? s->error :
+		    "the holder process failed");
+		free(s->error);
+		s->error = NULL;
+		s->state = SESSION_ENDED;
+		if (s->lifeline != -1) {
+			close(s->lifeline);
+			s->lifeline = -1;
+		}
+		/* The container may have been replaced: learn it again. */
+		s->sb->pid = 0;
+		session_trash(s);
+		session_free(s);
+		ss->cb(NULL, TOOL_ERR_FAILED, msg, ss->arg);
+		free(msg);
+		free(ss);
+		return;
+	}
+	s->state = SESSION_LIVE;
+	job_watch(s->init, session_init_died, s);
+	attrs = cJSON_CreateObject();
+	cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
+	cJSON_AddStringToObject(attrs, "network_profile", s->isolated ?
+	    "isolated" : "shared");
+	cJSON_AddNumberToObject(attrs, "base_manifest_version",
+	    s->lease->version);
+	telemetry_event(s->sb->id, NULL, NULL, "session.created", attrs);
+	ss->cb(s, NULL, NULL, ss->arg);
+	free(ss);
+}
+
+/*
+ * Start a workspace session on the stack as it is now. cb(session) once
+ * it is live, or cb(NULL, kind, message).
+ */
+void
+session_create(struct rt_sandbox *sb, int automatic, int isolated,
+    session_cb cb, void *arg)
+{
+	struct session		*s;
+	struct session_start	*ss;
+	struct nsexec_session	 ns;
+	struct job		*j;
+	cJSON			*lease;
+	char			 rnd[13], *path, *cause = NULL, *text;
+	int			 pipefd[2], keep[1];
+
+	s = xcalloc(1, sizeof *s);
+	util_random_hex(rnd, 12);
+	snprintf(s->id, sizeof s->id, "ws-%s", rnd);
+	s->sb = sb;
+	s->automatic = automatic;
+	s->isolated = isolated;
+	s->lifeline = -1;
+	s->state = SESSION_STARTING;
+	s->dir = state_path("sandboxes/%s/sessions/%s", sb->id, s->id);
+	LIST_INSERT_HEAD(&sb->sessions, s, entry);
+
+	if ((s->lease = layer_stack_read(sb->id, &cause)) == NULL)
+		goto fail;
+	xasprintf(&path, "%s/upper", s->dir);
+	if (util_mkdir_p(path, 0755, &cause) != 0) {
+		free(path);
+		goto fail;
+	}
+	free(path);
+	xasprintf(&path, "%s/work", s->dir);
+	if (mkdir(path, 0700) != 0) {
+		xasprintf(&cause, "cannot create %s: %s", path,
+		    strerror(errno));
+		free(path);
+		goto fail;
+	}
+	free(path);
+	lease = cJSON_CreateObject();
+	cJSON_AddStringToObject(lease, "workspace_session_id", s->id);
+	cJSON_AddNumberToObject(lease, "manifest_version", s->lease->version);
+	cJSON_AddItemToObject(lease, "layers", layer_stack_json(s->lease));
+	cJSON_AddItemToObject(lease, "owner", state_owner_self());
+	cJSON_AddStringToObject(lease, "network_profile", isolated ?
+	    "isolated" : "shared");
+	cJSON_AddBoolToObject(lease, "automatic", automatic);
+	cJSON_AddNumberToObject(lease, "created_at_ms", (double)now_ms());
+	text = util_json_print(lease);
+	cJSON_Delete(lease);
+	xasprintf(&path, "%s/lease.json", s->dir);
+	if (util_write_atomic(path, text, strlen(text), &cause) != 0) {
+		free(path);
+		free(text);
+		goto fail;
+	}
+	free(path);
+	free(text);
+
+	if (pipe2(pipefd, O_CLOEXEC) != 0) {
+		xasprintf(&cause, "pipe: %s", strerror(errno));
+		goto fail;
+	}
+	s->lifeline = pipefd[1];
+	memset(&ns, 0, sizeof ns);
+	ns.lower = s->lease->paths;
+	ns.nlower = s->lease->n;
+	xasprintf(&ns.upper, "%s/upper", s->dir);
+	xasprintf(&ns.work, "%s/work", s->dir);
+	ns.container_pid = sb->pid;
+	ns.cgroup_procs = sb->cgroups;
+	ns.ncgroup = sb->ncgroup;
+	ns.isolated = isolated;
+	ns.argv0 = nsexec_argv(&ns.argv_len);
+	keep[0] = pipefd[0];
+	ss = xcalloc(1, sizeof *ss);
+	ss->s = s;
+	ss->cb = cb;
+	ss->arg = arg;
+	j = job_fork_keep("session", nsexec_holder, &ns, keep, 1,
+	    session_holder_done, ss);
+	job_on_line(j, session_holder_line, s);
+	close(pipefd[0]);
+	free(ns.upper);
+	free(ns.work);
+	return;
+
+fail:
+	s->state = SESSION_ENDED;
+	session_trash(s);
+	session_free(s);
+	cb(NULL, TOOL_ERR_INTERNAL, cause, arg);
+	free(cause);
+}
+
+struct session_publish {
+	struct session		*s;
+	session_publish_cb	 cb;
+	void			*arg;
+};
+
+static void
+session_publish_done(int status, struct evbuffer *report, void *arg)
+{
+	struct session_publish	*sp = arg;
+	cJSON			*rep;
+	size_t			 len = evbuffer_get_length(report);
+
+	rep = len != 0 ? cJSON_ParseWithLength((const char *)
+	    evbuffer_pullup(report, len), len) : NULL;
+	if (!cJSON_IsObject(rep)) {
+		cJSON_Delete(rep);
+		rep = cJSON_CreateObject();
+		cJSON_AddStringToObject(rep, "reject_class", "storage_error");
+		cJSON_AddStringToObject(rep, "message", "the publishing"
+		    " process ended without a report");
+		cJSON_AddObjectToObject(rep, "details");
+	}
+	sp->s->publishing = 0;
+	sp->cb(sp->s, rep, sp->arg);
+	cJSON_Delete(rep);
+	free(sp);
+}
+
+/*
+ * Publish a session's changes as one layer owned by owner, in a child
+ * process. cb(session, report) gets the child's report (see publish.c).
+ */
+void
+session_publish(struct session *s, const char *owner,
+    session_publish_cb cb, void *arg)
+{
+	struct session_publish	*sp;
+	struct publish_args	 a;
+	char			*upper;
+
+	xasprintf(&upper, "%s/upper", s->dir);
+	a.sandbox = s->sb->id;
+	a.upper = upper;
+	a.base = s->lease;
+	a.owner = owner;
+	sp = xcalloc(1, sizeof *sp);
+	sp->s = s;
+	sp->cb = cb;
+	sp->arg = arg;
+	s->publishing = 1;
+	job_fork("publish", publish_child, &a, session_publish_done, sp);
+	free(upper);
+}
+
+struct session_size {
+	struct session	*s;
+	void		(*cb)(struct session *, unsigned long long, void *);
+	void		*arg;
+};
+
+static unsigned long long	session_size_total;
+
+static int
+session_size_cb(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw)
+{
+	if (flag == FTW_F && S_ISREG(st->st_mode))
+		session_size_total += st->st_size;
+	return (0);
+}
+
+/* The child: the bytes of regular files in the upper directory. */
+static int
+session_size_child(void *arg, int fd)
+{
+	const char	*upper = arg;
+
+	session_size_total = 0;
+	nftw(upper, session_size_cb, 32, FTW_PHYS);
+	dprintf(fd, "%llu\n", session_size_total);
+	return (0);
+}
+
+static void
+session_size_done(int status, struct evbuffer *report, void *arg)
+{
+	struct session_size	*z = arg;
+	size_t			 len = evbuffer_get_length(report);
+	char			*text;
+	unsigned long long	 bytes = 0;
+
+	if (len != 0) {
+		text = xstrndup((const char *)evbuffer_pullup(report, len),
+		    len);
+		bytes = strtoull(text, NULL, 10);
+		free(text);
+	}
+	z->cb(z->s, bytes, z->arg);
+	free(z);
+}
+
+/* How many bytes a session's changes hold (walked in a child). */
+void
+session_upper_size(struct session *s,
+    void (*cb)(struct session *, unsigned long long, void *), void *arg)
+{
+	struct session_size	*z;
+	char			*upper;
+
+	z = xcalloc(1, sizeof *z);
+	z->s = s;
+	z->cb = cb;
+	z->arg = arg;
+	xasprintf(&upper, "%s/upper", s->dir);
+	s->publishing = 1;	/* nothing else may start meanwhile */
+	job_fork("session-size", session_size_child, upper,
+	    session_size_done, z);
+	free(upper);
+}
