@@ -105,7 +105,8 @@ static TAILQ_HEAD(, command)	commands = TAILQ_HEAD_INITIALIZER(commands);
 struct command_wait {
 	struct command		*c;
 	struct event		*timer;
-	int			 stdin_wait;	/* still writing stdin */
+	int			 stdin_wait;	/* stdin not yet taken */
+	long long		 yield_ms;	/* once it is */
 	command_cb		 cb;
 	void			*arg;
 	TAILQ_ENTRY(command_wait) entry;
@@ -121,6 +122,7 @@ struct command_start {
 };
 
 static void	command_finish(struct command *);
+static void	command_wait_stdin_taken(struct command_wait *);
 static cJSON	*command_output(const char *, size_t);
 static void	command_wake(struct command *);
 static void	command_run(struct command *, long long, command_cb, void *,
@@ -303,7 +305,7 @@ command_in_write_cb(struct bufferevent *bev, void *arg)
 	}
 	TAILQ_FOREACH_SAFE(w, &c->waits, entry, w1) {
 		if (w->stdin_wait)
-			w->stdin_wait = 0;
+			command_wait_stdin_taken(w);
 	}
 }
 
@@ -420,6 +422,10 @@ command_finish(struct command *c)
 	if (c->in != NULL) {
 		bufferevent_free(c->in);
 		c->in = NULL;
+	}
+	if (c->out != NULL) {
+		bufferevent_free(c->out);
+		c->out = NULL;
 	}
 	log_debug("command %s finished status=%s exit=%d in %.3f s", c->id,
 	    command_status(c), c->exit_code,
@@ -566,7 +572,71 @@ command_wake(struct command *c)
 static void
 command_wait_timer_cb(evutil_socket_t fd, short events, void *arg)
 {
-	command_wait_answer(arg);
+	struct command_wait	*w = arg;
+	command_cb		 cb;
+	void			*cbarg;
+	char			*msg;
+	cJSON			*d;
+
+	if (!w->stdin_wait) {
+		command_wait_answer(w);
+		return;
+	}
+	/* The pipe did not take it in time; what was accepted stays. */
+	cb = w->cb;
+	cbarg = w->arg;
+	xasprintf(&msg, "the command is not reading its stdin (%zu bytes"
+	    " are still waiting to be read)", w->c->in != NULL ?
+	    evbuffer_get_length(bufferevent_get_output(w->c->in)) : 0);
+	d = tool_details("command_session_id", w->c->id);
+	command_wait_free(w);
+	cb(NULL, TOOL_ERR_FAILED, msg, d, cbarg);
+	free(msg);
+}
+
+/* The pipe has taken what was written: wait for output as usual. */
+static void
+command_wait_stdin_taken(struct command_wait *w)
+{
+	struct timeval	tv;
+
+	w->stdin_wait = 0;
+	evtimer_del(w->timer);
+	if (w->c->state == COMMAND_DONE || w->yield_ms == 0) {
+		command_wait_answer(w);
+		return;
+	}
+	tv.tv_sec = w->yield_ms / 1000;
+	tv.tv_usec = (w->yield_ms % 1000) * 1000;
+	evtimer_add(w->timer, &tv);
+}
+
+/*
+ * Write to stdin, then wait: first up to 2 s for the pipe to take the
+ * bytes, then up to yield_ms for output.
+ */
+static void
+command_wait_stdin(struct command *c, long long yield_ms, command_cb cb,
+    void *arg, struct command_wait **handle)
+{
+	struct command_wait	*w;
+	struct timeval		 tv;
+
+	w = xcalloc(1, sizeof *w);
+	w->c = c;
+	w->cb = cb;
+	w->arg = arg;
+	w->yield_ms = yield_ms;
+	w->stdin_wait = 1;
+	if ((w->timer = evtimer_new(ev_base, command_wait_timer_cb, w)) ==
+	    NULL)
+		fatalx("%s: evtimer_new", __func__);
+	tv.tv_sec = COMMAND_STDIN_WAIT_MS / 1000;
+	tv.tv_usec = (COMMAND_STDIN_WAIT_MS % 1000) * 1000;
+	evtimer_add(w->timer, &tv);
+	TAILQ_INSERT_TAIL(&c->waits, w, entry);
+	if (handle != NULL)
+		*handle = w;
 }
 
 /* The caller no longer waits (notifications/cancelled): answer now. */
@@ -873,6 +943,8 @@ command_stdin(struct rt_sandbox *sb, const char *id, const char *data,
 			return;
 		}
 		bufferevent_write(c->in, data, len);
+		command_wait_stdin(c, yield_ms, cb, arg, handle);
+		return;
 	}
 	command_wait(c, yield_ms, cb, arg, handle);
 }

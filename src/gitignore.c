@@ -48,6 +48,8 @@
 #define GITIGNORE_NEGATIVE	0x01	/* "!pattern" re-includes */
 #define GITIGNORE_MUSTBEDIR	0x02	/* "pattern/" matches directories */
 #define GITIGNORE_BASENAME	0x04	/* no slash: the last component */
+#define GITIGNORE_LITERAL	0x08	/* basename: no wildcard at all */
+#define GITIGNORE_ENDSWITH	0x10	/* basename: "*" and a literal */
 
 /* What the rules of the files above a path say about it. */
 enum gitignore_verdict {
@@ -430,8 +432,17 @@ gitignore_parse(struct gitignore *gi, const char *dir, char *line)
 	if (len == 0)
 		return;		/* matches nothing */
 	if (strchr(p, '/') == NULL) {
+		/* Plain and "*.ext" names skip fnmatch, as in git. */
 		r.flags |= GITIGNORE_BASENAME;
-		if (gitignore_compile(&r, p, 0) != 0)
+		if (strcspn(p, "*?[\\") == len) {
+			r.flags |= GITIGNORE_LITERAL;
+			r.prefix = xstrdup(p);
+			r.prefixlen = len;
+		} else if (*p == '*' && strcspn(p + 1, "*?[\\") == len - 1) {
+			r.flags |= GITIGNORE_ENDSWITH;
+			r.prefix = xstrdup(p + 1);
+			r.prefixlen = len - 1;
+		} else if (gitignore_compile(&r, p, 0) != 0)
 			return;
 	} else {
 		if (*p == '/')
@@ -601,6 +612,14 @@ gitignore_rule_match(struct gitignore_rule *r, const char *rel,
 	size_t		 n;
 	char		*p;
 
+	if (r->flags & GITIGNORE_LITERAL)
+		return (strcmp(base, r->prefix) == 0);
+	if (r->flags & GITIGNORE_ENDSWITH) {
+		n = strlen(base);
+		return (n >= r->prefixlen &&
+		    memcmp(base + n - r->prefixlen, r->prefix,
+		    r->prefixlen) == 0);
+	}
 	if (r->flags & GITIGNORE_BASENAME)
 		return (fnmatch(r->items[0], base, 0) == 0);
 	if (strncmp(rel, r->prefix, r->prefixlen) != 0)
