@@ -58,12 +58,24 @@ enum gitignore_verdict {
 	GITIGNORE_INCLUDED
 };
 
+/* One component of a pattern after its literal prefix. */
+enum gitignore_item_type {
+	GITIGNORE_ITEM_STARSTAR,	/* "**": any number of components */
+	GITIGNORE_ITEM_LITERAL,		/* compared with strcmp() */
+	GITIGNORE_ITEM_GLOB		/* matched with fnmatch() */
+};
+
+struct gitignore_item {
+	enum gitignore_item_type	 type;
+	char				*text;
+};
+
 struct gitignore_rule {
-	int		  flags;
-	char		 *prefix;	/* compared literally first */
-	size_t		  prefixlen;
-	char		**items;	/* a glob a component, NULL for "**" */
-	size_t		  nitems;
+	int			 flags;
+	char			*prefix;	/* compared literally first */
+	size_t			 prefixlen;
+	struct gitignore_item	*items;
+	size_t			 nitems;
 };
 
 struct gitignore_file {
@@ -88,10 +100,18 @@ struct gitignore_buf {
 	size_t	 size;
 };
 
-/* The split text below a rule's literal prefix, reused between rules. */
-struct gitignore_text {
-	char	 *buf;
-	char	**pieces;
+/* A path being asked about, cut up once for all the rules. */
+struct gitignore_query {
+	char			 *name;		/* cut after component k */
+	char			 *copy;		/* with NULs for slashes */
+	char			**comps;
+	size_t			 *start;	/* of each component */
+	size_t			  ncomp;
+	size_t			  k;		/* the one being decided */
+	int			  isdir;
+	struct gitignore_file	**files;	/* by depth */
+	char			 *buf;		/* text after a prefix */
+	char			**pieces;
 };
 
 static void	gitignore_buf_add(struct gitignore_buf *, const char *,
@@ -107,14 +127,12 @@ static struct gitignore_file *gitignore_find(struct gitignore *,
 		    const char *, size_t, int);
 static void	gitignore_parse(struct gitignore *, const char *, char *);
 static void	gitignore_clear(struct gitignore *);
-static int	gitignore_run(char **, char **, size_t);
+static int	gitignore_run(struct gitignore_item *, char **, size_t);
 static int	gitignore_items_match(struct gitignore_rule *, char **,
 		    size_t);
-static int	gitignore_rule_match(struct gitignore_rule *, const char *,
-		    const char *, struct gitignore_text *);
-static enum gitignore_verdict gitignore_decide(struct gitignore_file **,
-		    size_t, const char *, const size_t *, int,
-		    struct gitignore_text *);
+static int	gitignore_rule_match(struct gitignore_rule *,
+		    struct gitignore_query *, size_t);
+static enum gitignore_verdict gitignore_decide(struct gitignore_query *);
 
 static void
 gitignore_buf_add(struct gitignore_buf *b, const char *s, size_t len)
@@ -260,22 +278,29 @@ gitignore_bracket(const char *p, struct gitignore_buf *b)
 static void
 gitignore_item(struct gitignore_rule *r, struct gitignore_buf *b, int star)
 {
+	struct gitignore_item	*item;
+
 	r->items = xreallocarray(r->items, r->nitems + 1, sizeof *r->items);
-	if (star)
-		r->items[r->nitems++] = NULL;
-	else {
-		r->items[r->nitems++] = xstrndup(b->s != NULL ? b->s : "",
-		    b->len);
-		b->len = 0;
+	item = &r->items[r->nitems++];
+	if (star) {
+		item->type = GITIGNORE_ITEM_STARSTAR;
+		item->text = NULL;
+		return;
 	}
+	item->text = xstrndup(b->s != NULL ? b->s : "", b->len);
+	if (strcspn(item->text, "*?[\\") == b->len)
+		item->type = GITIGNORE_ITEM_LITERAL;
+	else
+		item->type = GITIGNORE_ITEM_GLOB;
+	b->len = 0;
 }
 
 /*
- * Turn pattern text into the rule's items: with pathname set, one glob a
- * component and NULL for each "**" that wildmatch() lets span directories
- * (a run of two or more stars at the start or after a slash, and at the
- * end or before a slash); without it a single glob. Returns -1 when git
- * would never match the pattern.
+ * Turn pattern text into the rule's items: with pathname set, one a
+ * component, and a "**" item wherever wildmatch() lets stars span
+ * directories (a run of two or more at the start or after a slash, and at
+ * the end or before a slash); without it a single item. Returns -1 when
+ * git would never match the pattern.
  */
 static int
 gitignore_compile(struct gitignore_rule *r, const char *pat, int pathname)
@@ -346,7 +371,7 @@ gitignore_rule_clear(struct gitignore_rule *r)
 	size_t	i;
 
 	for (i = 0; i < r->nitems; i++)
-		free(r->items[i]);
+		free(r->items[i].text);
 	free(r->items);
 	free(r->prefix);
 }
@@ -538,14 +563,17 @@ gitignore_overflowed(struct gitignore *gi)
 	return (gi->overflow);
 }
 
-/* Whether pieces[0..n) match the n globs in items. */
+/* Whether pieces[0..n) match the n items (none of them "**"). */
 static int
-gitignore_run(char **items, char **pieces, size_t n)
+gitignore_run(struct gitignore_item *items, char **pieces, size_t n)
 {
 	size_t	i;
 
 	for (i = 0; i < n; i++) {
-		if (fnmatch(items[i], pieces[i], 0) != 0)
+		if (items[i].type == GITIGNORE_ITEM_LITERAL) {
+			if (strcmp(items[i].text, pieces[i]) != 0)
+				return (0);
+		} else if (fnmatch(items[i].text, pieces[i], 0) != 0)
 			return (0);
 	}
 	return (1);
@@ -562,10 +590,11 @@ gitignore_run(char **items, char **pieces, size_t n)
 static int
 gitignore_items_match(struct gitignore_rule *r, char **pieces, size_t n)
 {
-	char	**items = r->items;
-	size_t	  i, e, j, run;
+	struct gitignore_item	*items = r->items;
+	size_t			 i, e, j, run;
 
-	for (e = 0; e < r->nitems && items[e] != NULL; e++)
+	for (e = 0; e < r->nitems && items[e].type != GITIGNORE_ITEM_STARSTAR;
+	    e++)
 		;
 	if (e == r->nitems)
 		return (n == e && gitignore_run(items, pieces, n));
@@ -574,13 +603,15 @@ gitignore_items_match(struct gitignore_rule *r, char **pieces, size_t n)
 	i = e;
 	j = e;
 	for (;;) {
-		while (i < r->nitems && items[i] == NULL)
+		while (i < r->nitems &&
+		    items[i].type == GITIGNORE_ITEM_STARSTAR)
 			i++;
 		if (j >= n)
 			return (0);
 		if (i == r->nitems)
 			return (1);
-		for (e = i; e < r->nitems && items[e] != NULL; e++)
+		for (e = i; e < r->nitems &&
+		    items[e].type != GITIGNORE_ITEM_STARSTAR; e++)
 			;
 		run = e - i;
 		if (e == r->nitems) {
@@ -601,14 +632,15 @@ gitignore_items_match(struct gitignore_rule *r, char **pieces, size_t n)
 }
 
 /*
- * Whether one rule matches a path; rel is the path below the rule's
- * directory and base its last component.
+ * Whether one rule of the file for the first d components matches the path
+ * up to component k.
  */
 static int
-gitignore_rule_match(struct gitignore_rule *r, const char *rel,
-    const char *base, struct gitignore_text *t)
+gitignore_rule_match(struct gitignore_rule *r, struct gitignore_query *q,
+    size_t d)
 {
-	const char	*rest;
+	const char	*rel, *rest;
+	char		*base = q->comps[q->k];
 	size_t		 n;
 	char		*p;
 
@@ -621,48 +653,48 @@ gitignore_rule_match(struct gitignore_rule *r, const char *rel,
 		    r->prefixlen) == 0);
 	}
 	if (r->flags & GITIGNORE_BASENAME)
-		return (fnmatch(r->items[0], base, 0) == 0);
+		return (gitignore_run(r->items, &base, 1));
+
+	/* Without a literal prefix the pieces are the path's components. */
+	if (r->prefixlen == 0)
+		return (gitignore_items_match(r, q->comps + d, q->k - d + 1));
+	rel = q->name + q->start[d];
 	if (strncmp(rel, r->prefix, r->prefixlen) != 0)
 		return (0);
 	rest = rel + r->prefixlen;
 	if (r->nitems == 0)
 		return (*rest == '\0');
-
-	memcpy(t->buf, rest, strlen(rest) + 1);
-	t->pieces[0] = t->buf;
+	memcpy(q->buf, rest, strlen(rest) + 1);
+	q->pieces[0] = q->buf;
 	n = 1;
-	for (p = t->buf; *p != '\0'; p++) {
+	for (p = q->buf; *p != '\0'; p++) {
 		if (*p == '/') {
 			*p = '\0';
-			t->pieces[n++] = p + 1;
+			q->pieces[n++] = p + 1;
 		}
 	}
-	return (gitignore_items_match(r, t->pieces, n));
+	return (gitignore_items_match(r, q->pieces, n));
 }
 
 /*
- * Ask the files for the directories above component k of name (files[f]
- * is the one for the first f components, start[f] where component f
- * begins), deepest first and last rule first: the first rule that matches
- * decides.
+ * Ask the files of the directories above component k, deepest first and
+ * last rule first: the first rule that matches decides.
  */
 static enum gitignore_verdict
-gitignore_decide(struct gitignore_file **files, size_t k, const char *name,
-    const size_t *start, int isdir, struct gitignore_text *t)
+gitignore_decide(struct gitignore_query *q)
 {
 	struct gitignore_file	*f;
 	struct gitignore_rule	*r;
 	size_t			 d, i;
 
-	for (d = k + 1; d-- > 0;) {
-		if ((f = files[d]) == NULL)
+	for (d = q->k + 1; d-- > 0;) {
+		if ((f = q->files[d]) == NULL)
 			continue;
 		for (i = f->nrules; i-- > 0;) {
 			r = &f->rules[i];
-			if ((r->flags & GITIGNORE_MUSTBEDIR) && !isdir)
+			if ((r->flags & GITIGNORE_MUSTBEDIR) && !q->isdir)
 				continue;
-			if (!gitignore_rule_match(r, name + start[d],
-			    name + start[k], t))
+			if (!gitignore_rule_match(r, q, d))
 				continue;
 			if (r->flags & GITIGNORE_NEGATIVE)
 				return (GITIGNORE_INCLUDED);
@@ -681,50 +713,58 @@ gitignore_decide(struct gitignore_file **files, size_t k, const char *name,
 int
 gitignore_ignored(struct gitignore *gi, const char *path, int isdir)
 {
-	struct gitignore_file	**files;
-	struct gitignore_text	  t;
-	char			 *name, saved;
-	size_t			 *start, ncomp = 1, len, i, k, end;
-	int			  ignored = 0;
+	struct gitignore_query	 q;
+	size_t			 i, k, len, end;
+	char			 saved;
+	int			 ignored = 0;
 
 	if (gi->overflow || gi->nfiles == 0 || *path == '\0')
 		return (0);
-	name = xstrdup(path);
-	len = strlen(name);
+	memset(&q, 0, sizeof q);
+	q.name = xstrdup(path);
+	q.copy = xstrdup(path);
+	len = strlen(path);
+	q.ncomp = 1;
 	for (i = 0; i < len; i++) {
-		if (name[i] == '/')
-			ncomp++;
+		if (path[i] == '/')
+			q.ncomp++;
 	}
-	start = xcalloc(ncomp, sizeof *start);
-	files = xcalloc(ncomp, sizeof *files);
-	t.buf = xmalloc(len + 1);
-	t.pieces = xcalloc(ncomp, sizeof *t.pieces);
+	q.comps = xcalloc(q.ncomp, sizeof *q.comps);
+	q.start = xcalloc(q.ncomp, sizeof *q.start);
+	q.files = xcalloc(q.ncomp, sizeof *q.files);
+	q.pieces = xcalloc(q.ncomp, sizeof *q.pieces);
+	q.buf = xmalloc(len + 1);
+	q.comps[0] = q.copy;
 	for (i = 0, k = 1; i < len; i++) {
-		if (name[i] == '/')
-			start[k++] = i + 1;
+		if (path[i] == '/') {
+			q.copy[i] = '\0';
+			q.comps[k] = q.copy + i + 1;
+			q.start[k++] = i + 1;
+		}
 	}
-	for (k = 0; k < ncomp; k++) {
-		files[k] = gitignore_find(gi, name, k == 0 ? 0 : start[k] - 1,
-		    0);
+	for (k = 0; k < q.ncomp; k++) {
+		q.files[k] = gitignore_find(gi, path,
+		    k == 0 ? 0 : q.start[k] - 1, 0);
 	}
 
-	for (k = 0; k < ncomp; k++) {
-		end = k + 1 < ncomp ? start[k + 1] - 1 : len;
-		saved = name[end];
-		name[end] = '\0';
-		if (gitignore_decide(files, k, name, start,
-		    k + 1 < ncomp ? 1 : isdir, &t) == GITIGNORE_EXCLUDED)
+	for (k = 0; k < q.ncomp && !ignored; k++) {
+		end = k + 1 < q.ncomp ? q.start[k + 1] - 1 : len;
+		saved = q.name[end];
+		q.name[end] = '\0';
+		q.k = k;
+		q.isdir = k + 1 < q.ncomp ? 1 : isdir;
+		if (gitignore_decide(&q) == GITIGNORE_EXCLUDED)
 			ignored = 1;
-		name[end] = saved;
-		if (ignored)
-			break;
+		q.name[end] = saved;
 	}
 
-	free(t.pieces);
-	free(t.buf);
-	free(files);
-	free(start);
-	free(name);
+	free(q.buf);
+	free(q.pieces);
+	free(q.files);
+	free(q.start);
+	free(q.comps);
+	free(q.copy);
+	free(q.name);
 	return (ignored);
 }
 

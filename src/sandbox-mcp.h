@@ -148,6 +148,8 @@ int		 util_set_cloexec(int);
 char		*util_json_print(struct cJSON *);
 int		 util_mkdir_p(const char *, mode_t, char **);
 int		 util_write_atomic(const char *, const void *, size_t, char **);
+int		 util_write_file(const char *, const void *, size_t, int,
+		     char **);
 void		 util_json_init(void);
 uint64_t	 now_ms(void);
 uint64_t	 mono_us(void);

@@ -36,6 +36,7 @@
 
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -521,8 +522,9 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 	cJSON_AddNumberToObject(lease, "created_at_ms", (double)now_ms());
 	text = util_json_print(lease);
 	cJSON_Delete(lease);
+	/* A lease lives no longer than this process: no fsync. */
 	xasprintf(&path, "%s/lease.json", s->dir);
-	if (util_write_atomic(path, text, strlen(text), &cause) != 0) {
+	if (util_write_file(path, text, strlen(text), 0, &cause) != 0) {
 		free(path);
 		free(text);
 		goto fail;
@@ -605,9 +607,33 @@ session_publish(struct session *s, const char *owner,
 {
 	struct session_publish	*sp;
 	struct publish_args	 a;
+	struct dirent		*de;
+	DIR			*d;
 	char			*upper;
+	int			 empty = 1;
+	cJSON			*rep;
 
 	xasprintf(&upper, "%s/upper", s->dir);
+	/* Nothing changed (the common case of a read-only command). */
+	if ((d = opendir(upper)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") != 0 &&
+			    strcmp(de->d_name, "..") != 0) {
+				empty = 0;
+				break;
+			}
+		}
+		closedir(d);
+	} else
+		empty = 0;
+	if (empty) {
+		free(upper);
+		rep = cJSON_CreateObject();
+		cJSON_AddNullToObject(rep, "publish");
+		cb(s, rep, arg);
+		cJSON_Delete(rep);
+		return;
+	}
 	a.sandbox = s->sb->id;
 	a.upper = upper;
 	a.base = s->lease;

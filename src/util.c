@@ -262,6 +262,19 @@ int
 util_write_atomic(const char *path, const void *data, size_t len,
     char **cause)
 {
+	return (util_write_file(path, data, len, 1, cause));
+}
+
+/*
+ * Replace a file atomically (temporary file and rename); with sync, also
+ * durably (fsync the file and the directory). Without, a crash may leave
+ * the old content, or none for a new file: for state that does not
+ * outlive this process anyway.
+ */
+int
+util_write_file(const char *path, const void *data, size_t len, int sync,
+    char **cause)
+{
 	char		*tmp, *dir, *dcopy;
 	char		 rnd[13];
 	const char	*p = data;
@@ -286,7 +299,7 @@ util_write_atomic(const char *path, const void *data, size_t len,
 		p += n;
 		len -= n;
 	}
-	if (fsync(fd) != 0)
+	if (sync && fsync(fd) != 0)
 		goto fail;
 	if (close(fd) != 0) {
 		fd = -1;
@@ -295,6 +308,10 @@ util_write_atomic(const char *path, const void *data, size_t len,
 	fd = -1;
 	if (rename(tmp, path) != 0)
 		goto fail;
+	if (!sync) {
+		free(tmp);
+		return (0);
+	}
 	dcopy = xstrdup(path);
 	dir = dirname(dcopy);
 	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
