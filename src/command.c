@@ -15,15 +15,15 @@
  */
 
 /*
- * Command sessions: a shell command run in a workspace session (nsexec.c
- * does the entering), its stdin pipe, its output (stdout and stderr on
+ * Command sessions: a shell command run in a workspace session (its init,
+ * nsexec.c, forks it), its stdin pipe, its output (stdout and stderr on
  * one pipe, in order) appended to a transcript on disk, its status, and
  * the tool calls that wait on it. All pipes are on the event loop.
  *
- * A command is finished when its shim has been reaped (the shell has
- * exited) and its output has reached end of file (every process it left
- * holding the output is gone). On a timeout, or when a Ctrl-C ends it,
- * the whole process group gets SIGTERM, then SIGKILL after a grace. When
+ * A command is finished when the init reports its exit (the shell has
+ * exited and no process is left in its process group) and its output
+ * has reached end of file. On a timeout, or when a Ctrl-C ends it, the
+ * whole process group gets SIGTERM, then SIGKILL after a grace. When
  * the last command of an automatic session finishes, the session's
  * processes are killed and its changes captured and published before the
  * command's terminal result is given, which then carries the publish
@@ -58,6 +58,7 @@
 #define COMMAND_GRACE_MS	2000	/* SIGTERM -> SIGKILL */
 #define COMMAND_STDIN_WAIT_MS	2000
 #define COMMAND_STDIN_HIGH	(1024 * 1024)
+#define COMMAND_CMD_MAX		131071	/* MAX_ARG_STRLEN - 1 */
 
 enum command_state {
 	COMMAND_STARTING,	/* waiting for its automatic session */
@@ -77,8 +78,7 @@ struct command {
 	struct session		*s;
 	enum command_state	 state;
 	char			*cmd;
-	struct job		*shim;
-	pid_t			 shell;
+	int			 started;	/* the init reported its pid */
 	int			 pending_signal;
 	struct bufferevent	*in;
 	struct bufferevent	*out;
@@ -207,17 +207,25 @@ command_retain(const char *sandbox)
 	}
 }
 
-/* Signal the command's process group (or remember to, once known). */
+/* Signal the command's process group, through the session's init. */
 static void
 command_signal(struct command *c, int sig)
 {
-	if (c->state == COMMAND_DONE)
+	const char	*f[3];
+	char		 num[16];
+
+	if (c->state != COMMAND_RUNNING || c->s == NULL || c->s->ctl == -1)
 		return;
-	if (c->shell > 0) {
-		if (kill(-c->shell, sig) != 0 && errno == ESRCH)
-			kill(c->shell, sig);
-	} else
+	if (!c->started) {
 		c->pending_signal = sig;
+		return;
+	}
+	snprintf(num, sizeof num, "%d", sig);
+	f[0] = "kill";
+	f[1] = c->id;
+	f[2] = num;
+	if (nsexec_send(c->s->ctl, f, 3, NULL, 0) != 0)
+		log_warn("command %s: signal %d", c->id, sig);
 }
 
 static void
@@ -321,43 +329,58 @@ command_in_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 }
 
+/* The shell (and its process group) has gone, with this status. */
 static void
-command_shim_line(const char *line, void *arg)
+command_exited(struct command *c, int code, const char *error)
 {
-	struct command	*c = arg;
-	const char	*errstr;
-
-	if (strncmp(line, "pid ", 4) == 0) {
-		c->shell = (pid_t)strtonum(line + 4, 1, INT32_MAX, &errstr);
-		if (errstr != NULL)
-			c->shell = 0;
-		else if (c->pending_signal != 0) {
-			command_signal(c, c->pending_signal);
-			c->pending_signal = 0;
-		}
-	} else if (strncmp(line, "error ", 6) == 0 && c->error == NULL)
-		c->error = xstrdup(line + 6);
-}
-
-static void
-command_shim_done(int status, struct evbuffer *report, void *arg)
-{
-	struct command	*c = arg;
-
-	c->shim = NULL;
+	if (c->reaped)
+		return;
 	c->reaped = 1;
-	if (status == -1)
-		c->exit_code = 125;
-	else if (WIFEXITED(status))
-		c->exit_code = WEXITSTATUS(status);
-	else
-		c->exit_code = 128 + WTERMSIG(status);
-	if (c->error != NULL && transcript_append(c->tr, "sandbox-mcp: ",
-	    13, NULL) == 0) {
-		transcript_append(c->tr, c->error, strlen(c->error), NULL);
+	c->exit_code = code;
+	if (error != NULL) {
+		c->error = xstrdup(error);
+		transcript_append(c->tr, "sandbox-mcp: ", 13, NULL);
+		transcript_append(c->tr, error, strlen(error), NULL);
 		transcript_append(c->tr, "\n", 1, NULL);
 	}
 	command_finish(c);
+}
+
+/* A message from a session's init about one of its commands. */
+void
+command_session_message(struct session *s, char **f, int nf)
+{
+	struct command	*c;
+	const char	*errstr;
+	int		 code;
+
+	if (nf != 3)
+		return;
+	if ((c = command_find(s->sb->id, f[1])) == NULL || c->s != s)
+		return;
+	if (strcmp(f[0], "pid") == 0) {
+		c->started = 1;
+		if (c->pending_signal != 0) {
+			command_signal(c, c->pending_signal);
+			c->pending_signal = 0;
+		}
+	} else if (strcmp(f[0], "exit") == 0) {
+		code = (int)strtonum(f[2], 0, 255, &errstr);
+		command_exited(c, errstr == NULL ? code : 125, NULL);
+	} else if (strcmp(f[0], "error") == 0)
+		command_exited(c, 125, f[2]);
+}
+
+/* The session's init is gone: its running commands are too. */
+void
+command_session_gone(struct session *s)
+{
+	struct command	*c, *c1;
+
+	TAILQ_FOREACH_SAFE(c, &commands, entry, c1) {
+		if (c->s == s && c->state == COMMAND_RUNNING)
+			command_exited(c, 128 + SIGKILL, NULL);
+	}
 }
 
 /* Publishing of the automatic session is done: the command is too. */
@@ -700,10 +723,10 @@ static void
 command_run(struct command *c, long long yield_ms, command_cb cb,
     void *arg, struct command_wait **handle)
 {
-	struct nsexec_command	 nc;
-	struct timeval		 tv;
-	char			**env, *path, *cause, *msg;
-	int			 in[2], out[2], keep[2], i;
+	struct timeval	 tv;
+	const char	*f[NSEXEC_FIELDS_MAX];
+	char		**env, *path, *cause, *msg;
+	int		 in[2] = { -1, -1 }, out[2] = { -1, -1 }, fds[2], i, nf;
 
 	path = state_path("sandboxes/%s/commands/%s", c->sandbox, c->id);
 	c->tr = transcript_open(path, (uint64_t)cfg_limit(
@@ -714,30 +737,39 @@ command_run(struct command *c, long long yield_ms, command_cb cb,
 		free(cause);
 		goto fail;
 	}
+	if (c->s->ctl == -1) {
+		xasprintf(&msg, "the workspace session %s has ended", c->ws);
+		goto fail;
+	}
 	if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
 		xasprintf(&msg, "pipe: %s", strerror(errno));
 		goto fail;
 	}
-	memset(&nc, 0, sizeof nc);
-	nc.init_pid = c->s->init;
-	nc.cgroup_procs = c->sb->cgroups;
-	nc.ncgroup = c->sb->ncgroup;
-	nc.cmd = c->cmd;
 	env = command_env(c);
-	nc.env = env;
-	keep[0] = in[0];
-	keep[1] = out[1];
-	c->state = COMMAND_RUNNING;
-	c->start_us = mono_us();
-	c->s->commands++;
-	c->shim = job_fork_keep("command", nsexec_command, &nc, keep, 2,
-	    command_shim_done, c);
-	job_on_line(c->shim, command_shim_line, c);
+	nf = 0;
+	f[nf++] = "exec";
+	f[nf++] = c->id;
+	f[nf++] = c->cmd;
 	for (i = 0; env[i] != NULL; i++)
-		free(env[i]);
+		f[nf++] = env[i];
+	fds[0] = in[0];
+	fds[1] = out[1];
+	i = nsexec_send(c->s->ctl, f, nf, fds, 2);
+	for (nf = 0; env[nf] != NULL; nf++)
+		free(env[nf]);
 	free(env);
 	close(in[0]);
 	close(out[1]);
+	if (i != 0) {
+		xasprintf(&msg, "cannot start the command in the session: %s",
+		    strerror(errno));
+		close(in[1]);
+		close(out[0]);
+		goto fail_closed;
+	}
+	c->state = COMMAND_RUNNING;
+	c->start_us = mono_us();
+	c->s->commands++;
 	util_set_nonblock(in[1]);
 	util_set_nonblock(out[0]);
 	c->in = bufferevent_socket_new(ev_base, in[1], BEV_OPT_CLOSE_ON_FREE);
@@ -762,9 +794,20 @@ command_run(struct command *c, long long yield_ms, command_cb cb,
 	command_wait(c, yield_ms, cb, arg, handle);
 	return;
 fail:
+	if (in[0] != -1) {
+		close(in[0]);
+		close(in[1]);
+	}
+	if (out[0] != -1) {
+		close(out[0]);
+		close(out[1]);
+	}
+fail_closed:
 	c->state = COMMAND_DONE;
 	cb(NULL, TOOL_ERR_INTERNAL, msg, NULL, arg);
 	free(msg);
+	if (c->s != NULL && c->s->automatic && c->s->commands == 0)
+		session_end(c->s, "its command could not start");
 	command_free(c);
 }
 
@@ -806,6 +849,12 @@ command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
 
 	if (handle != NULL)
 		*handle = NULL;
+	if (strlen(cmd) > COMMAND_CMD_MAX) {
+		cb(NULL, TOOL_ERR_INVALID, "cmd is longer than 131071 bytes,"
+		    " the most one argument of a process may hold",
+		    tool_details("argument", "cmd"), arg);
+		return;
+	}
 	if (cmd[strspn(cmd, " \t\r\n")] == '\0') {
 		cb(NULL, TOOL_ERR_INVALID, "cmd must hold a command, not only"
 		    " blanks", tool_details("argument", "cmd"), arg);

@@ -467,8 +467,10 @@ gitignore_parse(struct gitignore *gi, const char *dir, char *line)
 			r.flags |= GITIGNORE_ENDSWITH;
 			r.prefix = xstrdup(p + 1);
 			r.prefixlen = len - 1;
-		} else if (gitignore_compile(&r, p, 0) != 0)
+		} else if (gitignore_compile(&r, p, 0) != 0) {
+			gitignore_rule_clear(&r);
 			return;
+		}
 	} else {
 		if (*p == '/')
 			p++;

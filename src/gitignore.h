@@ -38,10 +38,12 @@
 
 struct gitignore;
 
-struct gitignore *gitignore_new(void);
-void	 gitignore_add(struct gitignore *, const char *, const char *, size_t);
-int	 gitignore_overflowed(struct gitignore *);
-int	 gitignore_ignored(struct gitignore *, const char *, int);
-void	 gitignore_free(struct gitignore *);
+struct gitignore	*gitignore_new(void);
+void			 gitignore_add(struct gitignore *, const char *,
+			     const char *, size_t);
+int			 gitignore_ignored(struct gitignore *, const char *,
+			     int);
+int			 gitignore_overflowed(struct gitignore *);
+void			 gitignore_free(struct gitignore *);
 
 #endif /* GITIGNORE_H */

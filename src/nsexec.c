@@ -15,34 +15,43 @@
  */
 
 /*
- * Entering a sandbox: the code that runs in child processes to build a
- * workspace session's namespaces and to run a command inside them. The
- * server never changes its own namespaces.
+ * Entering a sandbox: the code that runs in the child processes that
+ * build workspace sessions and run commands. The server never changes its
+ * own namespaces.
  *
- * A session is built by a holder process (a job) that, still in the
- * host's mount namespace, creates the session's overlay as a detached
- * mount (fsopen, fsconfig lowerdir+ per layer, fsmount), joins the
- * container's cgroups, UTS, IPC and network namespaces (or a new network
- * namespace with loopback only), enters the container's mount namespace,
- * unshares a private copy of it, moves the overlay onto /workspace and
- * mounts a private /tmp, then unshares a PID namespace and forks its
- * first process: the session init. The init mounts /proc for its PID
- * namespace, tells the holder it is ready, blanks its command line and
- * environment (nothing of the host's shows in /proc/1 inside; with its
- * full capabilities it is not readable by the session's processes
- * anyway) and waits for children and for the end of its lifeline pipe:
- * when the server ends, or kills it, the kernel ends every process of
- * the session and with the last of them the mount namespace and its
- * overlay. It cannot exec our binary: the container's file system may
- * lack the dynamic loader.
+ * For each sandbox the server forks one zygote, which joins the
+ * container's cgroups (once: moving a process between cgroup v1
+ * hierarchies costs an RCU grace period, milliseconds, so nothing else
+ * does it again) and its UTS, IPC and network namespaces, and keeps a
+ * descriptor of its mount namespace and of the state directory. On a
+ * "session" message the zygote forks a builder, which makes the
+ * session's overlay with the new mount API from paths relative to the
+ * state directory (fsopen, fsconfig lowerdir+ per layer, fsmount; the
+ * kernel wants the layers in the builder's mount namespace, so this
+ * happens first), enters the container's mount namespace, unshares a
+ * private copy of it, moves the overlay onto /workspace, mounts
+ * a private /tmp, unshares a network namespace with loopback only when
+ * the session is isolated, unshares a PID namespace and forks its first
+ * process: the session init.
  *
- * A command's shim joins the init's namespaces and cgroups, forks the
- * shell into the session's PID namespace, reports the shell's pid,
- * waits for it and exits with its status (128 + N for signal N). The
- * shell becomes a session leader (its process group is the command's),
+ * The init (pid 1 of the session) mounts /proc for its namespace, blanks
+ * its command line and environment, and serves its control socket: an
+ * "exec" message with the command's stdin and output descriptors forks
+ * the shell; a "kill" message signals a command's process group; every
+ * exit it reaps is reported back. When the control socket closes (the
+ * server ended or let the session go) the init exits, and the kernel
+ * ends every process of the session and with the last of them the mount
+ * namespace and its overlay. Being inside the session already, a command
+ * costs one fork and an exec: no setns, no cgroup move.
+ *
+ * A shell becomes a session leader (its process group is the command's),
  * gets no_new_privs, a bounding set reduced to Docker's default
- * capabilities and a seccomp filter, and runs in /workspace with a clean
- * environment.
+ * capabilities and a seccomp filter, and runs in /workspace with the
+ * environment the server gives. The init cannot exec our binary: the
+ * container's file system may lack the dynamic loader.
+ *
+ * Messages travel on SOCK_SEQPACKET sockets: NUL-separated fields, with
+ * descriptors passed as SCM_RIGHTS.
  */
 
 #include "config.h"
@@ -52,6 +61,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 #include <linux/capability.h>
@@ -74,6 +84,8 @@
 #include "sandbox-mcp.h"
 
 #define NSEXEC_INIT_NAME	"sandbox-mcp: session init"
+#define NSEXEC_ZYGOTE_NAME	"sandbox-mcp: zygote"
+#define NSEXEC_MAX_COMMANDS	4096
 
 /* Docker's default capability set: what a command may keep. */
 static const int nsexec_caps_kept[] = {
@@ -162,28 +174,122 @@ nsexec_argv(size_t *len)
 	return (nsexec_argv0);
 }
 
-/* A message on the report pipe, then the exit status (children only). */
-static int
-nsexec_fail(int report, const char *fmt, ...)
+/*
+ * Send one message: fields joined by NUL, and descriptors. Returns 0 or
+ * -1 (errno set). The socket is a SOCK_SEQPACKET one.
+ */
+int
+nsexec_send(int sock, const char **fields, int nfields, const int *fds,
+    int nfds)
 {
-	char	buf[1024];
-	int	n;
-	va_list	ap;
+	struct msghdr	 msg;
+	struct iovec	 iov[NSEXEC_FIELDS_MAX];
+	struct cmsghdr	*cm;
+	char		 cbuf[CMSG_SPACE(sizeof(int) * NSEXEC_FDS_MAX)];
+	int		 i;
+	ssize_t		 n;
 
-	n = snprintf(buf, sizeof buf, "error ");
-	va_start(ap, fmt);
-	n += vsnprintf(buf + n, sizeof buf - n - 2, fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof buf - 2)
-		n = sizeof buf - 2;
-	buf[n++] = '\n';
-	job_write_all(report, buf, n);
-	return (125);
+	if (nfields > NSEXEC_FIELDS_MAX || nfds > NSEXEC_FDS_MAX) {
+		errno = E2BIG;
+		return (-1);
+	}
+	memset(&msg, 0, sizeof msg);
+	for (i = 0; i < nfields; i++) {
+		iov[i].iov_base = (void *)fields[i];
+		iov[i].iov_len = strlen(fields[i]) + 1;
+	}
+	msg.msg_iov = iov;
+	msg.msg_iovlen = nfields;
+	if (nfds > 0) {
+		memset(cbuf, 0, sizeof cbuf);
+		msg.msg_control = cbuf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	}
+	do {
+		n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+	} while (n == -1 && errno == EINTR);
+	return (n == -1 ? -1 : 0);
+}
+
+/*
+ * Receive one message into buf; fields point into it. Returns the number
+ * of fields, 0 at end of file, or -1 (errno set; EAGAIN when none is
+ * waiting). Received descriptors are close-on-exec.
+ */
+int
+nsexec_recv(int sock, char *buf, size_t size, char **fields, int *fds,
+    int *nfds)
+{
+	struct msghdr	 msg;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	char		 cbuf[CMSG_SPACE(sizeof(int) * NSEXEC_FDS_MAX)];
+	ssize_t		 n, i;
+	int		 nf = 0, k;
+
+	memset(&msg, 0, sizeof msg);
+	iov.iov_base = buf;
+	iov.iov_len = size - 1;
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cbuf;
+	msg.msg_controllen = sizeof cbuf;
+	*nfds = 0;
+	do {
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	} while (n == -1 && errno == EINTR);
+	if (n <= 0)
+		return ((int)n);
+	for (cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type !=
+		    SCM_RIGHTS)
+			continue;
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		if (k > NSEXEC_FDS_MAX)
+			k = NSEXEC_FDS_MAX;
+		memcpy(fds, CMSG_DATA(cm), sizeof(int) * k);
+		*nfds = k;
+	}
+	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		for (k = 0; k < *nfds; k++)
+			close(fds[k]);
+		*nfds = 0;
+		errno = EMSGSIZE;
+		return (-1);
+	}
+	buf[n] = '\0';
+	fields[nf++] = buf;
+	for (i = 0; i < n && nf < NSEXEC_FIELDS_MAX; i++) {
+		if (buf[i] == '\0' && i + 1 < n)
+			fields[nf++] = buf + i + 1;
+	}
+	return (nf);
+}
+
+/* Blank our command line and environment, and say what we are. */
+static void
+nsexec_rename(const struct nsexec_zygote *z, const char *name)
+{
+	extern char	**environ;
+	char		**e;
+
+	for (e = environ; e != NULL && *e != NULL; e++)
+		explicit_bzero(*e, strlen(*e));
+	if (z->argv0 != NULL && z->argv_len > 0) {
+		explicit_bzero(z->argv0, z->argv_len);
+		strlcpy(z->argv0, name, z->argv_len);
+	}
+	prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
 /* Join the container's cgroups: our pid into each cgroup.procs. */
 static int
-nsexec_cgroups(char **procs, size_t n, int report)
+nsexec_cgroups(char **procs, size_t n, char *err, size_t errlen)
 {
 	char	pid[32];
 	size_t	i;
@@ -193,7 +299,7 @@ nsexec_cgroups(char **procs, size_t n, int report)
 	for (i = 0; i < n; i++) {
 		if ((fd = open(procs[i], O_WRONLY | O_CLOEXEC)) == -1 ||
 		    write(fd, pid, strlen(pid)) == -1) {
-			nsexec_fail(report, "cannot join the cgroup %s: %s",
+			snprintf(err, errlen, "cannot join the cgroup %s: %s",
 			    procs[i], strerror(errno));
 			if (fd != -1)
 				close(fd);
@@ -224,171 +330,6 @@ nsexec_loopback(void)
 	return (r);
 }
 
-/*
- * The holder (a job): build the session and fork its init. Reports
- * "init PID" (the init's pid in our namespace) or "error MESSAGE".
- * Descriptor kept: 4 = the lifeline's read end.
- */
-int
-nsexec_holder(void *arg, int report)
-{
-	struct nsexec_session	*s = arg;
-	static const char	*names[] = { "uts", "ipc", "net", "mnt" };
-	int			 fds[4], fs, mfd, ready[2], i;
-	char			 path[64], c;
-	size_t			 l;
-	pid_t			 init;
-
-	/* The overlay, built while our paths are the host's. */
-	if ((fs = fsopen("overlay", FSOPEN_CLOEXEC)) == -1)
-		return (nsexec_fail(report, "fsopen overlay: %s",
-		    strerror(errno)));
-	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", "sandbox-mcp", 0) != 0)
-		return (nsexec_fail(report, "overlay source: %s",
-		    strerror(errno)));
-	for (l = 0; l < s->nlower; l++) {
-		if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+",
-		    s->lower[l], 0) != 0)
-			return (nsexec_fail(report, "overlay layer %s: %s",
-			    s->lower[l], strerror(errno)));
-	}
-	if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", s->upper, 0) != 0 ||
-	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", s->work, 0) != 0)
-		return (nsexec_fail(report, "overlay upper: %s",
-		    strerror(errno)));
-	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
-		return (nsexec_fail(report, "overlay create: %s",
-		    strerror(errno)));
-	if ((mfd = fsmount(fs, FSMOUNT_CLOEXEC, 0)) == -1)
-		return (nsexec_fail(report, "fsmount: %s", strerror(errno)));
-	close(fs);
-
-	for (i = 0; i < 4; i++) {
-		snprintf(path, sizeof path, "/proc/%ld/ns/%s",
-		    (long)s->container_pid, names[i]);
-		if ((fds[i] = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-			return (nsexec_fail(report, "the container's process"
-			    " is gone (%s: %s)", path, strerror(errno)));
-	}
-	if (nsexec_cgroups(s->cgroup_procs, s->ncgroup, report) != 0)
-		return (125);
-	if (setns(fds[0], CLONE_NEWUTS) != 0 ||
-	    setns(fds[1], CLONE_NEWIPC) != 0)
-		return (nsexec_fail(report, "setns: %s", strerror(errno)));
-	if (s->isolated) {
-		if (unshare(CLONE_NEWNET) != 0 || nsexec_loopback() != 0)
-			return (nsexec_fail(report, "isolated network: %s",
-			    strerror(errno)));
-	} else if (setns(fds[2], CLONE_NEWNET) != 0)
-		return (nsexec_fail(report, "setns net: %s", strerror(errno)));
-	if (setns(fds[3], CLONE_NEWNS) != 0)
-		return (nsexec_fail(report, "setns mnt: %s", strerror(errno)));
-	for (i = 0; i < 4; i++)
-		close(fds[i]);
-	if (unshare(CLONE_NEWNS) != 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-		return (nsexec_fail(report, "private mounts: %s",
-		    strerror(errno)));
-	if (mkdir("/workspace", 0755) != 0 && errno != EEXIST)
-		return (nsexec_fail(report, "mkdir /workspace: %s",
-		    strerror(errno)));
-	if (move_mount(mfd, "", AT_FDCWD, "/workspace",
-	    MOVE_MOUNT_F_EMPTY_PATH) != 0)
-		return (nsexec_fail(report, "mounting /workspace: %s",
-		    strerror(errno)));
-	close(mfd);
-	if (mkdir("/tmp", 01777) != 0 && errno != EEXIST)
-		return (nsexec_fail(report, "mkdir /tmp: %s",
-		    strerror(errno)));
-	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-	    "mode=1777") != 0)
-		return (nsexec_fail(report, "mounting /tmp: %s",
-		    strerror(errno)));
-	if (unshare(CLONE_NEWPID) != 0)
-		return (nsexec_fail(report, "unshare pid: %s",
-		    strerror(errno)));
-
-	if (pipe2(ready, O_CLOEXEC) != 0)
-		return (nsexec_fail(report, "pipe: %s", strerror(errno)));
-	init = fork();
-	if (init == -1)
-		return (nsexec_fail(report, "fork: %s", strerror(errno)));
-	if (init == 0) {
-		/* PID 1 of the session. */
-		close(ready[0]);
-		close(report);
-		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV |
-		    MS_NOEXEC, NULL) != 0)
-			_exit(124);
-		if (chdir("/") != 0)
-			_exit(124);
-		if (dup2(4, 3) == -1)	/* the lifeline, at fd 3 */
-			_exit(124);
-		close(4);
-		c = 'r';
-		if (write(ready[1], &c, 1) != 1)
-			_exit(124);
-		close(ready[1]);
-		nsexec_init_main(s->argv0, s->argv_len);
-	}
-	close(ready[1]);
-	if (read(ready[0], &c, 1) != 1) {
-		kill(init, SIGKILL);
-		return (nsexec_fail(report, "the session's init did not"
-		    " start"));
-	}
-	dprintf(report, "init %ld\n", (long)init);
-	return (0);
-}
-
-static void
-nsexec_init_sigchld(int sig)
-{
-}
-
-/*
- * The session's init (pid 1 of its PID namespace): blank the command
- * line and environment, reap every child, end when the lifeline (fd 3)
- * closes or the server kills us.
- */
-__dead void
-nsexec_init_main(char *argv0, size_t argv_len)
-{
-	struct sigaction	 sa;
-	struct pollfd		 pfd;
-	sigset_t		 block, empty;
-	int			 status;
-	extern char		**environ;
-	char			**e;
-
-	for (e = environ; e != NULL && *e != NULL; e++)
-		explicit_bzero(*e, strlen(*e));
-	if (argv0 != NULL && argv_len > 0) {
-		explicit_bzero(argv0, argv_len);
-		strlcpy(argv0, NSEXEC_INIT_NAME, argv_len);
-	}
-	closefrom(4);
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = nsexec_init_sigchld;
-	sigaction(SIGCHLD, &sa, NULL);
-	sigemptyset(&block);
-	sigaddset(&block, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &block, NULL);
-	sigemptyset(&empty);
-	pfd.fd = 3;
-	pfd.events = POLLIN;
-	for (;;) {
-		while (waitpid(-1, &status, WNOHANG) > 0)
-			;
-		pfd.revents = 0;
-		if (ppoll(&pfd, 1, NULL, &empty) == -1 && errno != EINTR)
-			_exit(1);
-		if (pfd.revents != 0)
-			_exit(0);	/* the server is gone or done */
-	}
-}
-
 /* Drop what a command must not have, just before exec. */
 static int
 nsexec_harden(void)
@@ -414,86 +355,411 @@ nsexec_harden(void)
 	return (0);
 }
 
-/*
- * The command shim (a job): join the session, fork the shell, report its
- * pid ("pid N"), wait for it and exit with its status. Descriptors kept:
- * 4 = the command's stdin, 5 = its output.
- */
-int
-nsexec_command(void *arg, int report)
+/* A command the init runs: its id, its process group, its end. */
+struct nsexec_cmd {
+	char	id[24];
+	pid_t	pid;
+	int	exited;		/* the shell has, with code */
+	int	code;
+};
+
+static volatile sig_atomic_t	nsexec_child_exited;
+
+static void
+nsexec_sigchld(int sig)
 {
-	struct nsexec_command	*c = arg;
-	static const char	*names[] = { "pid", "uts", "ipc", "net", "mnt" };
-	static const int	 types[] = { CLONE_NEWPID, CLONE_NEWUTS,
-	    CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS };
-	int			 fds[5], i, st[2], status, err;
-	char			 path[64];
-	const char		*shell;
-	pid_t			 pid;
-	ssize_t			 n;
+	nsexec_child_exited = 1;
+}
 
-	for (i = 0; i < 5; i++) {
-		snprintf(path, sizeof path, "/proc/%ld/ns/%s",
-		    (long)c->init_pid, names[i]);
-		if ((fds[i] = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-			return (nsexec_fail(report, "the workspace session has"
-			    " ended (%s)", strerror(errno)));
-	}
-	if (nsexec_cgroups(c->cgroup_procs, c->ncgroup, report) != 0)
-		return (125);
-	for (i = 0; i < 5; i++) {
-		if (setns(fds[i], types[i]) != 0)
-			return (nsexec_fail(report, "entering the session"
-			    " (%s): %s", names[i], strerror(errno)));
-		close(fds[i]);
-	}
+/* The init forks a command's shell. */
+static pid_t
+nsexec_init_exec(char **f, int nf, int *fds, char *err, size_t errlen)
+{
+	const char	*shell;
+	char		*argv[4], **env;
+	int		 st[2], e, i;
+	pid_t		 pid;
+	ssize_t		 n;
+
+	/* exec ID CMD ENV... */
 	shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
-	if (pipe2(st, O_CLOEXEC) != 0)
-		return (nsexec_fail(report, "pipe: %s", strerror(errno)));
-
+	if (pipe2(st, O_CLOEXEC) != 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return (-1);
+	}
+	env = xcalloc(nf, sizeof *env);
+	for (i = 3; i < nf; i++)
+		env[i - 3] = f[i];
+	argv[0] = (char *)shell;
+	argv[1] = (char *)"-c";
+	argv[2] = f[2];
+	argv[3] = NULL;
 	pid = fork();
-	if (pid == -1)
-		return (nsexec_fail(report, "fork: %s", strerror(errno)));
+	if (pid == -1) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		close(st[0]);
+		close(st[1]);
+		free(env);
+		return (-1);
+	}
 	if (pid == 0) {
-		char	*argv[] = { (char *)shell, (char *)"-c",
-			    (char *)c->cmd, NULL };
+		sigset_t	none;
 
 		close(st[0]);
 		setsid();
-		if (dup2(4, STDIN_FILENO) == -1 ||
-		    dup2(5, STDOUT_FILENO) == -1 ||
-		    dup2(5, STDERR_FILENO) == -1)
+		/* The status pipe goes to fd 3, over the control socket. */
+		if (dup2(st[1], 3) == -1 || fcntl(3, F_SETFD,
+		    FD_CLOEXEC) == -1) {
+			e = errno;
+			if (write(st[1], &e, sizeof e) != sizeof e)
+				_exit(127);
+			_exit(127);
+		}
+		if (dup2(fds[0], STDIN_FILENO) == -1 ||
+		    dup2(fds[1], STDOUT_FILENO) == -1 ||
+		    dup2(fds[1], STDERR_FILENO) == -1)
 			goto fail;
-		close(4);
-		close(5);
-		close(report);
+		closefrom(4);
+		signal(SIGCHLD, SIG_DFL);
 		signal(SIGPIPE, SIG_DFL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		if (chdir("/workspace") != 0 || nsexec_harden() != 0)
 			goto fail;
-		execve(shell, argv, c->env);
+		execve(shell, argv, env);
 fail:
-		err = errno;
-		if (write(st[1], &err, sizeof err) != sizeof err)
+		e = errno;
+		if (write(3, &e, sizeof e) != sizeof e)
 			_exit(127);
 		_exit(127);
 	}
+	free(env);
 	close(st[1]);
-	close(4);
-	close(5);
-	n = read(st[0], &err, sizeof err);
+	n = read(st[0], &e, sizeof e);
 	close(st[0]);
-	if (n == sizeof err) {
-		waitpid(pid, &status, 0);
-		return (nsexec_fail(report, "cannot run %s in the sandbox: %s",
-		    shell, strerror(err)));
+	if (n == sizeof e) {
+		snprintf(err, errlen, "cannot start the shell: %s",
+		    strerror(e));
+		return (-1);
 	}
-	dprintf(report, "pid %ld\n", (long)pid);
-	while (waitpid(pid, &status, 0) == -1) {
-		if (errno != EINTR)
-			return (nsexec_fail(report, "waitpid: %s",
-			    strerror(errno)));
+	return (pid);
+}
+
+/*
+ * The session's init: pid 1 of its PID namespace. Serves the control
+ * socket (fd 3) until it closes.
+ */
+static __dead void
+nsexec_init_main(const struct nsexec_zygote *z)
+{
+	struct sigaction	 sa;
+	struct pollfd		 pfd;
+	struct nsexec_cmd	*cmds = NULL;
+	sigset_t		 block, empty;
+	size_t			 ncmds = 0, i;
+	char			*buf, *f[NSEXEC_FIELDS_MAX], err[512], num[32];
+	const char		*out[4];
+	int			 nf, fds[NSEXEC_FDS_MAX], nfds, status, k;
+	pid_t			 pid;
+
+	nsexec_rename(z, NSEXEC_INIT_NAME);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = nsexec_sigchld;
+	sigaction(SIGCHLD, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&block);
+	sigaddset(&block, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &block, NULL);
+	sigemptyset(&empty);
+	buf = xmalloc(NSEXEC_MSG_MAX);
+	pfd.fd = 3;
+	pfd.events = POLLIN;
+	for (;;) {
+		nsexec_child_exited = 0;
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+			for (i = 0; i < ncmds; i++) {
+				if (cmds[i].pid == pid)
+					break;
+			}
+			if (i == ncmds)
+				continue;	/* an orphan we inherited */
+			cmds[i].exited = 1;
+			cmds[i].code = WIFSIGNALED(status) ? 128 +
+			    WTERMSIG(status) : WEXITSTATUS(status);
+		}
+		/*
+		 * A command ends when its shell has and nothing is left in
+		 * its process group (orphans come to us, so their exits
+		 * wake us too).
+		 */
+		for (i = 0; i < ncmds; i++) {
+			if (!cmds[i].exited || kill(-cmds[i].pid, 0) == 0 ||
+			    errno != ESRCH)
+				continue;
+			snprintf(num, sizeof num, "%d", cmds[i].code);
+			out[0] = "exit";
+			out[1] = cmds[i].id;
+			out[2] = num;
+			nsexec_send(3, out, 3, NULL, 0);
+			cmds[i--] = cmds[--ncmds];
+		}
+		pfd.revents = 0;
+		if (ppoll(&pfd, 1, NULL, &empty) == -1) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		if (pfd.revents == 0)
+			continue;
+		nf = nsexec_recv(3, buf, NSEXEC_MSG_MAX, f, fds, &nfds);
+		if (nf == 0 || (nf == -1 && errno != EAGAIN && errno !=
+		    EMSGSIZE))
+			_exit(0);	/* the server let us go */
+		if (nf == -1)
+			continue;
+		if (strcmp(f[0], "exec") == 0 && nf >= 3 && nfds == 2) {
+			out[1] = f[1];
+			if (ncmds >= NSEXEC_MAX_COMMANDS)
+				pid = -1, snprintf(err, sizeof err,
+				    "too many commands in the session");
+			else
+				pid = nsexec_init_exec(f, nf, fds, err,
+				    sizeof err);
+			if (pid == -1) {
+				out[0] = "error";
+				out[2] = err;
+				nsexec_send(3, out, 3, NULL, 0);
+			} else {
+				cmds = xreallocarray(cmds, ncmds + 1,
+				    sizeof *cmds);
+				memset(&cmds[ncmds], 0, sizeof cmds[ncmds]);
+				strlcpy(cmds[ncmds].id, f[1],
+				    sizeof cmds[ncmds].id);
+				cmds[ncmds++].pid = pid;
+				snprintf(num, sizeof num, "%ld", (long)pid);
+				out[0] = "pid";
+				out[2] = num;
+				nsexec_send(3, out, 3, NULL, 0);
+			}
+		} else if (strcmp(f[0], "kill") == 0 && nf == 3) {
+			k = atoi(f[2]);
+			for (i = 0; i < ncmds; i++) {
+				if (strcmp(cmds[i].id, f[1]) == 0 &&
+				    kill(-cmds[i].pid, k) != 0)
+					kill(cmds[i].pid, k);
+			}
+		}
+		for (k = 0; k < nfds; k++)
+			close(fds[k]);
 	}
-	if (WIFSIGNALED(status))
-		return (128 + WTERMSIG(status));
-	return (WEXITSTATUS(status));
+}
+
+/*
+ * The builder: make the session (fields: session ID ISOLATED UPPER WORK
+ * LOWER..., paths relative to the state directory, fd 4) and fork its
+ * init, which keeps ctl as its control socket. Returns the init's pid,
+ * or -1 with err.
+ */
+static pid_t
+nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
+    char *err, size_t errlen)
+{
+	int		 fs, mfd, ready[2], i;
+	char		 c;
+	pid_t		 init;
+
+	if (fchdir(4) != 0) {
+		snprintf(err, errlen, "fchdir: %s", strerror(errno));
+		return (-1);
+	}
+	if ((fs = fsopen("overlay", FSOPEN_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "fsopen overlay: %s", strerror(errno));
+		return (-1);
+	}
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", "sandbox-mcp",
+	    0) != 0)
+		goto overlay;
+	for (i = 5; i < nf; i++) {
+		if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", f[i],
+		    0) != 0)
+			goto overlay;
+	}
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", f[3], 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", f[4], 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
+		goto overlay;
+	if ((mfd = fsmount(fs, FSMOUNT_CLOEXEC, 0)) == -1)
+		goto overlay;
+	close(fs);
+	if (setns(6, CLONE_NEWNS) != 0) {
+		snprintf(err, errlen, "entering the container's mounts: %s",
+		    strerror(errno));
+		return (-1);
+	}
+	if (chdir("/") != 0 || unshare(CLONE_NEWNS) != 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+		snprintf(err, errlen, "private mounts: %s", strerror(errno));
+		return (-1);
+	}
+	if (mkdir("/workspace", 0755) != 0 && errno != EEXIST) {
+		snprintf(err, errlen, "mkdir /workspace: %s", strerror(errno));
+		return (-1);
+	}
+	if (move_mount(mfd, "", AT_FDCWD, "/workspace",
+	    MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+		snprintf(err, errlen, "mounting /workspace: %s",
+		    strerror(errno));
+		return (-1);
+	}
+	close(mfd);
+	if ((mkdir("/tmp", 01777) != 0 && errno != EEXIST) ||
+	    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+	    "mode=1777") != 0) {
+		snprintf(err, errlen, "mounting /tmp: %s", strerror(errno));
+		return (-1);
+	}
+	if (strcmp(f[2], "1") == 0 && (unshare(CLONE_NEWNET) != 0 ||
+	    nsexec_loopback() != 0)) {
+		snprintf(err, errlen, "isolated network: %s", strerror(errno));
+		return (-1);
+	}
+	if (unshare(CLONE_NEWPID) != 0) {
+		snprintf(err, errlen, "unshare pid: %s", strerror(errno));
+		return (-1);
+	}
+	if (pipe2(ready, O_CLOEXEC) != 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return (-1);
+	}
+	if ((init = fork()) == -1) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		return (-1);
+	}
+	if (init == 0) {
+		close(ready[0]);
+		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV |
+		    MS_NOEXEC, NULL) != 0)
+			_exit(124);
+		if (dup2(ctl, 3) == -1)
+			_exit(124);
+		c = 'r';
+		if (write(ready[1], &c, 1) != 1)
+			_exit(124);
+		closefrom(4);
+		nsexec_init_main(z);
+	}
+	close(ready[1]);
+	if (read(ready[0], &c, 1) != 1) {
+		close(ready[0]);
+		kill(init, SIGKILL);
+		snprintf(err, errlen, "the session's init did not start");
+		return (-1);
+	}
+	close(ready[0]);
+	return (init);
+overlay:
+	snprintf(err, errlen, "the session's overlay: %s", strerror(errno));
+	close(fs);
+	return (-1);
+}
+
+/*
+ * The zygote (a job): join the container once, then build sessions on
+ * request. Descriptors kept: 4 = the state directory, 5 = our control
+ * socket; 6 becomes the container's mount namespace. Reports "ready" or
+ * "error MESSAGE" on the report pipe (3).
+ */
+int
+nsexec_zygote(void *arg, int report)
+{
+	const struct nsexec_zygote *z = arg;
+	static const char	*names[] = { "uts", "ipc", "net", "mnt" };
+	static const int	 types[] = { CLONE_NEWUTS, CLONE_NEWIPC,
+	    CLONE_NEWNET };
+	char			*buf, *f[NSEXEC_FIELDS_MAX], err[512];
+	char			 path[64], num[32];
+	const char		*out[4];
+	int			 fds[4], i, nf, rfds[NSEXEC_FDS_MAX], nrfds;
+	int			 st[2], status;
+	pid_t			 builder, init;
+	ssize_t			 n;
+
+	nsexec_rename(z, NSEXEC_ZYGOTE_NAME);
+	for (i = 0; i < 4; i++) {
+		snprintf(path, sizeof path, "/proc/%ld/ns/%s",
+		    (long)z->container_pid, names[i]);
+		if ((fds[i] = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+			dprintf(report, "error the container's process is gone"
+			    " (%s)\n", strerror(errno));
+			return (125);
+		}
+	}
+	if (nsexec_cgroups(z->cgroup_procs, z->ncgroup, err,
+	    sizeof err) != 0) {
+		dprintf(report, "error %s\n", err);
+		return (125);
+	}
+	for (i = 0; i < 3; i++) {
+		if (setns(fds[i], types[i]) != 0) {
+			dprintf(report, "error entering the container (%s):"
+			    " %s\n", names[i], strerror(errno));
+			return (125);
+		}
+		close(fds[i]);
+	}
+	/* The mount namespace, for builders, at fd 6. */
+	if (dup2(fds[3], 6) == -1)
+		return (125);
+	close(fds[3]);
+	dprintf(report, "ready\n");
+	close(report);
+	signal(SIGPIPE, SIG_IGN);
+
+	buf = xmalloc(NSEXEC_MSG_MAX);
+	for (;;) {
+		nf = nsexec_recv(5, buf, NSEXEC_MSG_MAX, f, rfds, &nrfds);
+		if (nf == 0 || (nf == -1 && errno != EAGAIN && errno !=
+		    EMSGSIZE))
+			_exit(0);
+		if (nf < 6 || strcmp(f[0], "session") != 0 || nrfds != 1) {
+			for (i = 0; i < nrfds; i++)
+				close(rfds[i]);
+			continue;
+		}
+		/* The builder reports the init's pid or an error on st. */
+		if (pipe2(st, O_CLOEXEC) != 0)
+			_exit(1);
+		if ((builder = fork()) == 0) {
+			close(st[0]);
+			close(5);
+			if (dup2(rfds[0], 7) == -1)
+				_exit(1);
+			rfds[0] = 7;
+			init = nsexec_build(z, f, nf, rfds[0], err,
+			    sizeof err);
+			if (init == -1)
+				dprintf(st[1], "error %s", err);
+			else
+				dprintf(st[1], "init %ld", (long)init);
+			_exit(0);
+		}
+		close(st[1]);
+		close(rfds[0]);
+		n = builder == -1 ? -1 : read(st[0], err, sizeof err - 1);
+		close(st[0]);
+		if (builder != -1)
+			waitpid(builder, &status, 0);
+		err[n > 0 ? n : 0] = '\0';
+		out[0] = "session";
+		out[1] = f[1];
+		if (n > 5 && memcmp(err, "init ", 5) == 0) {
+			out[2] = "ok";
+			strlcpy(num, err + 5, sizeof num);
+			out[3] = num;
+		} else {
+			out[2] = "error";
+			out[3] = n > 6 ? err + 6 : "the builder failed";
+		}
+		nsexec_send(5, out, 4, NULL, 0);
+	}
 }

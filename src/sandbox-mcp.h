@@ -35,6 +35,7 @@
 
 struct addrinfo;
 struct cJSON;
+struct event;
 struct event_base;
 struct evbuffer;
 struct tspan;
@@ -209,6 +210,9 @@ int		 layer_resolve(struct layer_stack *, const char *,
 		     struct layer_entry *, char **);
 
 /* session.c */
+struct session;
+typedef void (*session_cb)(struct session *, const char *, const char *,
+		     void *);
 enum session_state {
 	SESSION_STARTING,
 	SESSION_LIVE,
@@ -224,6 +228,10 @@ struct rt_sandbox {
 	unsigned long long	 pid_start;
 	char			**cgroups;
 	size_t			 ncgroup;
+	struct job		*zjob;		/* the zygote */
+	int			 zctl;
+	struct event		*zev;
+	int			 zready;
 	struct sessions		 sessions;
 	LIST_ENTRY(rt_sandbox)	 entry;
 };
@@ -236,8 +244,11 @@ struct session {
 	struct layer_stack	*lease;
 	char			*dir;
 	pid_t			 init;
-	int			 lifeline;
-	char			*error;
+	int			 ctl;		/* the init's control socket */
+	struct event		*ctl_ev;
+	int			 requested;
+	session_cb		 start_cb;
+	void			*start_arg;
 	unsigned int		 commands;	/* running */
 	int			 publishing;
 	void			(*dead_cb)(struct session *, void *);
@@ -246,8 +257,6 @@ struct session {
 };
 typedef void (*rt_cb)(struct rt_sandbox *, const char *, const char *,
 		     struct cJSON *, void *);
-typedef void (*session_cb)(struct session *, const char *, const char *,
-		     void *);
 typedef void (*session_publish_cb)(struct session *, struct cJSON *, void *);
 void		 rt_sandbox_get(const char *, rt_cb, void *);
 struct session	*session_find(struct rt_sandbox *, const char *);
@@ -277,6 +286,8 @@ void		 command_read(struct rt_sandbox *, const char *, long long,
 		     long long, command_cb, void *);
 void		 command_wait_cancel(struct command_wait *);
 struct cJSON	*command_running_in(const char *, const char *);
+void		 command_session_message(struct session *, char **, int);
+void		 command_session_gone(struct session *);
 void		 command_forget_sandbox(const char *);
 
 /* publish.c */
@@ -289,30 +300,21 @@ struct publish_args {
 int		 publish_child(void *, int);
 
 /* nsexec.c */
-struct nsexec_session {
-	char		**lower;	/* layers, newest first */
-	size_t		  nlower;
-	char		 *upper;
-	char		 *work;
+#define NSEXEC_MSG_MAX		(160 * 1024)
+#define NSEXEC_FIELDS_MAX	600
+#define NSEXEC_FDS_MAX		4
+struct nsexec_zygote {
 	pid_t		  container_pid;
 	char		**cgroup_procs;
 	size_t		  ncgroup;
-	int		  isolated;
 	char		 *argv0;	/* our command line, to blank */
 	size_t		  argv_len;
 };
-struct nsexec_command {
-	pid_t		  init_pid;
-	char		**cgroup_procs;
-	size_t		  ncgroup;
-	const char	 *cmd;
-	char		**env;
-};
 void		 nsexec_init(int, char **);
 char		*nsexec_argv(size_t *);
-int		 nsexec_holder(void *, int);
-__dead void	 nsexec_init_main(char *, size_t);
-int		 nsexec_command(void *, int);
+int		 nsexec_zygote(void *, int);
+int		 nsexec_send(int, const char **, int, const int *, int);
+int		 nsexec_recv(int, char *, size_t, char **, int *, int *);
 
 /* job.c */
 struct job;

@@ -18,22 +18,24 @@
  * Workspace sessions, the server's side. A session is a private view of
  * a sandbox's workspace: an overlay whose lower layers are the stack as
  * leased when it began and whose upper directory is its own, in its own
- * mount, PID and (when isolated) network namespaces, built by a holder
- * process (nsexec.c) and kept alive by its init. This file also keeps
+ * mount, PID and (when isolated) network namespaces, built by the
+ * sandbox's zygote and served by its init (nsexec.c). This file keeps
  * what the runtime needs of each sandbox: its container's init pid and
- * cgroups, learnt from the Docker Engine once and checked on each use.
+ * cgroups, learnt from the Docker Engine once and checked on each use,
+ * and the zygote, started on first use and kept while the sandbox is.
  *
  *	<state>/sandboxes/<id>/sessions/<ws>/lease.json	the lease
  *	<state>/sandboxes/<id>/sessions/<ws>/upper/	the session's changes
  *	<state>/sandboxes/<id>/sessions/<ws>/work/	overlayfs's work dir
  *
- * Sessions belong to the process that started them: a lifeline pipe ends
- * a session's init when this process ends, and any process that finds a
- * lease whose owner is gone removes the session's scratch.
+ * Sessions belong to the process that started them: the session's control
+ * socket ends its init when this process ends, and any process that finds
+ * a lease whose owner is gone removes the session's scratch.
  */
 
 #include "config.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -48,10 +50,14 @@
 
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 
 #include "sandbox-mcp.h"
 
 static LIST_HEAD(, rt_sandbox)	rt_sandboxes = LIST_HEAD_INITIALIZER(rt_sandboxes);
+
+static void	rt_zygote_lost(struct rt_sandbox *, const char *);
+static void	session_started(struct session *);
 
 struct rt_wait {
 	char		 id[65];
@@ -204,11 +210,17 @@ rt_sandbox_inspect_cb(cJSON *result, const char *kind, const char *message,
 	if ((sb = rt_sandbox_find(w->id)) == NULL) {
 		sb = xcalloc(1, sizeof *sb);
 		strlcpy(sb->id, w->id, sizeof sb->id);
+		sb->zctl = -1;
 		LIST_INIT(&sb->sessions);
 		LIST_INSERT_HEAD(&rt_sandboxes, sb, entry);
 	}
 	free(sb->container);
 	sb->container = xstrdup(id->valuestring);
+	if (sb->pid != (pid_t)pid->valuedouble && sb->zjob != NULL) {
+		/* A new container process: the zygote stood in the old. */
+		job_cancel(sb->zjob);
+		rt_zygote_lost(sb, "the container was restarted");
+	}
 	sb->pid = (pid_t)pid->valuedouble;
 	sb->pid_start = state_process_start(sb->pid);
 	if (rt_sandbox_cgroups(sb, &cause) != 0) {
@@ -274,6 +286,19 @@ rt_sandbox_get(const char *id, rt_cb cb, void *arg)
 	sandbox_lookup(id, rt_sandbox_inspect_cb, w);
 }
 
+/* A session of this process by id, in any state. */
+static struct session *
+session_find_any(struct rt_sandbox *sb, const char *id)
+{
+	struct session	*s;
+
+	LIST_FOREACH(s, &sb->sessions, entry) {
+		if (strcmp(s->id, id) == 0)
+			return (s);
+	}
+	return (NULL);
+}
+
 /* A live session of this process by id, or NULL. */
 struct session *
 session_find(struct rt_sandbox *sb, const char *id)
@@ -290,6 +315,10 @@ session_find(struct rt_sandbox *sb, const char *id)
 static void
 session_free(struct session *s)
 {
+	if (s->ctl_ev != NULL)
+		event_free(s->ctl_ev);
+	if (s->ctl != -1)
+		close(s->ctl);
 	LIST_REMOVE(s, entry);
 	layer_stack_free(s->lease);
 	free(s->dir);
@@ -339,10 +368,6 @@ session_init_died(int status, void *arg)
 	log_trace(TRACE_JOB, "session %s init %ld exited status=%d", s->id,
 	    (long)s->init, status);
 	s->init = 0;
-	if (s->lifeline != -1) {
-		close(s->lifeline);
-		s->lifeline = -1;
-	}
 	if (s->state != SESSION_ENDED)
 		s->state = SESSION_DEAD;
 	if (cb != NULL) {
@@ -389,6 +414,14 @@ session_end(struct session *s, const char *why)
 	telemetry_event(s->sb->id, NULL, NULL, "session.destroyed", attrs);
 	log_debug("session %s ended reason=%s", s->id, why);
 	s->state = SESSION_ENDED;
+	if (s->ctl_ev != NULL) {
+		event_free(s->ctl_ev);
+		s->ctl_ev = NULL;
+	}
+	if (s->ctl != -1) {
+		close(s->ctl);
+		s->ctl = -1;
+	}
 	if (s->init > 0) {
 		kill(s->init, SIGKILL);
 		return;		/* session_init_died finishes */
@@ -408,55 +441,287 @@ rt_sandbox_forget(const char *id)
 
 	if ((sb = rt_sandbox_find(id)) == NULL)
 		return;
-	LIST_FOREACH_SAFE(s, &sb->sessions, entry, s1)
-		session_end(s, "sandbox destroyed");
+	LIST_FOREACH_SAFE(s, &sb->sessions, entry, s1) {
+		if (s->state != SESSION_STARTING)
+			session_end(s, "sandbox destroyed");
+	}
+	if (sb->zjob != NULL)
+		job_cancel(sb->zjob);
+	rt_zygote_lost(sb, "the sandbox is being destroyed");
 	sb->pid = 0;
 }
 
+static void	rt_zygote_send(struct rt_sandbox *, struct session *);
+static void	session_start_fail(struct session *, const char *);
+
+static int	rt_state_fd = -1;
+
+/* A descriptor of the state directory, for zygotes to build from. */
+static int
+rt_state_dir(void)
+{
+	if (rt_state_fd == -1)
+		rt_state_fd = open(cfg->state_dir, O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC);
+	return (rt_state_fd);
+}
+
+/* Messages from a session's init: command pids, exits and errors. */
 static void
-session_holder_line(const char *line, void *arg)
+session_ctl_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct session	*s = arg;
-	const char	*errstr;
+	char		*buf, *f[NSEXEC_FIELDS_MAX];
+	int		 nf, fds[NSEXEC_FDS_MAX], nfds, i;
 
-	if (strncmp(line, "init ", 5) == 0) {
-		s->init = (pid_t)strtonum(line + 5, 1, INT32_MAX, &errstr);
-		if (errstr != NULL)
-			s->init = 0;
-	} else if (strncmp(line, "error ", 6) == 0 && s->error == NULL)
-		s->error = xstrdup(line + 6);
+	buf = xmalloc(4096);
+	for (;;) {
+		nf = nsexec_recv(fd, buf, 4096, f, fds, &nfds);
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+		if (nf > 0) {
+			command_session_message(s, f, nf);
+			continue;
+		}
+		if (nf == -1 && errno == EAGAIN)
+			break;
+		/* The init is gone: its commands went with it. */
+		event_free(s->ctl_ev);
+		s->ctl_ev = NULL;
+		close(s->ctl);
+		s->ctl = -1;
+		command_session_gone(s);
+		break;
+	}
+	free(buf);
+}
+
+/* Forget the zygote: its sessions in the making fail. */
+static void
+rt_zygote_lost(struct rt_sandbox *sb, const char *why)
+{
+	struct session	*s, *s1;
+
+	if (sb->zev != NULL) {
+		event_free(sb->zev);
+		sb->zev = NULL;
+	}
+	if (sb->zctl != -1) {
+		close(sb->zctl);
+		sb->zctl = -1;
+	}
+	sb->zready = 0;
+	sb->zjob = NULL;
+	LIST_FOREACH_SAFE(s, &sb->sessions, entry, s1) {
+		if (s->state == SESSION_STARTING)
+			session_start_fail(s, why);
+	}
+}
+
+/* The zygote's answers to "session" requests. */
+static void
+rt_zygote_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct rt_sandbox	*sb = arg;
+	struct session		*s;
+	char			 buf[4096], *f[NSEXEC_FIELDS_MAX], *msg;
+	const char		*errstr;
+	int			 nf, fds[NSEXEC_FDS_MAX], nfds, i;
+
+	for (;;) {
+		nf = nsexec_recv(fd, buf, sizeof buf, f, fds, &nfds);
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+		if (nf == -1 && errno == EAGAIN)
+			return;
+		if (nf <= 0) {
+			rt_zygote_lost(sb, "the sandbox's zygote ended");
+			return;
+		}
+		if (nf != 4 || strcmp(f[0], "session") != 0)
+			continue;
+		s = session_find_any(sb, f[1]);
+		if (s == NULL || s->state != SESSION_STARTING)
+			continue;
+		if (strcmp(f[2], "ok") != 0) {
+			xasprintf(&msg, "%s", f[3]);
+			session_start_fail(s, msg);
+			free(msg);
+			continue;
+		}
+		s->init = (pid_t)strtonum(f[3], 1, INT32_MAX, &errstr);
+		if (errstr != NULL) {
+			session_start_fail(s, "the zygote gave a bad pid");
+			continue;
+		}
+		session_started(s);
+	}
 }
 
 static void
-session_holder_done(int status, struct evbuffer *report, void *arg)
+rt_zygote_line(const char *line, void *arg)
 {
-	struct session_start	*ss = arg;
-	struct session		*s = ss->s;
-	cJSON			*attrs;
-	char			*msg;
+	struct rt_sandbox	*sb = arg;
+	struct session		*s;
 
-	if (s->init <= 0 || s->error != NULL) {
-		xasprintf(&msg, "cannot start a workspace session in sandbox"
-		    " %s: %s", s->sb->id, s->error != NULL ? s->error :
-		    "the holder process failed");
-		free(s->error);
-		s->error = NULL;
-		s->state = SESSION_ENDED;
-		if (s->lifeline != -1) {
-			close(s->lifeline);
-			s->lifeline = -1;
+	if (strcmp(line, "ready") == 0) {
+		sb->zready = 1;
+		LIST_FOREACH(s, &sb->sessions, entry) {
+			if (s->state == SESSION_STARTING && !s->requested)
+				rt_zygote_send(sb, s);
 		}
-		/* The container may have been replaced: learn it again. */
-		s->sb->pid = 0;
-		session_trash(s);
-		session_free(s);
-		ss->cb(NULL, TOOL_ERR_FAILED, msg, ss->arg);
-		free(msg);
-		free(ss);
+	} else if (strncmp(line, "error ", 6) == 0)
+		rt_zygote_lost(sb, line + 6);
+}
+
+static void
+rt_zygote_done(int status, struct evbuffer *report, void *arg)
+{
+	struct rt_sandbox	*sb = arg;
+
+	log_trace(TRACE_JOB, "zygote of %s exited status=%d", sb->id, status);
+	rt_zygote_lost(sb, "the sandbox's zygote ended");
+}
+
+/* Start the sandbox's zygote (sessions wait until it is ready). */
+static int
+rt_zygote_start(struct rt_sandbox *sb, char **cause)
+{
+	struct nsexec_zygote	 z;
+	int			 sv[2], keep[2], sndbuf = NSEXEC_MSG_MAX * 4;
+
+	if (rt_state_dir() == -1) {
+		xasprintf(cause, "cannot open %s: %s", cfg->state_dir,
+		    strerror(errno));
+		return (-1);
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+		xasprintf(cause, "socketpair: %s", strerror(errno));
+		return (-1);
+	}
+	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+	memset(&z, 0, sizeof z);
+	z.container_pid = sb->pid;
+	z.cgroup_procs = sb->cgroups;
+	z.ncgroup = sb->ncgroup;
+	z.argv0 = nsexec_argv(&z.argv_len);
+	keep[0] = rt_state_dir();
+	keep[1] = sv[1];
+	sb->zjob = job_fork_keep("zygote", nsexec_zygote, &z, keep, 2,
+	    rt_zygote_done, sb);
+	job_on_line(sb->zjob, rt_zygote_line, sb);
+	close(sv[1]);
+	sb->zctl = sv[0];
+	util_set_nonblock(sb->zctl);
+	sb->zev = event_new(ev_base, sb->zctl, EV_READ | EV_PERSIST,
+	    rt_zygote_cb, sb);
+	if (sb->zev == NULL)
+		fatalx("%s: event_new", __func__);
+	event_add(sb->zev, NULL);
+	return (0);
+}
+
+/* A path under the state directory, relative to it, for the zygote. */
+static const char *
+rt_relative(const char *path)
+{
+	size_t	len = strlen(cfg->state_dir);
+
+	if (strncmp(path, cfg->state_dir, len) == 0 && path[len] == '/')
+		return (path + len + 1);
+	return (NULL);
+}
+
+/* Ask the zygote for the session, passing it its control socket. */
+static void
+rt_zygote_send(struct rt_sandbox *sb, struct session *s)
+{
+	const char	*f[NSEXEC_FIELDS_MAX];
+	char		*upper, *work;
+	int		 sv[2], nf = 0, sndbuf = NSEXEC_MSG_MAX * 2;
+	size_t		 i;
+
+	s->requested = 1;
+	if (s->lease->n + 5 > NSEXEC_FIELDS_MAX) {
+		session_start_fail(s, "the layer stack is too deep for a"
+		    " session; squash it");
 		return;
 	}
+	xasprintf(&upper, "sandboxes/%s/sessions/%s/upper", sb->id, s->id);
+	xasprintf(&work, "sandboxes/%s/sessions/%s/work", sb->id, s->id);
+	f[nf++] = "session";
+	f[nf++] = s->id;
+	f[nf++] = s->isolated ? "1" : "0";
+	f[nf++] = upper;
+	f[nf++] = work;
+	for (i = 0; i < s->lease->n; i++) {
+		if ((f[nf++] = rt_relative(s->lease->paths[i])) == NULL) {
+			free(upper);
+			free(work);
+			session_start_fail(s, "a layer lies outside the state"
+			    " directory");
+			return;
+		}
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+		free(upper);
+		free(work);
+		session_start_fail(s, strerror(errno));
+		return;
+	}
+	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+	if (nsexec_send(sb->zctl, f, nf, &sv[1], 1) != 0) {
+		close(sv[0]);
+		close(sv[1]);
+		free(upper);
+		free(work);
+		session_start_fail(s, strerror(errno));
+		return;
+	}
+	close(sv[1]);
+	free(upper);
+	free(work);
+	s->ctl = sv[0];
+	util_set_nonblock(s->ctl);
+}
+
+/* The session could not be made: answer its creator and clean up. */
+static void
+session_start_fail(struct session *s, const char *why)
+{
+	session_cb	 cb = s->start_cb;
+	void		*arg = s->start_arg;
+	char		*msg;
+
+	xasprintf(&msg, "cannot start a workspace session in sandbox %s: %s",
+	    s->sb->id, why);
+	log_warnx("%s", msg);
+	if (s->ctl != -1) {
+		close(s->ctl);
+		s->ctl = -1;
+	}
+	s->state = SESSION_ENDED;
+	/* The container may have been replaced: learn it again. */
+	s->sb->pid = 0;
+	session_trash(s);
+	session_free(s);
+	cb(NULL, TOOL_ERR_FAILED, msg, arg);
+	free(msg);
+}
+
+/* The init is up: the session is live. */
+static void
+session_started(struct session *s)
+{
+	cJSON	*attrs;
+
 	s->state = SESSION_LIVE;
 	job_watch(s->init, session_init_died, s);
+	s->ctl_ev = event_new(ev_base, s->ctl, EV_READ | EV_PERSIST,
+	    session_ctl_cb, s);
+	if (s->ctl_ev == NULL)
+		fatalx("%s: event_new", __func__);
+	event_add(s->ctl_ev, NULL);
 	attrs = cJSON_CreateObject();
 	cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
 	cJSON_AddStringToObject(attrs, "network_profile", s->isolated ?
@@ -464,8 +729,7 @@ session_holder_done(int status, struct evbuffer *report, void *arg)
 	cJSON_AddNumberToObject(attrs, "base_manifest_version",
 	    s->lease->version);
 	telemetry_event(s->sb->id, NULL, NULL, "session.created", attrs);
-	ss->cb(s, NULL, NULL, ss->arg);
-	free(ss);
+	s->start_cb(s, NULL, NULL, s->start_arg);
 }
 
 /*
@@ -477,12 +741,8 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
     session_cb cb, void *arg)
 {
 	struct session		*s;
-	struct session_start	*ss;
-	struct nsexec_session	 ns;
-	struct job		*j;
 	cJSON			*lease;
 	char			 rnd[13], *path, *cause = NULL, *text;
-	int			 pipefd[2], keep[1];
 
 	s = xcalloc(1, sizeof *s);
 	util_random_hex(rnd, 12);
@@ -490,15 +750,24 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 	s->sb = sb;
 	s->automatic = automatic;
 	s->isolated = isolated;
-	s->lifeline = -1;
+	s->ctl = -1;
 	s->state = SESSION_STARTING;
+	s->start_cb = cb;
+	s->start_arg = arg;
 	s->dir = state_path("sandboxes/%s/sessions/%s", sb->id, s->id);
 	LIST_INSERT_HEAD(&sb->sessions, s, entry);
 
 	if ((s->lease = layer_stack_read(sb->id, &cause)) == NULL)
 		goto fail;
+	if (mkdir(s->dir, 0700) != 0) {
+		xasprintf(&cause, "cannot create %s: %s", s->dir,
+		    strerror(errno));
+		goto fail;
+	}
 	xasprintf(&path, "%s/upper", s->dir);
-	if (util_mkdir_p(path, 0755, &cause) != 0) {
+	if (mkdir(path, 0755) != 0) {
+		xasprintf(&cause, "cannot create %s: %s", path,
+		    strerror(errno));
 		free(path);
 		goto fail;
 	}
@@ -532,32 +801,10 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 	free(path);
 	free(text);
 
-	if (pipe2(pipefd, O_CLOEXEC) != 0) {
-		xasprintf(&cause, "pipe: %s", strerror(errno));
+	if (sb->zjob == NULL && rt_zygote_start(sb, &cause) != 0)
 		goto fail;
-	}
-	s->lifeline = pipefd[1];
-	memset(&ns, 0, sizeof ns);
-	ns.lower = s->lease->paths;
-	ns.nlower = s->lease->n;
-	xasprintf(&ns.upper, "%s/upper", s->dir);
-	xasprintf(&ns.work, "%s/work", s->dir);
-	ns.container_pid = sb->pid;
-	ns.cgroup_procs = sb->cgroups;
-	ns.ncgroup = sb->ncgroup;
-	ns.isolated = isolated;
-	ns.argv0 = nsexec_argv(&ns.argv_len);
-	keep[0] = pipefd[0];
-	ss = xcalloc(1, sizeof *ss);
-	ss->s = s;
-	ss->cb = cb;
-	ss->arg = arg;
-	j = job_fork_keep("session", nsexec_holder, &ns, keep, 1,
-	    session_holder_done, ss);
-	job_on_line(j, session_holder_line, s);
-	close(pipefd[0]);
-	free(ns.upper);
-	free(ns.work);
+	if (sb->zready)
+		rt_zygote_send(sb, s);
 	return;
 
 fail:

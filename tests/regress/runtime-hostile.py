@@ -61,9 +61,13 @@ def test():
     check_in("session init", r["output"], "pid 1 is the session's init")
     r = run("ls -d %s 2>&1 || echo hidden" % state)
     check_in("hidden", r["output"], "the state directory is not visible")
-    r = run("ps -o pid,comm 2>/dev/null | wc -l")
-    check(int(r["output"].strip()) <= 4, "only the session's processes:"
-          " %r" % r["output"])
+    r = run("ps -o pid,args 2>/dev/null")
+    lines = r["output"].splitlines()[1:]
+    check(lines[0].split()[:2] == ["1", "sandbox-mcp:"], "pid 1 is the"
+          " session's init: %r" % lines)
+    check(len(lines) <= 3 and "docker-init" not in r["output"] and
+          "sleep 3600" not in r["output"], "only the session's processes:"
+          " %r" % lines)
 
     # Fork bomb: held by the pids limit, ended at the timeout.
     t0 = time.time()

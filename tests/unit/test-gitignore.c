@@ -18,11 +18,12 @@
  * .gitignore matching. Every expected answer in the tables below was
  * checked against real git 2.39.5: the files were written into a scratch
  * repository, the paths created (directories as directories), and
- * "git check-ignore --no-index -v -n" run on each; the comment after a
- * case names the rule git reported (source:line), or "no rule". Each table
- * is run twice, with the files added in order and in reverse, since the
- * order of gitignore_add() calls must not matter. The bound cases at the
- * end test our own limits, which git does not have.
+ * "git -c core.excludesFile=/dev/null check-ignore --no-index -v -n" run
+ * on them; the comment after a case names the rule git reported
+ * (source:line), or "no rule". Each table is run twice, with the files
+ * added in order and in reverse, since the order of gitignore_add() calls
+ * must not matter. The bound cases at the end test our own limits, which
+ * git does not have.
  */
 
 #include "config.h"
