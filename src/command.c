@@ -388,7 +388,7 @@ static void
 command_published(struct session *s, cJSON *rep, void *arg)
 {
 	struct command	*c = arg;
-	cJSON		*p, *v;
+	cJSON		*v;
 
 	c->publish = cJSON_CreateObject();
 	if ((v = cJSON_GetObjectItem(rep, "reject_class")) != NULL) {
@@ -403,15 +403,16 @@ command_published(struct session *s, cJSON *rep, void *arg)
 			    c->publish, "publish_reject_details"), "message",
 			    v->valuestring);
 	} else if ((v = cJSON_GetObjectItem(rep, "layer_id")) != NULL) {
-		p = cJSON_AddObjectToObject(c->publish, "publish");
-		cJSON_AddStringToObject(p, "layer_id", v->valuestring);
-		cJSON_AddItemToObject(p, "manifest_version", cJSON_Duplicate(
-		    cJSON_GetObjectItem(rep, "manifest_version"), 1));
-		cJSON_AddItemToObject(p, "changed_paths", cJSON_Duplicate(
-		    cJSON_GetObjectItem(rep, "changed_paths"), 1));
+		cJSON_AddItemToObject(c->publish, "publish",
+		    session_publish_fields(rep));
 	} else
 		cJSON_AddNullToObject(c->publish, "publish");
-	session_end(s, "published");
+	if ((v = cJSON_GetObjectItem(rep, "dropped")) != NULL &&
+	    cJSON_GetArraySize(v) > 0)
+		cJSON_AddItemToObject(c->publish, "publish_dropped",
+		    cJSON_Duplicate(v, 1));
+	session_end(s, cJSON_GetObjectItem(rep, "reject_class") != NULL ?
+	    "publish rejected" : "published");
 	c->s = NULL;
 	c->state = COMMAND_DONE;
 	command_wake(c);
@@ -728,7 +729,17 @@ command_run(struct command *c, long long yield_ms, command_cb cb,
 	char		**env, *path, *cause, *msg;
 	int		 in[2] = { -1, -1 }, out[2] = { -1, -1 }, fds[2], i, nf;
 
-	path = state_path("sandboxes/%s/commands/%s", c->sandbox, c->id);
+	/* Under our pid and start time, so recovery can tell ours apart. */
+	path = state_path("sandboxes/%s/commands/%ld-%llu", c->sandbox,
+	    (long)getpid(), state_process_start(getpid()));
+	if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+		xasprintf(&msg, "cannot create %s: %s", path, strerror(errno));
+		free(path);
+		goto fail;
+	}
+	free(path);
+	path = state_path("sandboxes/%s/commands/%ld-%llu/%s", c->sandbox,
+	    (long)getpid(), state_process_start(getpid()), c->id);
 	c->tr = transcript_open(path, (uint64_t)cfg_limit(
 	    LIMIT_TRANSCRIPT_MAX), &cause);
 	free(path);

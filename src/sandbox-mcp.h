@@ -272,6 +272,7 @@ void		 session_upper_size(struct session *,
 		     void *);
 void		 session_publish(struct session *, const char *,
 		     session_publish_cb, void *);
+struct cJSON	*session_publish_fields(struct cJSON *);
 
 /* command.c */
 struct command_wait;

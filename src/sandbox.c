@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -1203,13 +1204,15 @@ next:
 static void
 sandbox_recover_sessions(const char *id)
 {
-	struct dirent	*de;
-	DIR		*d;
-	char		*dir, *path, *to, rnd[9], *text;
-	cJSON		*lease, *attrs;
-	FILE		*f;
-	long		 len;
-	int		 lock;
+	struct dirent		*de;
+	DIR			*d;
+	char			*dir, *path, *to, rnd[9], *text;
+	cJSON			*lease, *attrs;
+	FILE			*f;
+	struct stat		 st;
+	long			 len, pid;
+	unsigned long long	 start;
+	int			 lock;
 
 	dir = state_path("sandboxes/%s/sessions", id);
 	if ((d = opendir(dir)) != NULL) {
@@ -1231,6 +1234,14 @@ sandbox_recover_sessions(const char *id)
 				cJSON_Delete(lease);
 				continue;
 			}
+			/* No lease yet: a session being made right now? */
+			xasprintf(&path, "%s/%s", dir, de->d_name);
+			if (lease == NULL && stat(path, &st) == 0 &&
+			    st.st_mtime + 30 > time(NULL)) {
+				free(path);
+				continue;
+			}
+			free(path);
 			cJSON_Delete(lease);
 			xasprintf(&path, "%s/%s", dir, de->d_name);
 			util_random_hex(rnd, 8);
@@ -1247,6 +1258,26 @@ sandbox_recover_sessions(const char *id)
 				telemetry_event(id, NULL, NULL,
 				    "session.abandoned", attrs);
 			}
+			free(path);
+			free(to);
+		}
+		closedir(d);
+	}
+	free(dir);
+
+	/* Transcripts of processes that have ended: commands/PID-START. */
+	dir = state_path("sandboxes/%s/commands", id);
+	if ((d = opendir(dir)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.' || sscanf(de->d_name,
+			    "%ld-%llu", &pid, &start) != 2 ||
+			    state_process_start(pid) == start)
+				continue;
+			xasprintf(&path, "%s/%s", dir, de->d_name);
+			util_random_hex(rnd, 8);
+			to = state_path("sandboxes/.trash/%s-cmd-%s", id, rnd);
+			if (rename(path, to) != 0)
+				log_warn("recovery: %s", path);
 			free(path);
 			free(to);
 		}

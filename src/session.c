@@ -54,6 +54,8 @@
 
 #include "sandbox-mcp.h"
 
+#define RT_SWEEP_SECONDS	5
+
 static LIST_HEAD(, rt_sandbox)	rt_sandboxes = LIST_HEAD_INITIALIZER(rt_sandboxes);
 
 static void	rt_zygote_lost(struct rt_sandbox *, const char *);
@@ -234,6 +236,46 @@ rt_sandbox_inspect_cb(cJSON *result, const char *kind, const char *message,
 	free(w);
 }
 
+static struct event	*rt_sweep_ev;
+
+/*
+ * Every few seconds: a sandbox whose record has gone (another process
+ * destroyed it) takes our sessions and zygote in it along.
+ */
+static void
+rt_sweep_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct rt_sandbox	*sb;
+	struct stat		 st;
+	char			*path;
+
+	LIST_FOREACH(sb, &rt_sandboxes, entry) {
+		if (sb->zjob == NULL && LIST_EMPTY(&sb->sessions))
+			continue;
+		path = state_path("sandboxes/%s/record.json", sb->id);
+		if (stat(path, &st) != 0 && errno == ENOENT) {
+			log_info("sandbox %s was destroyed: ending our sessions"
+			    " in it", sb->id);
+			command_forget_sandbox(sb->id);
+			rt_sandbox_forget(sb->id);
+		}
+		free(path);
+	}
+}
+
+static void
+rt_sweep_start(void)
+{
+	struct timeval	tv = { RT_SWEEP_SECONDS, 0 };
+
+	if (rt_sweep_ev != NULL)
+		return;
+	rt_sweep_ev = event_new(ev_base, -1, EV_PERSIST, rt_sweep_cb, NULL);
+	if (rt_sweep_ev == NULL)
+		fatalx("%s: event_new", __func__);
+	evtimer_add(rt_sweep_ev, &tv);
+}
+
 /*
  * The runtime view of a ready sandbox, for a runtime tool: cb(sb) or
  * cb(NULL, kind, message, details). Unknown sandbox: not_found; not
@@ -247,6 +289,7 @@ rt_sandbox_get(const char *id, rt_cb cb, void *arg)
 	cJSON			*rec, *state;
 	char			*msg;
 
+	rt_sweep_start();
 	if (!util_id_valid(id)) {
 		xasprintf(&msg, "invalid sandbox id: %.80s", id);
 		cb(NULL, TOOL_ERR_INVALID, msg, tool_details("sandbox_id", id),
@@ -821,11 +864,30 @@ struct session_publish {
 	void			*arg;
 };
 
+/* The "publish" object of a result, from a committed publish's report. */
+cJSON *
+session_publish_fields(cJSON *rep)
+{
+	cJSON	*p, *v;
+
+	p = cJSON_CreateObject();
+	cJSON_AddItemToObject(p, "layer_id", cJSON_Duplicate(
+	    cJSON_GetObjectItem(rep, "layer_id"), 1));
+	cJSON_AddItemToObject(p, "manifest_version", cJSON_Duplicate(
+	    cJSON_GetObjectItem(rep, "manifest_version"), 1));
+	cJSON_AddItemToObject(p, "changed_paths", cJSON_Duplicate(
+	    cJSON_GetObjectItem(rep, "changed_paths"), 1));
+	if ((v = cJSON_GetObjectItem(rep, "changed_path_count")) != NULL)
+		cJSON_AddItemToObject(p, "changed_path_count",
+		    cJSON_Duplicate(v, 1));
+	return (p);
+}
+
 static void
 session_publish_done(int status, struct evbuffer *report, void *arg)
 {
 	struct session_publish	*sp = arg;
-	cJSON			*rep;
+	cJSON			*rep, *attrs, *v;
 	size_t			 len = evbuffer_get_length(report);
 
 	rep = len != 0 ? cJSON_ParseWithLength((const char *)
@@ -839,6 +901,21 @@ session_publish_done(int status, struct evbuffer *report, void *arg)
 		cJSON_AddObjectToObject(rep, "details");
 	}
 	sp->s->publishing = 0;
+	attrs = cJSON_CreateObject();
+	cJSON_AddStringToObject(attrs, "workspace_session_id", sp->s->id);
+	if ((v = cJSON_GetObjectItem(rep, "layer_id")) != NULL) {
+		cJSON_AddItemToObject(attrs, "layer_id", cJSON_Duplicate(v, 1));
+		cJSON_AddItemToObject(attrs, "manifest_version", cJSON_Duplicate(
+		    cJSON_GetObjectItem(rep, "manifest_version"), 1));
+		telemetry_event(sp->s->sb->id, NULL, NULL, "layer.published",
+		    attrs);
+	} else if ((v = cJSON_GetObjectItem(rep, "reject_class")) != NULL) {
+		cJSON_AddItemToObject(attrs, "reject_class",
+		    cJSON_Duplicate(v, 1));
+		telemetry_event(sp->s->sb->id, NULL, NULL, "publish.rejected",
+		    attrs);
+	} else
+		cJSON_Delete(attrs);
 	sp->cb(sp->s, rep, sp->arg);
 	cJSON_Delete(rep);
 	free(sp);

@@ -44,7 +44,7 @@ static void	tool_destroy_workspace_session_exec(struct tool_call *);
 static void	tool_runtime_cancel(struct tool_call *);
 
 #define SANDBOX_ARG { "sandbox_id", TOOL_ARG_STRING, 1, -1, NULL,	\
-	"Target sandbox id (selects the daemon to ask)." }
+	"Target sandbox id." }
 
 static const struct tool_arg tool_exec_command_args[] = {
 	SANDBOX_ARG,
@@ -420,15 +420,14 @@ tool_publish_workspace_session_done(struct session *s, cJSON *rep,
 	}
 	r = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, "workspace_session_id", s->id);
-	if ((v = cJSON_GetObjectItem(rep, "layer_id")) != NULL) {
-		p = cJSON_AddObjectToObject(r, "publish");
-		cJSON_AddStringToObject(p, "layer_id", v->valuestring);
-		cJSON_AddItemToObject(p, "manifest_version", cJSON_Duplicate(
-		    cJSON_GetObjectItem(rep, "manifest_version"), 1));
-		cJSON_AddItemToObject(p, "changed_paths", cJSON_Duplicate(
-		    cJSON_GetObjectItem(rep, "changed_paths"), 1));
-	} else
+	if (cJSON_GetObjectItem(rep, "layer_id") != NULL)
+		cJSON_AddItemToObject(r, "publish", session_publish_fields(rep));
+	else
 		cJSON_AddNullToObject(r, "publish");
+	if ((v = cJSON_GetObjectItem(rep, "dropped")) != NULL &&
+	    cJSON_GetArraySize(v) > 0)
+		cJSON_AddItemToObject(r, "publish_dropped",
+		    cJSON_Duplicate(v, 1));
 	cJSON_AddTrueToObject(r, "destroyed");
 	session_end(s, "published");
 	tool_rt_done(r, NULL, NULL, NULL, rt);

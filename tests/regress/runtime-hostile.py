@@ -112,8 +112,11 @@ def test():
         "start_offset": r["total_lines"] - 1}), "the last line")
     check_eq(r["output"], "END\n", "the end is kept")
     usage = 0
-    for dp, dn, fn in os.walk(os.path.join(state, "sandboxes", sid,
-                                           "commands", cid)):
+    import glob
+    tdir = glob.glob(os.path.join(state, "sandboxes", sid, "commands", "*",
+                                  cid))
+    check_eq(len(tdir), 1, "the transcript's directory")
+    for dp, dn, fn in os.walk(tdir[0]):
         usage += sum(os.path.getsize(os.path.join(dp, f)) for f in fn)
     check(usage <= 16 * 1024 * 1024 + 4 * 1024 * 1024,
           "transcript on disk within the cap: %d" % usage)

@@ -6,6 +6,7 @@
 # empty directories, the .wh. reserve, and isolated networking.
 
 import os
+import subprocess
 import time
 
 from lib import (IMAGE, Server, check, check_eq, check_in, cleanup,
@@ -172,6 +173,11 @@ def test():
     r = run("ls -a | grep -c wh || true")
     check_eq(r["output"], "0\n", "the refused change is gone")
 
+    # Fifos and sockets are not published, and the result says so.
+    r = run("mkfifo pipe && echo kept > kept.txt")
+    check_eq(r["publish"]["changed_paths"], ["kept.txt"], "only the file")
+    check_eq(r["publish_dropped"], ["pipe"], "the fifo is listed")
+
     # Destroy discards and reports what it dropped.
     j = session()
     run("head -c 5000 /dev/zero > big.bin", j["workspace_session_id"])
@@ -208,6 +214,22 @@ def test():
     s.call("write_command_stdin", {"sandbox_id": sid,
                                    "command_session_id": cid,
                                    "stdin": "\u0003"})
+
+    # Another process destroys the sandbox: our sessions in it end.
+    n = session()
+    other = Server(sets=("management",), config="workspace-root %s\n"
+                   % roots, state=state)
+    other.initialize()
+    ok_result(other.call("destroy_sandbox", {"sandbox_id": sid}),
+              "destroyed by another process")
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        out = subprocess.run(["pgrep", "-f", "sandbox-mcp: session"],
+                             capture_output=True, text=True).stdout
+        if not out.strip():
+            break
+        time.sleep(0.5)
+    check_eq(out.strip(), "", "no session init left behind")
 
 
 main(test)
