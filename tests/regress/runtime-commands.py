@@ -169,6 +169,9 @@ def test():
     e = err_result(s.call("exec_command", {"sandbox_id": "sbox-000000000000",
                                            "cmd": "true"}),
                    "not_found", "unknown sandbox")
+    # A yield over the cap is clamped, not refused.
+    r = run("echo quick", yield_time_ms=10 ** 12)
+    check_eq(r["output"], "quick\n", "yield_time_ms clamped")
     # Invalid UTF-8 output stays valid JSON.
     r = run("printf 'a\\377b\\n'")
     check_eq(r["output"], "a\ufffdb\n", "invalid UTF-8 replaced")
