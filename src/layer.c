@@ -215,7 +215,7 @@ layer_stack_init(const char *sbox, const char *base, char **cause)
 	struct layer_stack	 ls;
 	char			*ids[1], *paths[1], *dir;
 	static const char	*subdirs[] = { "stack", "stack/layers",
-	    "stack/staging", "sessions", "commands" };
+	    "stack/staging", "sessions", "commands", "audit" };
 	size_t			 i;
 	int			 r;
 

@@ -555,6 +555,45 @@ mcp_message_is_initialize(const char *buf, size_t len)
 }
 
 /*
+ * cJSON ends a string at an escaped NUL (\u0000) and keeps the rest
+ * behind it, so a string holding one cannot be seen whole. Each such
+ * escape becomes U+10FFFE (a noncharacter) in a copy of the message,
+ * which argument checks then refuse by name. Returns the copy, or NULL
+ * when the message has none.
+ */
+static char *
+mcp_mark_nuls(const char *buf, size_t len)
+{
+	char	*out = NULL, *o = NULL;
+	size_t	 i, bs = 0, start = 0;
+
+	for (i = 0; i + 6 <= len; i++) {
+		if (buf[i] == '\\') {
+			bs++;
+			continue;
+		}
+		if (buf[i] == 'u' && bs % 2 == 1 &&
+		    memcmp(buf + i, "u0000", 5) == 0) {
+			if (out == NULL)
+				out = o = xmalloc(len * 2 + 1);
+			/* Copy up to the backslash, then the marker. */
+			memcpy(o, buf + start, i - 1 - start);
+			o += i - 1 - start;
+			memcpy(o, "\\udbff\\udffe", 12);
+			o += 12;
+			start = i + 5;
+		}
+		bs = 0;
+	}
+	if (out == NULL)
+		return (NULL);
+	memcpy(o, buf + start, len - start);
+	o += len - start;
+	*o = '\0';
+	return (out);
+}
+
+/*
  * Take one message from a peer. The callback receives the response (or
  * NULL for nothing to send) exactly once unless the reply is detached;
  * it may run before this returns, in which case NULL is returned.
@@ -566,6 +605,7 @@ mcp_receive(struct mcp_session *s, const char *buf, size_t len,
 {
 	struct mcp_reply	*reply;
 	cJSON			*msg, *item;
+	char			*nulfree;
 
 	reply = xcalloc(1, sizeof *reply);
 	reply->session = s;
@@ -575,6 +615,11 @@ mcp_receive(struct mcp_session *s, const char *buf, size_t len,
 	reply->receiving = 1;
 	reply->pending = 1;	/* held until the message is dispatched */
 
+	nulfree = mcp_mark_nuls(buf, len);
+	if (nulfree != NULL) {
+		buf = nulfree;
+		len = strlen(nulfree);
+	}
 	if (!util_utf8_valid(buf, len))
 		reply->single = jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
 		    "parse error: the message is not valid UTF-8");
@@ -605,6 +650,7 @@ mcp_receive(struct mcp_session *s, const char *buf, size_t len,
 		cJSON_Delete(msg);
 	}
 
+	free(nulfree);
 	reply->receiving = 0;
 	if (--reply->pending == 0) {
 		mcp_reply_finish(reply);

@@ -472,6 +472,14 @@ nsexec_init_main(const struct nsexec_zygote *z)
 	sigprocmask(SIG_BLOCK, &block, NULL);
 	sigemptyset(&empty);
 	buf = xmalloc(NSEXEC_MSG_MAX);
+	/* The server reads and writes the session's files through this. */
+	if ((k = open("/workspace", O_PATH | O_DIRECTORY | O_CLOEXEC)) ==
+	    -1)
+		_exit(1);
+	out[0] = "root";
+	if (nsexec_send(3, out, 1, &k, 1) != 0)
+		_exit(1);
+	close(k);
 	pfd.fd = 3;
 	pfd.events = POLLIN;
 	for (;;) {

@@ -726,13 +726,37 @@ publish_validate(struct publish_entry *e)
 	return (NULL);
 }
 
-/* The child: capture, validate, check, commit. */
-int
-publish_child(void *arg, int fd)
+/* Blame records for the files a commit wrote (errors are only logged). */
+static void
+publish_audit(struct publish_ctx *x, const char *sbox, const char *id,
+    const char *owner, const char *dest)
 {
-	struct publish_ctx	 x;
-	struct publish_entry	*e;
-	const struct publish_args *a = arg;
+	char	 file[PATH_MAX], *cause = NULL;
+	size_t	 i;
+
+	for (i = 0; i < x->cap.n; i++) {
+		if (x->cap.e[i].kind != PUBLISH_WRITE)
+			continue;
+		snprintf(file, sizeof file, "%s/%s", dest, x->cap.e[i].path);
+		if (audit_record(sbox, x->head, x->cap.e[i].path, id, owner,
+		    file, &cause) != 0) {
+			log_warnx("blame of %s: %s", x->cap.e[i].path, cause);
+			free(cause);
+			cause = NULL;
+		}
+	}
+}
+
+/*
+ * Build the captured changes into a layer on top of x->head, commit it
+ * (the writer lock is held and released here), record blame for every
+ * file written, and report.
+ */
+static int
+publish_commit(struct publish_ctx *x0, const char *sbox, const char *owner,
+    int lock, int fd, size_t changed)
+{
+	struct publish_ctx	 x = *x0;
 	struct layer_stack	*next;
 	EVP_MD_CTX		*md;
 	unsigned char		 dig[32];
@@ -740,10 +764,118 @@ publish_child(void *arg, int fd)
 	unsigned long long	 bytes = 0;
 	char			 id[20], digest[72], head_digest[72], *staging;
 	char			*dest, *meta, *text;
+	cJSON			*rep, *list, *m;
+	size_t			 i;
+	int			 sfd = -1;
+
+	layer_new_id(x.head->version + 1, 'L', id);
+	staging = state_path("sandboxes/%s/stack/staging/%s", sbox, id);
+	if ((md = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+		fatalx("%s: EVP_DigestInit_ex", __func__);
+	if (publish_build(&x, staging, md, &bytes) != 0) {
+		basecache_remove_tree(staging);
+		layer_unlock(lock);
+		return (publish_reject(fd, "storage_error", x.error, NULL));
+	}
+	EVP_DigestFinal_ex(md, dig, &diglen);
+	EVP_MD_CTX_free(md);
+	memcpy(digest, "sha256:", 7);
+	util_hex(dig, sizeof dig, digest + 7);
+
+	/* The same layer as the head's top: nothing to publish. */
+	publish_meta_digest(sbox, x.head->ids[0], head_digest);
+	if (strcmp(head_digest, digest) == 0) {
+		basecache_remove_tree(staging);
+		layer_unlock(lock);
+		rep = cJSON_CreateObject();
+		cJSON_AddNullToObject(rep, "publish");
+		cJSON_AddTrueToObject(rep, "same_as_head");
+		return (publish_report(fd, rep));
+	}
+	dest = state_path("sandboxes/%s/stack/layers/%s", sbox, id);
+	if ((sfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    syncfs(sfd) != 0 || rename(staging, dest) != 0) {
+		if (sfd != -1)
+			close(sfd);
+		xasprintf(&x.error, "cannot move the layer into place: %s",
+		    strerror(errno));
+		basecache_remove_tree(staging);
+		layer_unlock(lock);
+		return (publish_reject(fd, "storage_error", x.error, NULL));
+	}
+	close(sfd);
+	m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "layer_id", id);
+	cJSON_AddStringToObject(m, "owner", owner);
+	cJSON_AddNumberToObject(m, "created_at_ms", (double)now_ms());
+	cJSON_AddStringToObject(m, "digest", digest);
+	cJSON_AddNumberToObject(m, "bytes", (double)bytes);
+	cJSON_AddNumberToObject(m, "changed_paths", (double)changed);
+	text = util_json_print(m);
+	cJSON_Delete(m);
+	meta = state_path("sandboxes/%s/stack/layers/%s.meta.json",
+	    sbox, id);
+	if (util_write_atomic(meta, text, strlen(text), &x.error) != 0) {
+		basecache_remove_tree(dest);
+		layer_unlock(lock);
+		return (publish_reject(fd, "storage_error", x.error, NULL));
+	}
+	free(text);
+
+	next = xcalloc(1, sizeof *next);
+	next->version = x.head->version + 1;
+	next->n = x.head->n + 1;
+	next->ids = xcalloc(next->n, sizeof *next->ids);
+	next->paths = xcalloc(next->n, sizeof *next->paths);
+	next->ids[0] = xstrdup(id);
+	next->paths[0] = xstrdup(dest);
+	for (i = 0; i < x.head->n; i++) {
+		next->ids[i + 1] = xstrdup(x.head->ids[i]);
+		next->paths[i + 1] = xstrdup(x.head->paths[i]);
+	}
+	if (layer_stack_write(sbox, next, &x.error) != 0) {
+		unlink(meta);
+		basecache_remove_tree(dest);
+		layer_unlock(lock);
+		return (publish_reject(fd, "storage_error", x.error, NULL));
+	}
+	publish_audit(&x, sbox, id, owner, dest);
+	layer_unlock(lock);
+
+	rep = cJSON_CreateObject();
+	cJSON_AddStringToObject(rep, "layer_id", id);
+	cJSON_AddNumberToObject(rep, "manifest_version", next->version);
+	list = cJSON_AddArrayToObject(rep, "changed_paths");
+	for (i = 0; i < x.cap.n && cJSON_GetArraySize(list) <
+	    PUBLISH_PATHS_REPORTED; i++) {
+		if (x.cap.e[i].kind != PUBLISH_PARENT)
+			cJSON_AddItemToArray(list,
+			    cJSON_CreateString(x.cap.e[i].path));
+	}
+	if (changed > PUBLISH_PATHS_REPORTED)
+		cJSON_AddNumberToObject(rep, "changed_path_count",
+		    (double)changed);
+	if (x.cap.ndropped > 0) {
+		list = cJSON_AddArrayToObject(rep, "dropped");
+		for (i = 0; i < x.cap.ndropped; i++)
+			cJSON_AddItemToArray(list,
+			    cJSON_CreateString(x.cap.dropped[i]));
+	}
+	return (publish_report(fd, rep));
+}
+
+/* The child: capture, validate, check, commit. */
+int
+publish_child(void *arg, int fd)
+{
+	struct publish_ctx	 x;
+	struct publish_entry	*e;
+	const struct publish_args *a = arg;
 	const char		*class;
-	cJSON			*rep, *list, *details, *m;
+	cJSON			*rep, *list, *details;
 	size_t			 i, changed = 0;
-	int			 lock, r, sfd = -1;
+	int			 lock, r;
 
 	memset(&x, 0, sizeof x);
 	x.a = a;
@@ -811,98 +943,5 @@ publish_child(void *arg, int fd)
 		}
 	}
 
-	layer_new_id(x.head->version + 1, 'L', id);
-	staging = state_path("sandboxes/%s/stack/staging/%s", a->sandbox, id);
-	if ((md = EVP_MD_CTX_new()) == NULL ||
-	    EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
-		fatalx("%s: EVP_DigestInit_ex", __func__);
-	if (publish_build(&x, staging, md, &bytes) != 0) {
-		basecache_remove_tree(staging);
-		layer_unlock(lock);
-		return (publish_reject(fd, "storage_error", x.error, NULL));
-	}
-	EVP_DigestFinal_ex(md, dig, &diglen);
-	EVP_MD_CTX_free(md);
-	memcpy(digest, "sha256:", 7);
-	util_hex(dig, sizeof dig, digest + 7);
-
-	/* The same layer as the head's top: nothing to publish. */
-	publish_meta_digest(a->sandbox, x.head->ids[0], head_digest);
-	if (strcmp(head_digest, digest) == 0) {
-		basecache_remove_tree(staging);
-		layer_unlock(lock);
-		rep = cJSON_CreateObject();
-		cJSON_AddNullToObject(rep, "publish");
-		cJSON_AddTrueToObject(rep, "same_as_head");
-		return (publish_report(fd, rep));
-	}
-	dest = state_path("sandboxes/%s/stack/layers/%s", a->sandbox, id);
-	if ((sfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    syncfs(sfd) != 0 || rename(staging, dest) != 0) {
-		if (sfd != -1)
-			close(sfd);
-		xasprintf(&x.error, "cannot move the layer into place: %s",
-		    strerror(errno));
-		basecache_remove_tree(staging);
-		layer_unlock(lock);
-		return (publish_reject(fd, "storage_error", x.error, NULL));
-	}
-	close(sfd);
-	m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "layer_id", id);
-	cJSON_AddStringToObject(m, "owner", a->owner);
-	cJSON_AddNumberToObject(m, "created_at_ms", (double)now_ms());
-	cJSON_AddStringToObject(m, "digest", digest);
-	cJSON_AddNumberToObject(m, "bytes", (double)bytes);
-	cJSON_AddNumberToObject(m, "changed_paths", (double)changed);
-	text = util_json_print(m);
-	cJSON_Delete(m);
-	meta = state_path("sandboxes/%s/stack/layers/%s.meta.json",
-	    a->sandbox, id);
-	if (util_write_atomic(meta, text, strlen(text), &x.error) != 0) {
-		basecache_remove_tree(dest);
-		layer_unlock(lock);
-		return (publish_reject(fd, "storage_error", x.error, NULL));
-	}
-	free(text);
-
-	next = xcalloc(1, sizeof *next);
-	next->version = x.head->version + 1;
-	next->n = x.head->n + 1;
-	next->ids = xcalloc(next->n, sizeof *next->ids);
-	next->paths = xcalloc(next->n, sizeof *next->paths);
-	next->ids[0] = xstrdup(id);
-	next->paths[0] = xstrdup(dest);
-	for (i = 0; i < x.head->n; i++) {
-		next->ids[i + 1] = xstrdup(x.head->ids[i]);
-		next->paths[i + 1] = xstrdup(x.head->paths[i]);
-	}
-	if (layer_stack_write(a->sandbox, next, &x.error) != 0) {
-		unlink(meta);
-		basecache_remove_tree(dest);
-		layer_unlock(lock);
-		return (publish_reject(fd, "storage_error", x.error, NULL));
-	}
-	layer_unlock(lock);
-
-	rep = cJSON_CreateObject();
-	cJSON_AddStringToObject(rep, "layer_id", id);
-	cJSON_AddNumberToObject(rep, "manifest_version", next->version);
-	list = cJSON_AddArrayToObject(rep, "changed_paths");
-	for (i = 0; i < x.cap.n && cJSON_GetArraySize(list) <
-	    PUBLISH_PATHS_REPORTED; i++) {
-		if (x.cap.e[i].kind != PUBLISH_PARENT)
-			cJSON_AddItemToArray(list,
-			    cJSON_CreateString(x.cap.e[i].path));
-	}
-	if (changed > PUBLISH_PATHS_REPORTED)
-		cJSON_AddNumberToObject(rep, "changed_path_count",
-		    (double)changed);
-	if (x.cap.ndropped > 0) {
-		list = cJSON_AddArrayToObject(rep, "dropped");
-		for (i = 0; i < x.cap.ndropped; i++)
-			cJSON_AddItemToArray(list,
-			    cJSON_CreateString(x.cap.dropped[i]));
-	}
-	return (publish_report(fd, rep));
+	return (publish_commit(&x, a->sandbox, a->owner, lock, fd, changed));
 }

@@ -245,6 +245,7 @@ struct session {
 	char			*dir;
 	pid_t			 init;
 	int			 ctl;		/* the init's control socket */
+	int			 rootfd;	/* its /workspace (O_PATH) */
 	struct event		*ctl_ev;
 	int			 requested;
 	session_cb		 start_cb;
@@ -316,6 +317,12 @@ char		*nsexec_argv(size_t *);
 int		 nsexec_zygote(void *, int);
 int		 nsexec_send(int, const char **, int, const int *, int);
 int		 nsexec_recv(int, char *, size_t, char **, int *, int *);
+
+/* audit.c */
+int		 audit_record(const char *, struct layer_stack *, const char *,
+		     const char *, const char *, const char *, char **);
+struct cJSON	*audit_blame(const char *, const char *, const char **,
+		     char **);
 
 /* job.c */
 struct job;
@@ -437,6 +444,9 @@ const char	*mcp_negotiate_version(const char *);
 #define TOOL_ARG_ARRAY		3
 #define TOOL_ARG_BOOLEAN	4
 #define TOOL_ARG_OBJECT		5
+
+/* An escaped NUL in a message becomes U+10FFFE (mcp.c). */
+#define TOOL_NUL_MARK		"\xf4\x8f\xbf\xbe"
 
 #define TOOL_ERR_INVALID	"invalid_request"
 #define TOOL_ERR_NOT_FOUND	"not_found"

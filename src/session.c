@@ -362,6 +362,8 @@ session_free(struct session *s)
 		event_free(s->ctl_ev);
 	if (s->ctl != -1)
 		close(s->ctl);
+	if (s->rootfd != -1)
+		close(s->rootfd);
 	LIST_REMOVE(s, entry);
 	layer_stack_free(s->lease);
 	free(s->dir);
@@ -457,6 +459,10 @@ session_end(struct session *s, const char *why)
 	telemetry_event(s->sb->id, NULL, NULL, "session.destroyed", attrs);
 	log_debug("session %s ended reason=%s", s->id, why);
 	s->state = SESSION_ENDED;
+	if (s->rootfd != -1) {
+		close(s->rootfd);
+		s->rootfd = -1;
+	}
 	if (s->ctl_ev != NULL) {
 		event_free(s->ctl_ev);
 		s->ctl_ev = NULL;
@@ -520,6 +526,14 @@ session_ctl_cb(evutil_socket_t fd, short events, void *arg)
 	buf = xmalloc(4096);
 	for (;;) {
 		nf = nsexec_recv(fd, buf, 4096, f, fds, &nfds);
+		if (nf == 1 && strcmp(f[0], "root") == 0 && nfds == 1 &&
+		    s->rootfd == -1) {
+			s->rootfd = fds[0];
+			nfds = 0;
+			if (s->state == SESSION_STARTING && s->init > 0)
+				session_started(s);
+			continue;
+		}
 		for (i = 0; i < nfds; i++)
 			close(fds[i]);
 		if (nf > 0) {
@@ -533,6 +547,11 @@ session_ctl_cb(evutil_socket_t fd, short events, void *arg)
 		s->ctl_ev = NULL;
 		close(s->ctl);
 		s->ctl = -1;
+		if (s->state == SESSION_STARTING) {
+			free(buf);
+			session_start_fail(s, "the session's init ended");
+			return;
+		}
 		command_session_gone(s);
 		break;
 	}
@@ -597,7 +616,8 @@ rt_zygote_cb(evutil_socket_t fd, short events, void *arg)
 			session_start_fail(s, "the zygote gave a bad pid");
 			continue;
 		}
-		session_started(s);
+		if (s->rootfd != -1)
+			session_started(s);
 	}
 }
 
@@ -726,6 +746,11 @@ rt_zygote_send(struct rt_sandbox *sb, struct session *s)
 	free(work);
 	s->ctl = sv[0];
 	util_set_nonblock(s->ctl);
+	s->ctl_ev = event_new(ev_base, s->ctl, EV_READ | EV_PERSIST,
+	    session_ctl_cb, s);
+	if (s->ctl_ev == NULL)
+		fatalx("%s: event_new", __func__);
+	event_add(s->ctl_ev, NULL);
 }
 
 /* The session could not be made: answer its creator and clean up. */
@@ -739,6 +764,10 @@ session_start_fail(struct session *s, const char *why)
 	xasprintf(&msg, "cannot start a workspace session in sandbox %s: %s",
 	    s->sb->id, why);
 	log_warnx("%s", msg);
+	if (s->ctl_ev != NULL) {
+		event_free(s->ctl_ev);
+		s->ctl_ev = NULL;
+	}
 	if (s->ctl != -1) {
 		close(s->ctl);
 		s->ctl = -1;
@@ -760,11 +789,6 @@ session_started(struct session *s)
 
 	s->state = SESSION_LIVE;
 	job_watch(s->init, session_init_died, s);
-	s->ctl_ev = event_new(ev_base, s->ctl, EV_READ | EV_PERSIST,
-	    session_ctl_cb, s);
-	if (s->ctl_ev == NULL)
-		fatalx("%s: event_new", __func__);
-	event_add(s->ctl_ev, NULL);
 	attrs = cJSON_CreateObject();
 	cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
 	cJSON_AddStringToObject(attrs, "network_profile", s->isolated ?
@@ -794,6 +818,7 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 	s->automatic = automatic;
 	s->isolated = isolated;
 	s->ctl = -1;
+	s->rootfd = -1;
 	s->state = SESSION_STARTING;
 	s->start_cb = cb;
 	s->start_arg = arg;

@@ -318,6 +318,13 @@ tool_validate(const struct tool_entry *te, cJSON *args, char **message,
 	}
 	for (a = te->args; a != NULL && a->name != NULL; a++) {
 		v = cJSON_GetObjectItemCaseSensitive(args, a->name);
+		if (a->type == TOOL_ARG_STRING && cJSON_IsString(v) &&
+		    strstr(v->valuestring, TOOL_NUL_MARK) != NULL) {
+			xasprintf(message, "%s must not contain the NUL"
+			    " character (U+0000)", a->name);
+			*details = tool_details("argument", a->name);
+			return (-1);
+		}
 		if (a->required && a->type == TOOL_ARG_STRING &&
 		    v->valuestring[0] == '\0') {
 			xasprintf(message, "%s must be non-empty", a->name);

@@ -1,0 +1,384 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * The audit log behind file_blame: for every file path a publish writes,
+ * one record a commit, appended to <sandbox>/audit/<sha256 of path>.ndjson
+ * under the stack's writer lock. A record holds the owner of each line
+ * of the new content as ranges: lines a publish adds or changes take its
+ * owner; lines a line diff against the previous content finds untouched
+ * keep theirs (from the previous record, or "original" when the previous
+ * content came from the base). The last record of a path answers a
+ * blame; a deleted path keeps it.
+ */
+
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <git2.h>
+
+#include "sandbox-mcp.h"
+
+#define AUDIT_DIFF_MAX		(16 * 1024 * 1024)	/* larger: no diff */
+#define AUDIT_RECORD_MAX	(32 * 1024 * 1024)
+
+static int	audit_git_ready;
+
+static char *
+audit_file(const char *sbox, const char *path)
+{
+	unsigned char	md[32];
+	char		hex[65];
+
+	util_sha256(path, strlen(path), md);
+	util_hex(md, sizeof md, hex);
+	return (state_path("sandboxes/%s/audit/%s.ndjson", sbox, hex));
+}
+
+/* The number of lines of a text (a last line without \n counts). */
+static size_t
+audit_lines(const char *buf, size_t len)
+{
+	size_t	i, n = 0;
+
+	for (i = 0; i < len; i++) {
+		if (buf[i] == '\n')
+			n++;
+	}
+	if (len > 0 && buf[len - 1] != '\n')
+		n++;
+	return (n);
+}
+
+/* Read a whole file of at most max bytes (NULL when missing or larger). */
+static char *
+audit_read(const char *path, size_t max, size_t *len)
+{
+	struct stat	 st;
+	char		*buf;
+	ssize_t		 n;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return (NULL);
+	if (fstat(fd, &st) != 0 || (size_t)st.st_size > max) {
+		close(fd);
+		return (NULL);
+	}
+	buf = xmalloc(st.st_size + 1);
+	n = read(fd, buf, st.st_size);
+	close(fd);
+	if (n != st.st_size) {
+		free(buf);
+		return (NULL);
+	}
+	buf[n] = '\0';
+	*len = n;
+	return (buf);
+}
+
+/* The last record of a path, or NULL. */
+static cJSON *
+audit_last(const char *sbox, const char *path)
+{
+	struct stat	 st;
+	char		*file, *buf;
+	off_t		 start;
+	ssize_t		 n;
+	size_t		 len, i;
+	int		 fd;
+	cJSON		*rec = NULL;
+
+	file = audit_file(sbox, path);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	free(file);
+	if (fd == -1)
+		return (NULL);
+	if (fstat(fd, &st) != 0 || st.st_size == 0) {
+		close(fd);
+		return (NULL);
+	}
+	/* Records end in \n: read back until the one before the last. */
+	len = st.st_size < 65536 ? (size_t)st.st_size : 65536;
+	for (;;) {
+		start = st.st_size - len;
+		buf = xmalloc(len + 1);
+		n = pread(fd, buf, len, start);
+		if (n != (ssize_t)len) {
+			free(buf);
+			break;
+		}
+		buf[len] = '\0';
+		for (i = len - 1; i > 0; i--) {
+			if (buf[i - 1] == '\n')
+				break;
+		}
+		if (i > 0 || start == 0) {
+			rec = cJSON_ParseWithLength(buf + i, len - i);
+			free(buf);
+			break;
+		}
+		free(buf);
+		if (len == (size_t)st.st_size || len >= AUDIT_RECORD_MAX)
+			break;
+		len = len * 4 > (size_t)st.st_size ? (size_t)st.st_size :
+		    len * 4;
+	}
+	close(fd);
+	if (rec != NULL && strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(
+	    rec, "path")) != NULL ? cJSON_GetObjectItem(rec,
+	    "path")->valuestring : "", path) != 0) {
+		cJSON_Delete(rec);
+		rec = NULL;
+	}
+	return (rec);
+}
+
+/* Owners of n lines from a record's ranges (missing lines: unknown). */
+static char **
+audit_owners(cJSON *rec, size_t n)
+{
+	char	**o;
+	cJSON	*r;
+	size_t	 i, start, count;
+	const char *owner;
+
+	o = xcalloc(n + 1, sizeof *o);
+	cJSON_ArrayForEach(r, cJSON_GetObjectItem(rec, "ranges")) {
+		start = (size_t)cJSON_GetNumberValue(cJSON_GetObjectItem(r,
+		    "start_line"));
+		count = (size_t)cJSON_GetNumberValue(cJSON_GetObjectItem(r,
+		    "line_count"));
+		owner = cJSON_GetStringValue(cJSON_GetObjectItem(r, "owner"));
+		for (i = start; i < start + count && i >= 1 && i <= n; i++)
+			o[i - 1] = (char *)(owner != NULL ? owner : "unknown");
+	}
+	for (i = 0; i < n; i++) {
+		if (o[i] == NULL)
+			o[i] = (char *)"unknown";
+	}
+	return (o);
+}
+
+/*
+ * Owners of the new content's lines: a line diff against the old content
+ * maps untouched lines to their old owners; the rest are owner's.
+ */
+static const char **
+audit_map(const char *old, size_t oldlen, char **oldown, size_t oldn,
+    const char *new, size_t newlen, size_t newn, const char *owner)
+{
+	git_patch		*patch = NULL;
+	git_diff_options	 opts;
+	const git_diff_hunk	*hunk;
+	const git_diff_line	*line;
+	const char		**own;
+	size_t			 h, l, nh, nl, lines, o = 0, n = 0, begin;
+
+	own = xcalloc(newn + 1, sizeof *own);
+	if (old == NULL || oldlen > AUDIT_DIFF_MAX || newlen >
+	    AUDIT_DIFF_MAX) {
+		for (n = 0; n < newn; n++)
+			own[n] = owner;
+		return (own);
+	}
+	if (!audit_git_ready) {
+		git_libgit2_init();
+		audit_git_ready = 1;
+	}
+	git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+	opts.context_lines = 0;
+	opts.flags |= GIT_DIFF_FORCE_TEXT;
+	if (git_patch_from_buffers(&patch, old, oldlen, NULL, new, newlen,
+	    NULL, &opts) != 0) {
+		for (n = 0; n < newn; n++)
+			own[n] = owner;
+		return (own);
+	}
+	nh = git_patch_num_hunks(patch);
+	for (h = 0; h < nh; h++) {
+		if (git_patch_get_hunk(&hunk, &lines, patch, h) != 0)
+			break;
+		/* Old lines before the hunk are untouched: owners carry. */
+		begin = hunk->old_lines > 0 ? (size_t)hunk->old_start :
+		    (size_t)hunk->old_start + 1;
+		while (o + 1 < begin && n < newn) {
+			own[n++] = o < oldn ? oldown[o] : "unknown";
+			o++;
+		}
+		nl = git_patch_num_lines_in_hunk(patch, h);
+		for (l = 0; l < nl; l++) {
+			if (git_patch_get_line_in_hunk(&line, patch, h, l) != 0)
+				break;
+			if (line->origin == GIT_DIFF_LINE_DELETION)
+				o++;
+			else if (line->origin == GIT_DIFF_LINE_ADDITION &&
+			    n < newn)
+				own[n++] = owner;
+		}
+	}
+	while (n < newn) {
+		own[n++] = o < oldn ? oldown[o] : "unknown";
+		o++;
+	}
+	git_patch_free(patch);
+	return (own);
+}
+
+/* Owners as ranges, adjacent equal owners merged. */
+static cJSON *
+audit_ranges(const char **own, size_t n)
+{
+	cJSON	*ranges, *r;
+	size_t	 i, start = 0;
+
+	ranges = cJSON_CreateArray();
+	for (i = 1; i <= n; i++) {
+		if (i < n && strcmp(own[i], own[start]) == 0)
+			continue;
+		r = cJSON_CreateObject();
+		cJSON_AddNumberToObject(r, "start_line", (double)(start + 1));
+		cJSON_AddNumberToObject(r, "line_count", (double)(i - start));
+		cJSON_AddStringToObject(r, "owner", own[start]);
+		cJSON_AddItemToArray(ranges, r);
+		start = i;
+	}
+	return (ranges);
+}
+
+/*
+ * Record the owners of a file a commit wrote: path (relative), its new
+ * bytes in newfile, the stack as it was before the commit (head), the
+ * layer and its owner. Runs under the writer lock (publish children).
+ */
+int
+audit_record(const char *sbox, struct layer_stack *head, const char *path,
+    const char *layer_id, const char *owner, const char *newfile,
+    char **cause)
+{
+	struct layer_entry	 le;
+	unsigned char		 md[32];
+	char			*new, *old = NULL, **oldown = NULL, *file, *text;
+	char			 hex[65], digest[72];
+	const char		**own;
+	size_t			 newlen, oldlen = 0, newn, oldn = 0, i;
+	cJSON			*rec, *last;
+	int			 fd, r = 0;
+
+	if ((new = audit_read(newfile, (size_t)-1 >> 1, &newlen)) == NULL) {
+		xasprintf(cause, "cannot read %s", newfile);
+		return (-1);
+	}
+	newn = audit_lines(new, newlen);
+	if (layer_resolve(head, path, &le, cause) != 0) {
+		free(new);
+		return (-1);
+	}
+	if (le.kind == LAYER_FILE &&
+	    (old = audit_read(le.path, AUDIT_DIFF_MAX, &oldlen)) != NULL) {
+		oldn = audit_lines(old, oldlen);
+		util_sha256(old, oldlen, md);
+		util_hex(md, sizeof md, hex);
+		snprintf(digest, sizeof digest, "sha256:%s", hex);
+		last = audit_last(sbox, path);
+		if (last != NULL && strcmp(cJSON_GetStringValue(
+		    cJSON_GetObjectItem(last, "digest")) != NULL ?
+		    cJSON_GetObjectItem(last, "digest")->valuestring : "",
+		    digest) == 0)
+			oldown = audit_owners(last, oldn);
+		else {
+			oldown = xcalloc(oldn + 1, sizeof *oldown);
+			for (i = 0; i < oldn; i++)
+				oldown[i] = (char *)(last == NULL &&
+				    strcmp(head->ids[le.layer],
+				    "B000001-base") == 0 ? "original" :
+				    "unknown");
+		}
+		/* oldown may point into last: keep it until done. */
+		own = audit_map(old, oldlen, oldown, oldn, new, newlen, newn,
+		    owner);
+		rec = cJSON_CreateObject();
+		cJSON_AddItemToObject(rec, "ranges", audit_ranges(own, newn));
+		free(own);
+		free(oldown);
+		cJSON_Delete(last);
+	} else {
+		own = audit_map(NULL, 0, NULL, 0, new, newlen, newn, owner);
+		rec = cJSON_CreateObject();
+		cJSON_AddItemToObject(rec, "ranges", audit_ranges(own, newn));
+		free(own);
+	}
+	util_sha256(new, newlen, md);
+	util_hex(md, sizeof md, hex);
+	snprintf(digest, sizeof digest, "sha256:%s", hex);
+	cJSON_AddStringToObject(rec, "path", path);
+	cJSON_AddStringToObject(rec, "layer_id", layer_id);
+	cJSON_AddStringToObject(rec, "owner", owner);
+	cJSON_AddNumberToObject(rec, "ts", (double)now_ms());
+	cJSON_AddStringToObject(rec, "digest", digest);
+	cJSON_AddNumberToObject(rec, "lines", (double)newn);
+	text = util_json_print(rec);
+	cJSON_Delete(rec);
+	text = xrealloc(text, strlen(text) + 2);
+	strlcat(text, "\n", strlen(text) + 2);
+	file = audit_file(sbox, path);
+	fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd == -1 || job_write_all(fd, text, strlen(text)) != 0 ||
+	    fsync(fd) != 0) {
+		xasprintf(cause, "cannot append to %s: %s", file,
+		    strerror(errno));
+		r = -1;
+	}
+	if (fd != -1)
+		close(fd);
+	free(file);
+	free(text);
+	free(new);
+	free(old);
+	return (r);
+}
+
+/* file_blame: the owners of the latest published content of a path. */
+cJSON *
+audit_blame(const char *sbox, const char *path, const char **kind,
+    char **message)
+{
+	cJSON	*rec, *out, *ranges;
+
+	if ((rec = audit_last(sbox, path)) == NULL) {
+		*kind = TOOL_ERR_NOT_FOUND;
+		xasprintf(message, "no audit record for %s: it was never"
+		    " published (only the base holds it, or nothing does)",
+		    path);
+		return (NULL);
+	}
+	out = cJSON_CreateObject();
+	cJSON_AddStringToObject(out, "path", path);
+	ranges = cJSON_DetachItemFromObject(rec, "ranges");
+	cJSON_AddItemToObject(out, "ranges", ranges != NULL ? ranges :
+	    cJSON_CreateArray());
+	cJSON_Delete(rec);
+	return (out);
+}
