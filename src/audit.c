@@ -23,6 +23,11 @@
  * keep theirs (from the previous record, or "original" when the previous
  * content came from the base). The last record of a path answers a
  * blame; a deleted path keeps it.
+ *
+ * Appends are not fsynced one by one: the next publish's syncfs makes
+ * them durable. A power failure can lose the newest records (a blame
+ * then answers from an older one, or marks lines unknown), never the
+ * layers; a crash of the process loses nothing.
  */
 
 #include "config.h"
@@ -39,12 +44,11 @@
 #include <cjson/cJSON.h>
 #include <git2.h>
 
+#include "merge.h"
 #include "sandbox-mcp.h"
 
 #define AUDIT_DIFF_MAX		(16 * 1024 * 1024)	/* larger: no diff */
 #define AUDIT_RECORD_MAX	(32 * 1024 * 1024)
-
-static int	audit_git_ready;
 
 static char *
 audit_file(const char *sbox, const char *path)
@@ -99,16 +103,44 @@ audit_read(const char *path, size_t max, size_t *len)
 	return (buf);
 }
 
-/* The last record of a path, or NULL. */
+/* The last line of buf[0..len) that parses as a record of path. */
+static cJSON *
+audit_last_in(const char *buf, size_t len, const char *path, int whole)
+{
+	size_t	 end = len, i;
+	cJSON	*rec, *p;
+
+	while (end > 0) {
+		for (i = end; i > 0 && buf[i - 1] != '\n'; i--)
+			;
+		if (i == 0 && !whole)
+			break;		/* may be cut: read further back */
+		if (end > i) {
+			rec = cJSON_ParseWithLength(buf + i, end - i);
+			p = cJSON_GetObjectItem(rec, "path");
+			if (cJSON_IsString(p) && strcmp(p->valuestring,
+			    path) == 0 && cJSON_IsArray(cJSON_GetObjectItem(
+			    rec, "ranges")))
+				return (rec);
+			cJSON_Delete(rec);	/* a torn write: skip it */
+		}
+		end = i > 0 ? i - 1 : 0;
+	}
+	return (NULL);
+}
+
+/*
+ * The last whole record of a path, or NULL. A record cut short by a
+ * crash is skipped (the next append starts on a new line).
+ */
 static cJSON *
 audit_last(const char *sbox, const char *path)
 {
 	struct stat	 st;
 	char		*file, *buf;
-	off_t		 start;
+	size_t		 len;
 	ssize_t		 n;
-	size_t		 len, i;
-	int		 fd;
+	int		 fd, whole;
 	cJSON		*rec = NULL;
 
 	file = audit_file(sbox, path);
@@ -120,39 +152,21 @@ audit_last(const char *sbox, const char *path)
 		close(fd);
 		return (NULL);
 	}
-	/* Records end in \n: read back until the one before the last. */
 	len = st.st_size < 65536 ? (size_t)st.st_size : 65536;
 	for (;;) {
-		start = st.st_size - len;
-		buf = xmalloc(len + 1);
-		n = pread(fd, buf, len, start);
-		if (n != (ssize_t)len) {
-			free(buf);
-			break;
-		}
-		buf[len] = '\0';
-		for (i = len - 1; i > 0; i--) {
-			if (buf[i - 1] == '\n')
-				break;
-		}
-		if (i > 0 || start == 0) {
-			rec = cJSON_ParseWithLength(buf + i, len - i);
-			free(buf);
-			break;
-		}
+		whole = len == (size_t)st.st_size;
+		buf = xmalloc(len);
+		n = pread(fd, buf, len, st.st_size - len);
+		if (n == (ssize_t)len)
+			rec = audit_last_in(buf, len, path, whole);
 		free(buf);
-		if (len == (size_t)st.st_size || len >= AUDIT_RECORD_MAX)
+		if (rec != NULL || n != (ssize_t)len || whole ||
+		    len >= AUDIT_RECORD_MAX)
 			break;
 		len = len * 4 > (size_t)st.st_size ? (size_t)st.st_size :
 		    len * 4;
 	}
 	close(fd);
-	if (rec != NULL && strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(
-	    rec, "path")) != NULL ? cJSON_GetObjectItem(rec,
-	    "path")->valuestring : "", path) != 0) {
-		cJSON_Delete(rec);
-		rec = NULL;
-	}
 	return (rec);
 }
 
@@ -196,6 +210,7 @@ audit_map(const char *old, size_t oldlen, char **oldown, size_t oldn,
 	const git_diff_line	*line;
 	const char		**own;
 	size_t			 h, l, nh, nl, lines, o = 0, n = 0, begin;
+	char			*cause = NULL;
 
 	own = xcalloc(newn + 1, sizeof *own);
 	if (old == NULL || oldlen > AUDIT_DIFF_MAX || newlen >
@@ -204,9 +219,11 @@ audit_map(const char *old, size_t oldlen, char **oldown, size_t oldn,
 			own[n] = owner;
 		return (own);
 	}
-	if (!audit_git_ready) {
-		git_libgit2_init();
-		audit_git_ready = 1;
+	if (merge_init(&cause) != 0) {
+		free(cause);
+		for (n = 0; n < newn; n++)
+			own[n] = owner;
+		return (own);
 	}
 	git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
 	opts.context_lines = 0;
@@ -270,13 +287,14 @@ audit_ranges(const char **own, size_t n)
 
 /*
  * Record the owners of a file a commit wrote: path (relative), its new
- * bytes in newfile, the stack as it was before the commit (head), the
+ * bytes in newfile, the stack as it was before the commit (head) and
+ * what path resolved to there when the caller knows it (prev), the
  * layer and its owner. Runs under the writer lock (publish children).
  */
 int
 audit_record(const char *sbox, struct layer_stack *head, const char *path,
-    const char *layer_id, const char *owner, const char *newfile,
-    char **cause)
+    const struct layer_entry *prev, const char *layer_id, const char *owner,
+    const char *newfile, char **cause)
 {
 	struct layer_entry	 le;
 	unsigned char		 md[32];
@@ -284,7 +302,9 @@ audit_record(const char *sbox, struct layer_stack *head, const char *path,
 	char			 hex[65], digest[72];
 	const char		**own;
 	size_t			 newlen, oldlen = 0, newn, oldn = 0, i;
+	struct stat		 st;
 	cJSON			*rec, *last;
+	char			 last_byte;
 	int			 fd, r = 0;
 
 	if ((new = audit_read(newfile, (size_t)-1 >> 1, &newlen)) == NULL) {
@@ -292,7 +312,9 @@ audit_record(const char *sbox, struct layer_stack *head, const char *path,
 		return (-1);
 	}
 	newn = audit_lines(new, newlen);
-	if (layer_resolve(head, path, &le, cause) != 0) {
+	if (prev != NULL)
+		le = *prev;
+	else if (layer_resolve(head, path, &le, cause) != 0) {
 		free(new);
 		return (-1);
 	}
@@ -344,9 +366,13 @@ audit_record(const char *sbox, struct layer_stack *head, const char *path,
 	text = xrealloc(text, strlen(text) + 2);
 	strlcat(text, "\n", strlen(text) + 2);
 	file = audit_file(sbox, path);
-	fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (fd == -1 || job_write_all(fd, text, strlen(text)) != 0 ||
-	    fsync(fd) != 0) {
+	fd = open(file, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	/* After a torn record, start on a line of our own. */
+	if (fd != -1 && fstat(fd, &st) == 0 && st.st_size > 0 &&
+	    pread(fd, &last_byte, 1, st.st_size - 1) == 1 &&
+	    last_byte != '\n')
+		job_write_all(fd, "\n", 1);
+	if (fd == -1 || job_write_all(fd, text, strlen(text)) != 0) {
 		xasprintf(cause, "cannot append to %s: %s", file,
 		    strerror(errno));
 		r = -1;

@@ -504,10 +504,11 @@ command_result(struct command *c, int from_cursor, uint64_t start,
 		    c->exit_code);
 	else
 		cJSON_AddNullToObject(r, "exit_code");
+	/* Microseconds: a fast command takes well under a millisecond. */
 	cJSON_AddNumberToObject(r, "wall_time_seconds",
-	    round((double)(now - c->start_us) / 1e3) / 1e3);
+	    (double)(now - c->start_us) / 1e6);
 	cJSON_AddNumberToObject(r, "command_total_time_seconds",
-	    round((double)(end - c->start_us) / 1e3) / 1e3);
+	    (double)(end - c->start_us) / 1e6);
 	cJSON_AddNumberToObject(r, "start_offset", (double)tw.start);
 	cJSON_AddNumberToObject(r, "end_offset", (double)tw.end);
 	cJSON_AddNumberToObject(r, "total_lines",

@@ -43,12 +43,13 @@
 
 #include "sandbox-mcp.h"
 
-#define JOB_REPORT_MAX	(1024 * 1024)
+#define JOB_REPORT_MAX	(4 * 1024 * 1024)
 #define JOB_KEEP_MAX	8
 
 #define JOB_REAPED	0x1
 #define JOB_EOF		0x2
 #define JOB_DETACHED	0x4
+#define JOB_EARLY	0x8	/* the callback runs at the report's end */
 
 struct job {
 	unsigned int		 id;
@@ -92,17 +93,37 @@ job_finish_cb(evutil_socket_t fd, short events, void *arg)
 
 	log_trace(TRACE_JOB, "job %u %s done status=%d report=%zu", j->id,
 	    j->name, j->status, evbuffer_get_length(j->report));
-	if (!(j->flags & JOB_DETACHED))
+	if (!(j->flags & JOB_DETACHED)) {
+		j->flags |= JOB_DETACHED;
 		j->cb(j->status, j->report, j->arg);
-	job_free(j);
+	}
+	if ((j->flags & (JOB_REAPED | JOB_EOF)) == (JOB_REAPED | JOB_EOF))
+		job_free(j);
 }
 
-/* Both conditions met: complete from the loop. */
+/*
+ * Both conditions met (or, for an early job, the report complete):
+ * complete from the loop.
+ */
 static void
 job_check(struct job *j)
 {
-	if ((j->flags & (JOB_REAPED | JOB_EOF)) == (JOB_REAPED | JOB_EOF))
+	if ((j->flags & (JOB_REAPED | JOB_EOF)) == (JOB_REAPED | JOB_EOF) ||
+	    (j->flags & (JOB_EARLY | JOB_EOF | JOB_DETACHED)) ==
+	    (JOB_EARLY | JOB_EOF))
 		event_active(j->finish, EV_TIMEOUT, 1);
+}
+
+/*
+ * Run a job's callback as soon as its report is complete (the child
+ * closed it), with status 0, rather than after the child is reaped: for
+ * callers that need the report only. The child is still reaped.
+ */
+void
+job_early(struct job *j)
+{
+	j->flags |= JOB_EARLY;
+	job_check(j);
 }
 
 /* Hand the complete lines the report has grown by to the line callback. */
@@ -238,6 +259,7 @@ job_fork_keep(const char *name, int (*fn)(void *, int), void *fnarg,
 		signal(SIGHUP, SIG_DFL);
 		sigprocmask(SIG_SETMASK, &oset, NULL);
 		code = fn(fnarg, fds[1]);
+		close(fds[1]);	/* the report ends before the teardown */
 		_exit(code);
 	}
 	sigprocmask(SIG_SETMASK, &oset, NULL);

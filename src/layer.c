@@ -318,6 +318,10 @@ layer_is_opaque(const char *path)
 /*
  * Resolve a relative path through a stack as overlayfs would. Fills e:
  * kind, the layer index it came from and its path there, and its stat.
+ * When a parent component is not a directory, kind is absent and blocker
+ * says what it is (blocker_len: the length of its prefix of rel). The
+ * modes of the parent directories found, outermost first, are in
+ * parent_mode (nparent of them).
  * Returns 0 (kind may be absent), or -1 with a cause on an I/O error.
  */
 int
@@ -363,8 +367,14 @@ layer_resolve(struct layer_stack *ls, const char *rel,
 			}
 			if (!S_ISDIR(st.st_mode)) {
 				if (!found) {
-					if (!last)
+					if (!last) {
+						e->blocker = S_ISLNK(st.st_mode) ?
+						    LAYER_SYMLINK :
+						    S_ISREG(st.st_mode) ?
+						    LAYER_FILE : LAYER_OTHER;
+						e->blocker_len = strlen(copy);
 						goto absent;
+					}
 					e->kind = S_ISLNK(st.st_mode) ?
 					    LAYER_SYMLINK : S_ISREG(st.st_mode) ?
 					    LAYER_FILE : LAYER_OTHER;
@@ -379,6 +389,9 @@ layer_resolve(struct layer_stack *ls, const char *rel,
 			}
 			if (!found) {
 				found = 1;
+				if (!last && e->nparent < LAYER_PARENTS_MAX)
+					e->parent_mode[e->nparent++] =
+					    st.st_mode;
 				if (last) {
 					e->kind = LAYER_DIR;
 					e->layer = i;

@@ -40,7 +40,6 @@
 static int	merge_initialised;
 
 static const char *merge_git_error(void);
-static int	merge_init(char **);
 
 /* libgit2's last error message, for a cause. */
 static const char *
@@ -53,8 +52,11 @@ merge_git_error(void)
 	return (e->message);
 }
 
-/* Set libgit2 up the first time a merge is needed. */
-static int
+/*
+ * Set libgit2 up, once. The server does it at start-up so that the
+ * publish processes it forks inherit it rather than each paying for it.
+ */
+int
 merge_init(char **cause)
 {
 	if (merge_initialised)

@@ -27,6 +27,7 @@
 /* Largest input, in bytes, that takes part in a merge. */
 #define MERGE_MAX_SIZE	(8 * 1024 * 1024)
 
+int	merge_init(char **);
 int	merge_mergeable(const char *, size_t);
 int	merge_text(const char *, size_t, const char *, size_t, const char *,
 	    size_t, char **, size_t *, char **);

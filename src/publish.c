@@ -70,6 +70,7 @@ struct publish_entry {
 	mode_t			 mode;
 	char			*merged;	/* merged text, or NULL */
 	size_t			 merged_len;
+	struct layer_entry	*prev;		/* in the head, when known */
 };
 
 struct publish_capture {
@@ -88,6 +89,7 @@ struct publish_ctx {
 	cJSON			*conflicts;
 	struct gitignore	*gi;
 	char			*error;
+	cJSON			*extra;		/* added to the report */
 };
 
 static void
@@ -682,6 +684,21 @@ publish_meta_digest(const char *sbox, const char *layer, char out[72])
 	free(text);
 }
 
+/* Move the items of extra into a report. */
+static void
+publish_extra(cJSON *rep, cJSON *extra)
+{
+	cJSON	*it;
+
+	if (extra == NULL)
+		return;
+	while ((it = extra->child) != NULL) {
+		cJSON_DetachItemViaPointer(extra, it);
+		cJSON_AddItemToObject(rep, it->string, it);
+	}
+	cJSON_Delete(extra);
+}
+
 static int
 publish_report(int fd, cJSON *rep)
 {
@@ -738,8 +755,8 @@ publish_audit(struct publish_ctx *x, const char *sbox, const char *id,
 		if (x->cap.e[i].kind != PUBLISH_WRITE)
 			continue;
 		snprintf(file, sizeof file, "%s/%s", dest, x->cap.e[i].path);
-		if (audit_record(sbox, x->head, x->cap.e[i].path, id, owner,
-		    file, &cause) != 0) {
+		if (audit_record(sbox, x->head, x->cap.e[i].path,
+		    x->cap.e[i].prev, id, owner, file, &cause) != 0) {
 			log_warnx("blame of %s: %s", x->cap.e[i].path, cause);
 			free(cause);
 			cause = NULL;
@@ -763,7 +780,7 @@ publish_commit(struct publish_ctx *x0, const char *sbox, const char *owner,
 	unsigned int		 diglen;
 	unsigned long long	 bytes = 0;
 	char			 id[20], digest[72], head_digest[72], *staging;
-	char			*dest, *meta, *text;
+	char			*dest, *meta, *smeta, *text;
 	cJSON			*rep, *list, *m;
 	size_t			 i;
 	int			 sfd = -1;
@@ -791,20 +808,14 @@ publish_commit(struct publish_ctx *x0, const char *sbox, const char *owner,
 		rep = cJSON_CreateObject();
 		cJSON_AddNullToObject(rep, "publish");
 		cJSON_AddTrueToObject(rep, "same_as_head");
+		publish_extra(rep, x.extra);
 		return (publish_report(fd, rep));
 	}
-	dest = state_path("sandboxes/%s/stack/layers/%s", sbox, id);
-	if ((sfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    syncfs(sfd) != 0 || rename(staging, dest) != 0) {
-		if (sfd != -1)
-			close(sfd);
-		xasprintf(&x.error, "cannot move the layer into place: %s",
-		    strerror(errno));
-		basecache_remove_tree(staging);
-		layer_unlock(lock);
-		return (publish_reject(fd, "storage_error", x.error, NULL));
-	}
-	close(sfd);
+	/*
+	 * The meta file is written beside the layer in staging/, so that one
+	 * syncfs makes both durable before either is renamed into layers/;
+	 * the manifest's own fsync then commits the renames.
+	 */
 	m = cJSON_CreateObject();
 	cJSON_AddStringToObject(m, "layer_id", id);
 	cJSON_AddStringToObject(m, "owner", owner);
@@ -814,14 +825,32 @@ publish_commit(struct publish_ctx *x0, const char *sbox, const char *owner,
 	cJSON_AddNumberToObject(m, "changed_paths", (double)changed);
 	text = util_json_print(m);
 	cJSON_Delete(m);
-	meta = state_path("sandboxes/%s/stack/layers/%s.meta.json",
-	    sbox, id);
-	if (util_write_atomic(meta, text, strlen(text), &x.error) != 0) {
-		basecache_remove_tree(dest);
+	smeta = state_path("sandboxes/%s/stack/staging/%s.meta.json", sbox,
+	    id);
+	if (util_write_file(smeta, text, strlen(text), 0, &x.error) != 0) {
+		free(text);
+		basecache_remove_tree(staging);
 		layer_unlock(lock);
 		return (publish_reject(fd, "storage_error", x.error, NULL));
 	}
 	free(text);
+	dest = state_path("sandboxes/%s/stack/layers/%s", sbox, id);
+	meta = state_path("sandboxes/%s/stack/layers/%s.meta.json",
+	    sbox, id);
+	if ((sfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    syncfs(sfd) != 0 || rename(staging, dest) != 0 ||
+	    rename(smeta, meta) != 0) {
+		if (sfd != -1)
+			close(sfd);
+		xasprintf(&x.error, "cannot move the layer into place: %s",
+		    strerror(errno));
+		unlink(smeta);
+		basecache_remove_tree(staging);
+		basecache_remove_tree(dest);
+		layer_unlock(lock);
+		return (publish_reject(fd, "storage_error", x.error, NULL));
+	}
+	close(sfd);
 
 	next = xcalloc(1, sizeof *next);
 	next->version = x.head->version + 1;
@@ -862,6 +891,7 @@ publish_commit(struct publish_ctx *x0, const char *sbox, const char *owner,
 			cJSON_AddItemToArray(list,
 			    cJSON_CreateString(x.cap.dropped[i]));
 	}
+	publish_extra(rep, x.extra);
 	return (publish_report(fd, rep));
 }
 
@@ -944,4 +974,131 @@ publish_child(void *arg, int fd)
 	}
 
 	return (publish_commit(&x, a->sandbox, a->owner, lock, fd, changed));
+}
+
+/* A refusal of a sessionless write or edit. */
+static int
+publish_file_refuse(int fd, int lock, struct files_error *err)
+{
+	if (lock != -1)
+		layer_unlock(lock);
+	return (publish_report(fd, files_report(NULL, err)));
+}
+
+/*
+ * The child of a sessionless file_write or file_edit: under the writer
+ * lock, read the head, apply the change to the path's latest content
+ * and commit it as a one-file layer (with the parent directories it
+ * needs), so that concurrent writers queue and none loses an update.
+ */
+int
+publish_file_child(void *arg, int fd)
+{
+	const struct publish_file_args	*f = arg;
+	struct publish_args		 a;
+	struct publish_ctx		 x;
+	struct publish_entry		*e;
+	struct files_error		 err;
+	struct files_edit_result	 res;
+	struct layer_entry		 le, pe;
+	struct stat			 st;
+	const char			*buf;
+	char				*prefix, *p, *slash, *old, *cause = NULL;
+	size_t				 len, oldlen, changed = 1, i;
+	mode_t				 mode = 0644;
+	int				 lock, ffd;
+
+	memset(&x, 0, sizeof x);
+	memset(&err, 0, sizeof err);
+	memset(&res, 0, sizeof res);
+	memset(&a, 0, sizeof a);
+	a.sandbox = f->sandbox;
+	a.upper = "";
+	a.owner = f->owner;
+	x.a = &a;
+	if (f->kind == FILES_EDIT && files_edits_check(f->edits, &err) != 0)
+		return (publish_file_refuse(fd, -1, &err));
+
+	if ((lock = layer_lock(f->sandbox)) == -1)
+		return (publish_reject(fd, "storage_error", "cannot take the"
+		    " stack's writer lock", NULL));
+	if ((x.head = layer_stack_read(f->sandbox, &x.error)) == NULL) {
+		layer_unlock(lock);
+		return (publish_reject(fd, "storage_error", x.error, NULL));
+	}
+	x.base = x.head;
+	if (files_snapshot_find(x.head, f->path, &le, &err) != 0)
+		return (publish_file_refuse(fd, lock, &err));
+	if (f->kind == FILES_EDIT) {
+		if (le.kind != LAYER_FILE) {
+			err.kind = TOOL_ERR_NOT_FOUND;
+			xasprintf(&err.message, "no file %s in the workspace",
+			    f->path);
+			err.details = tool_details("path", f->path);
+			return (publish_file_refuse(fd, lock, &err));
+		}
+		if ((ffd = open(le.path, O_RDONLY | O_NOFOLLOW |
+		    O_CLOEXEC)) == -1 || fstat(ffd, &st) != 0) {
+			err.kind = TOOL_ERR_FAILED;
+			xasprintf(&err.message, "cannot read %s: %s", f->path,
+			    strerror(errno));
+			return (publish_file_refuse(fd, lock, &err));
+		}
+		old = files_read_text(ffd, &st, FILES_EDIT_MAX, f->path,
+		    &oldlen, &err);
+		close(ffd);
+		if (old == NULL)
+			return (publish_file_refuse(fd, lock, &err));
+		if (files_edit_apply(old, oldlen, f->edits, f->path, &res,
+		    &err) != 0)
+			return (publish_file_refuse(fd, lock, &err));
+		buf = res.out;
+		len = res.outlen;
+	} else {
+		buf = f->content;
+		len = f->len;
+	}
+	if (le.kind == LAYER_FILE)
+		mode = le.st.st_mode & 07777;
+
+	/* The parents: kept as they are, or made. */
+	prefix = xstrdup(f->path);
+	for (p = prefix, i = 0; (slash = strchr(p, '/')) != NULL;
+	    p = slash + 1, i++) {
+		*slash = '\0';
+		/* The path's resolution found the first parents. */
+		if (i < le.nparent)
+			publish_add(&x.cap, prefix, PUBLISH_PARENT,
+			    le.parent_mode[i]);
+		else if (le.nparent < LAYER_PARENTS_MAX) {
+			/* Missing from here down. */
+			publish_add(&x.cap, prefix, PUBLISH_MKDIR, 0755);
+			changed++;
+		} else if (layer_resolve(x.head, prefix, &pe, &cause) != 0) {
+			layer_unlock(lock);
+			return (publish_reject(fd, "storage_error", cause,
+			    NULL));
+		} else
+			publish_add(&x.cap, prefix, PUBLISH_PARENT,
+			    pe.st.st_mode);
+		*slash = '/';
+	}
+	publish_add(&x.cap, f->path, PUBLISH_WRITE, mode);
+	e = &x.cap.e[x.cap.n - 1];
+	e->merged = (char *)buf;
+	e->merged_len = len;
+	e->prev = &le;
+
+	x.extra = cJSON_CreateObject();
+	if (f->kind == FILES_EDIT) {
+		cJSON_AddStringToObject(x.extra, "type", "edit");
+		cJSON_AddNumberToObject(x.extra, "edits_applied",
+		    (double)res.applied);
+		cJSON_AddNumberToObject(x.extra, "replacements",
+		    (double)res.replacements);
+	} else
+		cJSON_AddStringToObject(x.extra, "type", le.kind ==
+		    LAYER_FILE ? "update" : "create");
+	cJSON_AddNumberToObject(x.extra, "bytes_written", (double)len);
+	return (publish_commit(&x, f->sandbox, f->owner, lock, fd, changed));
 }

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "merge.h"
 #include "sandbox-mcp.h"
 
 enum {
@@ -240,6 +241,11 @@ main(int argc, char **argv)
 	if (util_mkdir_p(cfg->state_dir, 0700, &cause) != 0 ||
 	    state_init(&cause) != 0) {
 		log_warnx("state directory: %s", cause);
+		free(cause);
+		return (1);
+	}
+	if (merge_init(&cause) != 0) {
+		log_warnx("%s", cause);
 		free(cause);
 		return (1);
 	}

@@ -187,11 +187,16 @@ enum layer_kind {
 	LAYER_SYMLINK,
 	LAYER_OTHER
 };
+#define LAYER_PARENTS_MAX	64
 struct layer_entry {
 	enum layer_kind	 kind;
 	size_t		 layer;
 	struct stat	 st;
 	char		 path[4096];
+	enum layer_kind	 blocker;	/* a parent that is not a directory */
+	size_t		 blocker_len;
+	mode_t		 parent_mode[LAYER_PARENTS_MAX];
+	size_t		 nparent;
 };
 void		 layer_stack_free(struct layer_stack *);
 struct layer_stack *layer_stack_from_json(int, struct cJSON *, char **);
@@ -300,6 +305,16 @@ struct publish_args {
 	const char		*owner;
 };
 int		 publish_child(void *, int);
+struct publish_file_args {
+	const char		*sandbox;
+	const char		*path;		/* normalized, relative */
+	const char		*owner;
+	int			 kind;		/* FILES_WRITE or FILES_EDIT */
+	const char		*content;
+	size_t			 len;
+	struct cJSON		*edits;
+};
+int		 publish_file_child(void *, int);
 
 /* nsexec.c */
 #define NSEXEC_MSG_MAX		(160 * 1024)
@@ -318,9 +333,60 @@ int		 nsexec_zygote(void *, int);
 int		 nsexec_send(int, const char **, int, const int *, int);
 int		 nsexec_recv(int, char *, size_t, char **, int *, int *);
 
+/* files.c */
+#define FILES_EDIT_MAX		(4 * 1024 * 1024)
+#define FILES_EDIT_OUT_MAX	(16 * 1024 * 1024)
+enum files_kind {
+	FILES_READ,
+	FILES_WRITE,
+	FILES_EDIT
+};
+struct files_error {
+	const char	*kind;		/* TOOL_ERR_* */
+	char		*message;
+	struct cJSON	*details;
+};
+struct files_edit_result {
+	char			*out;
+	size_t			 outlen;
+	int			 applied;
+	unsigned long long	 replacements;
+};
+struct files_op {
+	enum files_kind		 kind;
+	char			*path;		/* normalized, relative */
+	int			 rootfd;	/* a session's /workspace, or -1 */
+	struct layer_stack	*ls;		/* the snapshot otherwise */
+	int			 fd;		/* the file being read */
+	long long		 offset;
+	long long		 limit;
+	const char		*content;
+	size_t			 len;
+	struct cJSON		*edits;
+};
+typedef void (*files_cb)(struct cJSON *, struct files_error *, void *);
+char		*files_path(const char *, char **);
+int		 files_path_reserved(const char *);
+int		 files_text(const char *, size_t);
+void		 files_error_clear(struct files_error *);
+struct cJSON	*files_window(const char *, size_t, long long, long long,
+		     const char *, struct files_error *);
+int		 files_edits_check(struct cJSON *, struct files_error *);
+int		 files_edit_apply(const char *, size_t, struct cJSON *,
+		     const char *, struct files_edit_result *,
+		     struct files_error *);
+int		 files_snapshot_find(struct layer_stack *, const char *,
+		     struct layer_entry *, struct files_error *);
+char		*files_read_text(int, const struct stat *, size_t,
+		     const char *, size_t *, struct files_error *);
+struct cJSON	*files_report(struct cJSON *, struct files_error *);
+struct cJSON	*files_unreport(struct cJSON *, struct files_error *);
+void		 files_op(struct files_op *, files_cb, void *);
+
 /* audit.c */
 int		 audit_record(const char *, struct layer_stack *, const char *,
-		     const char *, const char *, const char *, char **);
+		     const struct layer_entry *, const char *, const char *,
+		     const char *, char **);
 struct cJSON	*audit_blame(const char *, const char *, const char **,
 		     char **);
 
@@ -338,6 +404,7 @@ pid_t		 job_pid(struct job *);
 void		 job_on_line(struct job *, void (*)(const char *, void *),
 		     void *);
 void		 job_cancel(struct job *);
+void		 job_early(struct job *);
 int		 job_write_all(int, const void *, size_t);
 
 /* basecache.c */
@@ -444,6 +511,7 @@ const char	*mcp_negotiate_version(const char *);
 #define TOOL_ARG_ARRAY		3
 #define TOOL_ARG_BOOLEAN	4
 #define TOOL_ARG_OBJECT		5
+#define TOOL_ARG_TEXT		6	/* a string that may be empty */
 
 /* An escaped NUL in a message becomes U+10FFFE (mcp.c). */
 #define TOOL_NUL_MARK		"\xf4\x8f\xbf\xbe"
@@ -519,6 +587,12 @@ extern const struct tool_entry tool_read_command_lines_entry;
 extern const struct tool_entry tool_create_workspace_session_entry;
 extern const struct tool_entry tool_publish_workspace_session_entry;
 extern const struct tool_entry tool_destroy_workspace_session_entry;
+
+/* tool-files.c */
+extern const struct tool_entry tool_file_read_entry;
+extern const struct tool_entry tool_file_write_entry;
+extern const struct tool_entry tool_file_edit_entry;
+extern const struct tool_entry tool_file_blame_entry;
 
 /* workspace.c */
 struct workspace_list;

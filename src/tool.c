@@ -48,6 +48,10 @@ static const struct tool_entry *tool_table[] = {
 	&tool_exec_command_entry,
 	&tool_write_command_stdin_entry,
 	&tool_read_command_lines_entry,
+	&tool_file_read_entry,
+	&tool_file_write_entry,
+	&tool_file_edit_entry,
+	&tool_file_blame_entry,
 	&tool_create_workspace_session_entry,
 	&tool_publish_workspace_session_entry,
 	&tool_destroy_workspace_session_entry,
@@ -84,6 +88,7 @@ tool_schema(const struct tool_entry *te)
 		p = cJSON_AddObjectToObject(props, a->name);
 		switch (a->type) {
 		case TOOL_ARG_STRING:
+		case TOOL_ARG_TEXT:
 			type = "string";
 			break;
 		case TOOL_ARG_INTEGER:
@@ -216,6 +221,7 @@ tool_type_phrase(int type)
 {
 	switch (type) {
 	case TOOL_ARG_STRING:
+	case TOOL_ARG_TEXT:
 		return ("a string");
 	case TOOL_ARG_INTEGER:
 		return ("an integer \u2265 0");
@@ -275,6 +281,7 @@ tool_validate(const struct tool_entry *te, cJSON *args, char **message,
 			continue;
 		switch (a->type) {
 		case TOOL_ARG_STRING:
+		case TOOL_ARG_TEXT:
 			ok = cJSON_IsString(v);
 			break;
 		case TOOL_ARG_INTEGER:
@@ -318,7 +325,8 @@ tool_validate(const struct tool_entry *te, cJSON *args, char **message,
 	}
 	for (a = te->args; a != NULL && a->name != NULL; a++) {
 		v = cJSON_GetObjectItemCaseSensitive(args, a->name);
-		if (a->type == TOOL_ARG_STRING && cJSON_IsString(v) &&
+		if ((a->type == TOOL_ARG_STRING || a->type == TOOL_ARG_TEXT) &&
+		    cJSON_IsString(v) &&
 		    strstr(v->valuestring, TOOL_NUL_MARK) != NULL) {
 			xasprintf(message, "%s must not contain the NUL"
 			    " character (U+0000)", a->name);

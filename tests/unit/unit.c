@@ -42,6 +42,7 @@ static const struct unit_case *unit_groups[] = {
 	unit_transcript_cases,
 	unit_gitignore_cases,
 	unit_merge_cases,
+	unit_files_cases,
 };
 
 static char	unit_state[] = "/tmp/sandbox-mcp-unit.XXXXXX";

@@ -39,6 +39,7 @@ extern const struct unit_case unit_util_cases[];
 extern const struct unit_case unit_transcript_cases[];
 extern const struct unit_case unit_gitignore_cases[];
 extern const struct unit_case unit_merge_cases[];
+extern const struct unit_case unit_files_cases[];
 
 void	unit_setup(void);
 
