@@ -24,7 +24,8 @@
  * hierarchies costs an RCU grace period, milliseconds, so nothing else
  * does it again) and its UTS, IPC and network namespaces, and keeps a
  * descriptor of its mount namespace and of the state directory. On a
- * "session" message the zygote forks a builder, which makes the
+ * "session" message the zygote forks a builder (and goes back to its
+ * requests: builders run side by side and answer themselves), which makes the
  * session's overlay with the new mount API from paths relative to the
  * state directory (fsopen, fsconfig lowerdir+ per layer, fsmount; the
  * kernel wants the layers in the builder's mount namespace, so this
@@ -38,7 +39,8 @@
  * its command line and environment, and serves its control socket: an
  * "exec" message with the command's stdin and output descriptors forks
  * the shell; a "kill" message signals a command's process group; every
- * exit it reaps is reported back. When the control socket closes (the
+ * exit it reaps is reported back; "finish" kills and reaps every other
+ * process of the session and answers "finished". When the control socket closes (the
  * server ended or let the session go) the init exits, and the kernel
  * ends every process of the session and with the last of them the mount
  * namespace and its overlay. Being inside the session already, a command
@@ -71,6 +73,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -549,6 +552,40 @@ nsexec_init_main(const struct nsexec_zygote *z)
 				out[2] = num;
 				nsexec_send(3, out, 3, NULL, 0);
 			}
+		} else if (strcmp(f[0], "finish") == 0 && nf == 1) {
+			/*
+			 * End every other process of the session and reap
+			 * them all (orphans are ours), then say so: the upper
+			 * directory no longer changes. We stay until let go;
+			 * tearing the namespaces down is the kernel's work
+			 * after that, and nobody waits for it.
+			 */
+			kill(-1, SIGKILL);
+			for (;;) {
+				pid = waitpid(-1, &status, 0);
+				if (pid == -1 && errno == EINTR)
+					continue;
+				if (pid == -1)
+					break;
+				for (i = 0; i < ncmds; i++) {
+					if (cmds[i].pid != pid)
+						continue;
+					cmds[i].exited = 1;
+					cmds[i].code = WIFSIGNALED(status) ?
+					    128 + WTERMSIG(status) :
+					    WEXITSTATUS(status);
+				}
+			}
+			for (i = 0; i < ncmds; i++) {
+				snprintf(num, sizeof num, "%d", cmds[i].code);
+				out[0] = "exit";
+				out[1] = cmds[i].id;
+				out[2] = num;
+				nsexec_send(3, out, 3, NULL, 0);
+			}
+			ncmds = 0;
+			out[0] = "finished";
+			nsexec_send(3, out, 1, NULL, 0);
 		} else if (strcmp(f[0], "kill") == 0 && nf == 3) {
 			k = atoi(f[2]);
 			for (i = 0; i < ncmds; i++) {
@@ -563,7 +600,45 @@ nsexec_init_main(const struct nsexec_zygote *z)
 }
 
 /*
- * The builder: make the session (fields: session ID ISOLATED UPPER WORK
+ * The session's directory (DIR: upper, work) and its lease, before
+ * anything is mounted from the layers the lease names.
+ */
+static int
+nsexec_scratch(const char *dir, const char *lease, char *err, size_t errlen)
+{
+	char	path[PATH_MAX];
+	size_t	len = strlen(lease);
+	int	fd;
+
+	if (mkdir(dir, 0700) != 0) {
+		snprintf(err, errlen, "cannot create %.200s: %s", dir,
+		    strerror(errno));
+		return (-1);
+	}
+	snprintf(path, sizeof path, "%s/upper", dir);
+	if (mkdir(path, 0755) != 0)
+		goto fail;
+	snprintf(path, sizeof path, "%s/work", dir);
+	if (mkdir(path, 0700) != 0)
+		goto fail;
+	/* A lease lives no longer than the server: no fsync. */
+	snprintf(path, sizeof path, "%s/lease.json", dir);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+	    0644)) == -1)
+		goto fail;
+	if (write(fd, lease, len) != (ssize_t)len) {
+		close(fd);
+		goto fail;
+	}
+	close(fd);
+	return (0);
+fail:
+	snprintf(err, errlen, "cannot create %.200s: %s", path, strerror(errno));
+	return (-1);
+}
+
+/*
+ * The builder: make the session (fields: session ID ISOLATED DIR LEASE
  * LOWER..., paths relative to the state directory, fd 4) and fork its
  * init, which keeps ctl as its control socket. Returns the init's pid,
  * or -1 with err.
@@ -573,13 +648,17 @@ nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
     char *err, size_t errlen)
 {
 	int		 fs, mfd, ready[2], i;
-	char		 c;
+	char		 c, upper[PATH_MAX], work[PATH_MAX];
 	pid_t		 init;
 
 	if (fchdir(4) != 0) {
 		snprintf(err, errlen, "fchdir: %s", strerror(errno));
 		return (-1);
 	}
+	if (nsexec_scratch(f[3], f[4], err, errlen) != 0)
+		return (-1);
+	snprintf(upper, sizeof upper, "%s/upper", f[3]);
+	snprintf(work, sizeof work, "%s/work", f[3]);
 	if ((fs = fsopen("overlay", FSOPEN_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "fsopen overlay: %s", strerror(errno));
 		return (-1);
@@ -592,8 +671,14 @@ nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
 		    0) != 0)
 			goto overlay;
 	}
-	if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", f[3], 0) != 0 ||
-	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", f[4], 0) != 0 ||
+	/*
+	 * volatile: the upper directory is scratch until a publish, which
+	 * makes what it takes durable itself; without it, the last close of
+	 * the session's mount syncs the whole host file system.
+	 */
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) != 0 ||
 	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
 		goto overlay;
 	if ((mfd = fsmount(fs, FSMOUNT_CLOEXEC, 0)) == -1)
@@ -688,9 +773,7 @@ nsexec_zygote(void *arg, int report)
 	char			 path[64], num[32];
 	const char		*out[4];
 	int			 fds[4], i, nf, rfds[NSEXEC_FDS_MAX], nrfds;
-	int			 st[2], status;
 	pid_t			 builder, init;
-	ssize_t			 n;
 
 	nsexec_rename(z, NSEXEC_ZYGOTE_NAME);
 	for (i = 0; i < 4; i++) {
@@ -722,6 +805,8 @@ nsexec_zygote(void *arg, int report)
 	dprintf(report, "ready\n");
 	close(report);
 	signal(SIGPIPE, SIG_IGN);
+	/* Builders are not waited for: the kernel reaps them. */
+	signal(SIGCHLD, SIG_IGN);
 
 	buf = xmalloc(NSEXEC_MSG_MAX);
 	for (;;) {
@@ -734,40 +819,38 @@ nsexec_zygote(void *arg, int report)
 				close(rfds[i]);
 			continue;
 		}
-		/* The builder reports the init's pid or an error on st. */
-		if (pipe2(st, O_CLOEXEC) != 0)
-			_exit(1);
+		/*
+		 * The builder answers on our control socket itself (a
+		 * datagram each, so answers never mix), and the zygote goes
+		 * back to its requests at once: sessions asked for together
+		 * are built side by side.
+		 */
+		out[0] = "session";
+		out[1] = f[1];
 		if ((builder = fork()) == 0) {
-			close(st[0]);
-			close(5);
 			if (dup2(rfds[0], 7) == -1)
 				_exit(1);
 			rfds[0] = 7;
 			init = nsexec_build(z, f, nf, rfds[0], err,
 			    sizeof err);
-			if (init == -1)
-				dprintf(st[1], "error %s", err);
-			else
-				dprintf(st[1], "init %ld", (long)init);
+			if (init == -1) {
+				out[2] = "error";
+				out[3] = err;
+			} else {
+				out[2] = "ok";
+				snprintf(num, sizeof num, "%ld", (long)init);
+				out[3] = num;
+			}
+			nsexec_send(5, out, 4, NULL, 0);
 			_exit(0);
 		}
-		close(st[1]);
 		close(rfds[0]);
-		n = builder == -1 ? -1 : read(st[0], err, sizeof err - 1);
-		close(st[0]);
-		if (builder != -1)
-			waitpid(builder, &status, 0);
-		err[n > 0 ? n : 0] = '\0';
-		out[0] = "session";
-		out[1] = f[1];
-		if (n > 5 && memcmp(err, "init ", 5) == 0) {
-			out[2] = "ok";
-			strlcpy(num, err + 5, sizeof num);
-			out[3] = num;
-		} else {
+		if (builder == -1) {
 			out[2] = "error";
-			out[3] = n > 6 ? err + 6 : "the builder failed";
+			snprintf(err, sizeof err, "cannot fork a builder: %s",
+			    strerror(errno));
+			out[3] = err;
+			nsexec_send(5, out, 4, NULL, 0);
 		}
-		nsexec_send(5, out, 4, NULL, 0);
 	}
 }

@@ -247,6 +247,7 @@ struct session {
 	int			 isolated;
 	enum session_state	 state;
 	struct layer_stack	*lease;
+	char			*lease_text;	/* for the builder to write */
 	char			*dir;
 	pid_t			 init;
 	int			 ctl;		/* the init's control socket */
@@ -428,6 +429,7 @@ void		 sandbox_destroy(struct tspan *, const char *, sandbox_cb,
 		     void *);
 void		 sandbox_lookup(const char *, sandbox_cb, void *);
 void		 sandbox_trash_empty(void);
+void		 sandbox_trash_soon(void);
 void		 sandbox_recover(void);
 
 /* auth.c */

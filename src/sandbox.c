@@ -41,6 +41,7 @@
 
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 
 #include "sandbox-mcp.h"
 
@@ -1100,6 +1101,32 @@ sandbox_trash_done(int status, struct evbuffer *report, void *arg)
 	}
 }
 
+static struct event	*sandbox_trash_timer;
+
+static void
+sandbox_trash_timer_cb(evutil_socket_t fd, short events, void *arg)
+{
+	sandbox_trash_empty();
+}
+
+/*
+ * Empty the trash a little later: what ends often (sessions) batches its
+ * removals, and the process that does them is not forked on the way to
+ * an answer.
+ */
+void
+sandbox_trash_soon(void)
+{
+	struct timeval	tv = { 0, 200000 };
+
+	if (sandbox_trash_timer == NULL &&
+	    (sandbox_trash_timer = evtimer_new(ev_base,
+	    sandbox_trash_timer_cb, NULL)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	if (!evtimer_pending(sandbox_trash_timer, NULL))
+		evtimer_add(sandbox_trash_timer, &tv);
+}
+
 /*
  * Remove what is in the trash (and staging copies whose process is gone)
  * in a child process; runs are coalesced.
@@ -1116,6 +1143,8 @@ sandbox_trash_empty(void)
 }
 
 static uint64_t	sandbox_recover_listed_ms;
+
+#define SANDBOX_LEASE_MAX	(1024 * 1024)
 
 /*
  * Records against the containers that carry our labels. A record newer
@@ -1221,9 +1250,10 @@ sandbox_recover_sessions(const char *id)
 				continue;
 			xasprintf(&path, "%s/%s/lease.json", dir, de->d_name);
 			lease = NULL;
+			/* A lease names every layer: up to ~150 KiB. */
 			if ((f = fopen(path, "re")) != NULL) {
-				text = xmalloc(65536);
-				len = (long)fread(text, 1, 65535, f);
+				text = xmalloc(SANDBOX_LEASE_MAX);
+				len = (long)fread(text, 1, SANDBOX_LEASE_MAX, f);
 				fclose(f);
 				lease = cJSON_ParseWithLength(text, len);
 				free(text);

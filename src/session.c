@@ -366,6 +366,7 @@ session_free(struct session *s)
 		close(s->rootfd);
 	LIST_REMOVE(s, entry);
 	layer_stack_free(s->lease);
+	free(s->lease_text);
 	free(s->dir);
 	free(s);
 }
@@ -381,7 +382,7 @@ session_trash(struct session *s)
 	if (rename(s->dir, to) != 0 && errno != ENOENT)
 		log_warn("cannot remove %s", s->dir);
 	free(to);
-	sandbox_trash_empty();
+	sandbox_trash_soon();
 }
 
 /* An ended session goes once its init is gone and no command runs. */
@@ -431,6 +432,8 @@ void
 session_when_dead(struct session *s, void (*cb)(struct session *, void *),
     void *arg)
 {
+	const char	*out[1] = { "finish" };
+
 	if (s->init <= 0) {
 		if (s->state == SESSION_LIVE)
 			s->state = SESSION_DEAD;
@@ -439,7 +442,27 @@ session_when_dead(struct session *s, void (*cb)(struct session *, void *),
 	}
 	s->dead_cb = cb;
 	s->dead_arg = arg;
-	kill(s->init, SIGKILL);
+	/*
+	 * The init ends the others and answers "finished"; its own end (and
+	 * the namespaces' teardown) comes later, off the caller's path. If
+	 * it cannot be asked, kill it and wait for it.
+	 */
+	if (s->ctl == -1 || nsexec_send(s->ctl, out, 1, NULL, 0) != 0)
+		kill(s->init, SIGKILL);
+}
+
+/* The init reports every other process of the session gone. */
+static void
+session_finished(struct session *s)
+{
+	void	(*cb)(struct session *, void *) = s->dead_cb;
+
+	if (cb == NULL)
+		return;
+	if (s->state == SESSION_LIVE)
+		s->state = SESSION_DEAD;
+	s->dead_cb = NULL;
+	cb(s, s->dead_arg);
 }
 
 /*
@@ -536,6 +559,12 @@ session_ctl_cb(evutil_socket_t fd, short events, void *arg)
 		}
 		for (i = 0; i < nfds; i++)
 			close(fds[i]);
+		if (nf == 1 && strcmp(f[0], "finished") == 0) {
+			session_finished(s);
+			if (s->ctl_ev == NULL)
+				break;		/* the session was freed */
+			continue;
+		}
 		if (nf > 0) {
 			command_session_message(s, f, nf);
 			continue;
@@ -700,7 +729,7 @@ static void
 rt_zygote_send(struct rt_sandbox *sb, struct session *s)
 {
 	const char	*f[NSEXEC_FIELDS_MAX];
-	char		*upper, *work;
+	char		*dir;
 	int		 sv[2], nf = 0, sndbuf = NSEXEC_MSG_MAX * 2;
 	size_t		 i;
 
@@ -710,25 +739,22 @@ rt_zygote_send(struct rt_sandbox *sb, struct session *s)
 		    " session; squash it");
 		return;
 	}
-	xasprintf(&upper, "sandboxes/%s/sessions/%s/upper", sb->id, s->id);
-	xasprintf(&work, "sandboxes/%s/sessions/%s/work", sb->id, s->id);
+	xasprintf(&dir, "sandboxes/%s/sessions/%s", sb->id, s->id);
 	f[nf++] = "session";
 	f[nf++] = s->id;
 	f[nf++] = s->isolated ? "1" : "0";
-	f[nf++] = upper;
-	f[nf++] = work;
+	f[nf++] = dir;
+	f[nf++] = s->lease_text;
 	for (i = 0; i < s->lease->n; i++) {
 		if ((f[nf++] = rt_relative(s->lease->paths[i])) == NULL) {
-			free(upper);
-			free(work);
+			free(dir);
 			session_start_fail(s, "a layer lies outside the state"
 			    " directory");
 			return;
 		}
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-		free(upper);
-		free(work);
+		free(dir);
 		session_start_fail(s, strerror(errno));
 		return;
 	}
@@ -736,14 +762,14 @@ rt_zygote_send(struct rt_sandbox *sb, struct session *s)
 	if (nsexec_send(sb->zctl, f, nf, &sv[1], 1) != 0) {
 		close(sv[0]);
 		close(sv[1]);
-		free(upper);
-		free(work);
+		free(dir);
 		session_start_fail(s, strerror(errno));
 		return;
 	}
 	close(sv[1]);
-	free(upper);
-	free(work);
+	free(dir);
+	free(s->lease_text);
+	s->lease_text = NULL;
 	s->ctl = sv[0];
 	util_set_nonblock(s->ctl);
 	s->ctl_ev = event_new(ev_base, s->ctl, EV_READ | EV_PERSIST,
@@ -809,7 +835,7 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 {
 	struct session		*s;
 	cJSON			*lease;
-	char			 rnd[13], *path, *cause = NULL, *text;
+	char			 rnd[13], *cause = NULL;
 
 	s = xcalloc(1, sizeof *s);
 	util_random_hex(rnd, 12);
@@ -827,27 +853,11 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 
 	if ((s->lease = layer_stack_read(sb->id, &cause)) == NULL)
 		goto fail;
-	if (mkdir(s->dir, 0700) != 0) {
-		xasprintf(&cause, "cannot create %s: %s", s->dir,
-		    strerror(errno));
-		goto fail;
-	}
-	xasprintf(&path, "%s/upper", s->dir);
-	if (mkdir(path, 0755) != 0) {
-		xasprintf(&cause, "cannot create %s: %s", path,
-		    strerror(errno));
-		free(path);
-		goto fail;
-	}
-	free(path);
-	xasprintf(&path, "%s/work", s->dir);
-	if (mkdir(path, 0700) != 0) {
-		xasprintf(&cause, "cannot create %s: %s", path,
-		    strerror(errno));
-		free(path);
-		goto fail;
-	}
-	free(path);
+	/*
+	 * The builder makes the session's directory (upper, work) and
+	 * writes this lease before it mounts anything: directories are
+	 * made side by side in builders, not one after another here.
+	 */
 	lease = cJSON_CreateObject();
 	cJSON_AddStringToObject(lease, "workspace_session_id", s->id);
 	cJSON_AddNumberToObject(lease, "manifest_version", s->lease->version);
@@ -857,17 +867,8 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 	    "isolated" : "shared");
 	cJSON_AddBoolToObject(lease, "automatic", automatic);
 	cJSON_AddNumberToObject(lease, "created_at_ms", (double)now_ms());
-	text = util_json_print(lease);
+	s->lease_text = util_json_print(lease);
 	cJSON_Delete(lease);
-	/* A lease lives no longer than this process: no fsync. */
-	xasprintf(&path, "%s/lease.json", s->dir);
-	if (util_write_file(path, text, strlen(text), 0, &cause) != 0) {
-		free(path);
-		free(text);
-		goto fail;
-	}
-	free(path);
-	free(text);
 
 	if (sb->zjob == NULL && rt_zygote_start(sb, &cause) != 0)
 		goto fail;

@@ -128,6 +128,7 @@ struct transcript {
 	uint64_t		 segsize;
 	int			 fd;		/* newest segment, or -1 */
 	int			 finished;
+	int			 made;		/* the directory exists */
 	char			*error;		/* a write failed: why */
 
 	struct transcript_split	 split;		/* at the end of the stream */
@@ -152,6 +153,7 @@ struct transcript_undo {
 
 static const char	transcript_fffd[] = "\xef\xbf\xbd";
 
+static int	transcript_clear(const char *, char **);
 static void	transcript_cause(char **, const char *, ...)
 		    __attribute__((__format__ (printf, 2, 3)));
 
@@ -315,18 +317,56 @@ transcript_fail(struct transcript *t, const char *what, const char *path)
 		xasprintf(&t->error, "%s %s: %s", what, path, strerror(errno));
 }
 
+/*
+ * The directory and the first segment's file, made when the first bytes
+ * come: a command that prints nothing costs no file.
+ */
+static int
+transcript_make(struct transcript *t)
+{
+	char	*path;
+	int	 fd;
+
+	if (mkdir(t->path, 0700) != 0) {
+		if (errno != EEXIST) {
+			transcript_fail(t, "mkdir", t->path);
+			return (-1);
+		}
+		if (transcript_clear(t->path, &t->error) != 0)
+			return (-1);
+	}
+	path = transcript_seg_path(t, t->cur);
+	fd = open(path, O_RDWR|O_CREAT|O_TRUNC|O_CLOEXEC, 0600);
+	if (fd == -1) {
+		transcript_fail(t, "open", path);
+		free(path);
+		return (-1);
+	}
+	free(path);
+	t->fd = fd;
+	t->made = 1;
+	return (0);
+}
+
 /* Start a new segment at the end of the stream and make it the newest. */
 static int
 transcript_roll(struct transcript *t)
 {
 	struct transcript_seg	*seg;
 	char			*path;
-	int			 fd;
+	int			 fd = -1;
 
 	seg = xcalloc(1, sizeof *seg);
 	seg->seq = t->nextseq;
 	seg->first_line = t->ended;
 	seg->offset = t->split.pos;
+	if (!t->made) {
+		/* The first segment: its file comes with the first bytes. */
+		t->nextseq++;
+		TAILQ_INSERT_TAIL(&t->segs, seg, entry);
+		t->cur = seg;
+		return (0);
+	}
 	path = transcript_seg_path(t, seg);
 	fd = open(path, O_RDWR|O_CREAT|O_TRUNC|O_CLOEXEC, 0600);
 	if (fd == -1) {
@@ -545,23 +585,15 @@ transcript_clear(const char *path, char **cause)
 }
 
 /*
- * Make an empty transcript in directory path (created if missing; its
- * parent must exist), keeping about cap bytes (0 for the default).
+ * Make an empty transcript in directory path (created, or emptied if it
+ * exists, when the first bytes come; its parent must exist then),
+ * keeping about cap bytes (0 for the default).
  */
 struct transcript *
 transcript_open(const char *path, uint64_t cap, char **cause)
 {
 	struct transcript	*t;
 
-	if (mkdir(path, 0700) != 0) {
-		if (errno != EEXIST) {
-			transcript_cause(cause, "mkdir %s: %s", path,
-			    strerror(errno));
-			return (NULL);
-		}
-		if (transcript_clear(path, cause) != 0)
-			return (NULL);
-	}
 	t = xcalloc(1, sizeof *t);
 	t->path = xstrdup(path);
 	t->fd = -1;
@@ -630,8 +662,14 @@ transcript_append(struct transcript *t, const void *buf, size_t len,
 		transcript_cause(cause, "%s", t->error);
 		return (-1);
 	}
-	if (t->fd == -1) {
+	if (t->finished) {
 		transcript_cause(cause, "transcript %s is finished", t->path);
+		return (-1);
+	}
+	if (len == 0)
+		return (0);
+	if (!t->made && transcript_make(t) != 0) {
+		transcript_cause(cause, "%s", t->error);
 		return (-1);
 	}
 	transcript_save(t, &u);

@@ -841,8 +841,21 @@ test_files(void)
 	char			*cause = NULL, stale[128];
 	FILE			*f;
 
-	/* Opening clears segment files left in the directory. */
+	/*
+	 * Nothing is made until the first bytes come: a transcript that
+	 * stays empty costs no file, and removing it is fine.
+	 */
 	tmp_setup();
+	t = transcript_open(tpath, 0, &cause);
+	CHECK(t != NULL);
+	CHECK_INT(adds(t, ""), 0);
+	CHECK(stat(tpath, &sb) != 0 && errno == ENOENT);
+	transcript_finish(t);
+	CHECK_INT(transcript_total_lines(t), 0);
+	CHECK_INT(transcript_remove(t), 0);
+	CHECK(stat(tpath, &sb) != 0 && errno == ENOENT);
+
+	/* The first bytes clear segment files left in the directory. */
 	CHECK_INT(mkdir(tpath, 0700), 0);
 	snprintf(stale, sizeof stale, "%s/0000000007", tpath);
 	CHECK((f = fopen(stale, "w")) != NULL);
@@ -850,8 +863,9 @@ test_files(void)
 	fclose(f);
 	t = transcript_open(tpath, 0, &cause);
 	CHECK(t != NULL);
-	CHECK(stat(stale, &sb) != 0 && errno == ENOENT);
+	CHECK(stat(stale, &sb) == 0);
 	CHECK_INT(adds(t, "new\n"), 0);
+	CHECK(stat(stale, &sb) != 0 && errno == ENOENT);
 	CHECK_INT(disk_bytes(), 4);
 
 	/* Free leaves the files; remove deletes them and the directory. */
@@ -860,22 +874,36 @@ test_files(void)
 	CHECK_INT(disk_bytes(), 4);
 	t = transcript_open(tpath, 0, &cause);
 	CHECK(t != NULL);
-	CHECK_INT(disk_bytes(), 0);
+	CHECK_INT(adds(t, "x"), 0);
+	CHECK_INT(disk_bytes(), 1);
 	CHECK_INT(transcript_remove(t), 0);
 	CHECK(stat(tpath, &sb) != 0 && errno == ENOENT);
 
-	/* A path that is a file, or under a missing directory, fails. */
+	/*
+	 * A path that is a file, or under a missing directory, fails at the
+	 * first bytes, saying why, and stays failed.
+	 */
 	CHECK((f = fopen(tpath, "w")) != NULL);
 	fclose(f);
-	CHECK(transcript_open(tpath, 0, &cause) == NULL);
+	t = transcript_open(tpath, 0, &cause);
+	CHECK(t != NULL);
+	CHECK(transcript_append(t, "a\n", 2, &cause) == -1);
+	CHECK(cause != NULL && strstr(cause, strerror(ENOTDIR)) != NULL);
+	free(cause);
+	cause = NULL;
+	CHECK(transcript_append(t, "b\n", 2, &cause) == -1);
 	CHECK(cause != NULL);
 	free(cause);
 	cause = NULL;
+	transcript_free(t);
 	unlink(tpath);
 	snprintf(stale, sizeof stale, "%s/no/such", tdir);
-	CHECK(transcript_open(stale, 0, &cause) == NULL);
+	t = transcript_open(stale, 0, &cause);
+	CHECK(t != NULL);
+	CHECK(transcript_append(t, "a\n", 2, &cause) == -1);
 	CHECK(cause != NULL && strstr(cause, "mkdir") != NULL);
 	free(cause);
+	transcript_free(t);
 	CHECK_INT(rmdir(tdir), 0);
 	return (0);
 }
