@@ -35,7 +35,8 @@
  * the session is isolated, unshares a PID namespace and forks its first
  * process: the session init.
  *
- * The init (pid 1 of the session) mounts /proc for its namespace, blanks
+ * The init (pid 1 of the session) mounts /proc for its namespace, with
+ * the container's read-only and masked paths moved onto it, blanks
  * its command line and environment, and serves its control socket: an
  * "exec" message with the command's stdin and output descriptors forks
  * the shell; a "kill" message signals a command's process group; every
@@ -89,6 +90,8 @@
 #define NSEXEC_INIT_NAME	"sandbox-mcp: session init"
 #define NSEXEC_ZYGOTE_NAME	"sandbox-mcp: zygote"
 #define NSEXEC_MAX_COMMANDS	4096
+#define NSEXEC_PROC_MOUNTS	64
+#define NSEXEC_MOUNTINFO_MAX	(256 * 1024)
 
 /* Docker's default capability set: what a command may keep. */
 static const int nsexec_caps_kept[] = {
@@ -599,6 +602,112 @@ nsexec_init_main(const struct nsexec_zygote *z)
 	}
 }
 
+/* A mount point from mountinfo, its octal escapes undone, in place. */
+static void
+nsexec_unescape(char *s)
+{
+	char	*d = s;
+
+	while (*s != '\0') {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
+			    (s[3] - '0'));
+			s += 4;
+		} else
+			*d++ = *s++;
+	}
+	*d = '\0';
+}
+
+/*
+ * The session's own /proc, hiding what the container's hides: whatever
+ * is mounted under the container's /proc (Docker's read-only /proc/sys,
+ * /proc/bus, /proc/fs, /proc/irq, /proc/sysrq-trigger and its masks over
+ * /proc/kcore, /proc/keys, /proc/timer_list and the like) is cloned
+ * before the new proc covers it and moved to the same place on the new
+ * one. Without this a command could write /proc/sys (core_pattern runs a
+ * program as root on the host).
+ */
+static int
+nsexec_proc(char *err, size_t errlen)
+{
+	char	*buf, *line, *next, *mp, *path[NSEXEC_PROC_MOUNTS];
+	int	 fd, tree[NSEXEC_PROC_MOUNTS], n = 0, i, field, rv = -1;
+	size_t	 len = 0;
+	ssize_t	 r;
+
+	buf = xmalloc(NSEXEC_MOUNTINFO_MAX);
+	/*
+	 * The container's /proc belongs to its PID namespace, where we are
+	 * not; its pid 1 is in the mount namespace ours was copied from.
+	 */
+	if ((fd = open("/proc/1/mountinfo", O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "the container's mounts: %s",
+		    strerror(errno));
+		free(buf);
+		return (-1);
+	}
+	while ((r = read(fd, buf + len, NSEXEC_MOUNTINFO_MAX - 1 - len)) > 0)
+		len += r;
+	close(fd);
+	if (r == -1 || len == NSEXEC_MOUNTINFO_MAX - 1) {
+		snprintf(err, errlen, "the container's mounts: %s", r == -1 ?
+		    strerror(errno) : "too long");
+		free(buf);
+		return (-1);
+	}
+	buf[len] = '\0';
+	for (line = buf; line != NULL && *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		/* ID PARENT MAJ:MIN ROOT MOUNT-POINT ... */
+		mp = line;
+		for (field = 0; field < 4 && mp != NULL; field++) {
+			if ((mp = strchr(mp, ' ')) != NULL)
+				mp++;
+		}
+		if (mp == NULL)
+			continue;
+		mp[strcspn(mp, " ")] = '\0';
+		nsexec_unescape(mp);
+		if (strncmp(mp, "/proc/", 6) != 0)
+			continue;
+		if (n == NSEXEC_PROC_MOUNTS) {
+			snprintf(err, errlen, "more than %d mounts under"
+			    " /proc", NSEXEC_PROC_MOUNTS);
+			goto out;
+		}
+		if ((tree[n] = open_tree(AT_FDCWD, mp, OPEN_TREE_CLONE |
+		    OPEN_TREE_CLOEXEC)) == -1) {
+			snprintf(err, errlen, "cloning the mount on %.200s: %s",
+			    mp, strerror(errno));
+			goto out;
+		}
+		path[n++] = mp;
+	}
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	    NULL) != 0) {
+		snprintf(err, errlen, "mounting /proc: %s", strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		/* What the new /proc lacks needs no hiding. */
+		if (move_mount(tree[i], "", AT_FDCWD, path[i],
+		    MOVE_MOUNT_F_EMPTY_PATH) != 0 && errno != ENOENT) {
+			snprintf(err, errlen, "hiding %.200s: %s", path[i],
+			    strerror(errno));
+			goto out;
+		}
+	}
+	rv = 0;
+out:
+	for (i = 0; i < n; i++)
+		close(tree[i]);
+	free(buf);
+	return (rv);
+}
+
 /*
  * The session's directory (DIR: upper, work) and its lease, before
  * anything is mounted from the layers the lease names.
@@ -648,8 +757,9 @@ nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
     char *err, size_t errlen)
 {
 	int		 fs, mfd, ready[2], i;
-	char		 c, upper[PATH_MAX], work[PATH_MAX];
+	char		 upper[PATH_MAX], work[PATH_MAX];
 	pid_t		 init;
+	ssize_t		 n;
 
 	if (fchdir(4) != 0) {
 		snprintf(err, errlen, "fchdir: %s", strerror(errno));
@@ -729,26 +839,32 @@ nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
 		return (-1);
 	}
 	if (init == 0) {
+		/* "r", or why not. */
 		close(ready[0]);
-		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV |
-		    MS_NOEXEC, NULL) != 0)
+		if (nsexec_proc(err, errlen) != 0 ||
+		    (dup2(ctl, 3) == -1 && snprintf(err, errlen, "dup2: %s",
+		    strerror(errno)) > 0)) {
+			if (write(ready[1], err, strlen(err)) == -1)
+				_exit(124);
 			_exit(124);
-		if (dup2(ctl, 3) == -1)
-			_exit(124);
-		c = 'r';
-		if (write(ready[1], &c, 1) != 1)
+		}
+		if (write(ready[1], "r", 1) != 1)
 			_exit(124);
 		closefrom(4);
 		nsexec_init_main(z);
 	}
 	close(ready[1]);
-	if (read(ready[0], &c, 1) != 1) {
-		close(ready[0]);
+	n = read(ready[0], err, errlen - 1);
+	close(ready[0]);
+	if (n != 1 || err[0] != 'r') {
 		kill(init, SIGKILL);
-		snprintf(err, errlen, "the session's init did not start");
+		if (n > 0)
+			err[n] = '\0';
+		else
+			snprintf(err, errlen, "the session's init did not"
+			    " start");
 		return (-1);
 	}
-	close(ready[0]);
 	return (init);
 overlay:
 	snprintf(err, errlen, "the session's overlay: %s", strerror(errno));

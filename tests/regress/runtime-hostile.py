@@ -9,7 +9,7 @@
 import os
 import time
 
-from lib import (IMAGE, Server, check, check_eq, check_in, cleanup,
+from lib import (IMAGE, Server, check, check_eq, check_in, cleanup, docker,
                  err_result, main, ok_result, remove_our_containers,
                  tmpdir)
 
@@ -68,6 +68,25 @@ def test():
     check(len(lines) <= 3 and "docker-init" not in r["output"] and
           "sleep 3600" not in r["output"], "only the session's processes:"
           " %r" % lines)
+
+    # The session's /proc hides what the container's hides: /proc/sys
+    # stays read-only (core_pattern would run a program on the host), and
+    # every mount Docker put under /proc is there on the session's own.
+    r = run("(cat /proc/sys/kernel/core_pattern >"
+            " /proc/sys/kernel/core_pattern) 2>&1; echo rc=$?")
+    check_in("rc=", r["output"], "the write ran")
+    check("rc=0" not in r["output"] and "Read-only" in r["output"],
+          "/proc/sys is read-only: %r" % r["output"])
+    cid = ok_result(s.call("inspect_sandbox", {"sandbox_id": sid}),
+                    "inspect")["container_id"]
+    probe = ("for p in $(awk '$2 ~ \"^/proc/\" {print $2}' /proc/mounts |"
+             " sort -u); do echo $p $(stat -f -c %T $p 2>&1)"
+             " $(touch $p 2>/dev/null && echo rw || echo ro); done")
+    want = docker("exec", cid, "sh", "-c", probe)
+    check(want.count("/proc/") >= 4 and "/proc/sys proc ro" in want,
+          "the container masks /proc: %r" % want)
+    check_eq(run(probe)["output"].strip(), want,
+             "the session's /proc masks")
 
     # Fork bomb: held by the pids limit, ended at the timeout.
     t0 = time.time()
