@@ -25,7 +25,8 @@
  * does it again) and its UTS, IPC and network namespaces, and keeps a
  * descriptor of its mount namespace and of the state directory. On a
  * "session" message the zygote forks a builder (and goes back to its
- * requests: builders run side by side and answer themselves), which makes the
+ * requests: builders, as many at once as there are CPUs, answer
+ * themselves), which makes the session's directory and lease and the
  * session's overlay with the new mount API from paths relative to the
  * state directory (fsopen, fsconfig lowerdir+ per layer, fsmount; the
  * kernel wants the layers in the builder's mount namespace, so this
@@ -91,6 +92,7 @@
 #define NSEXEC_ZYGOTE_NAME	"sandbox-mcp: zygote"
 #define NSEXEC_MAX_COMMANDS	4096
 #define NSEXEC_PROC_MOUNTS	64
+#define NSEXEC_BUILDERS_MAX	8
 #define NSEXEC_MOUNTINFO_MAX	(256 * 1024)
 
 /* Docker's default capability set: what a command may keep. */
@@ -621,41 +623,37 @@ nsexec_unescape(char *s)
 }
 
 /*
- * The session's own /proc, hiding what the container's hides: whatever
- * is mounted under the container's /proc (Docker's read-only /proc/sys,
- * /proc/bus, /proc/fs, /proc/irq, /proc/sysrq-trigger and its masks over
- * /proc/kcore, /proc/keys, /proc/timer_list and the like) is cloned
- * before the new proc covers it and moved to the same place on the new
- * one. Without this a command could write /proc/sys (core_pattern runs a
- * program as root on the host).
+ * The mount points under the container's /proc (Docker's read-only
+ * /proc/sys, /proc/bus, /proc/fs, /proc/irq, /proc/sysrq-trigger and its
+ * masks over /proc/kcore, /proc/keys, /proc/timer_list and the like),
+ * read once by the zygote from the container's first process, whose
+ * mount namespace every session's is copied from.
  */
+static char	*nsexec_proc_path[NSEXEC_PROC_MOUNTS];
+static int	 nsexec_nproc;
+
 static int
-nsexec_proc(char *err, size_t errlen)
+nsexec_proc_list(pid_t pid, char *err, size_t errlen)
 {
-	char	*buf, *line, *next, *mp, *path[NSEXEC_PROC_MOUNTS];
-	int	 fd, tree[NSEXEC_PROC_MOUNTS], n = 0, i, field, rv = -1;
+	char	 path[64], *buf, *line, *next, *mp;
+	int	 fd, field, rv = -1;
 	size_t	 len = 0;
 	ssize_t	 r;
 
-	buf = xmalloc(NSEXEC_MOUNTINFO_MAX);
-	/*
-	 * The container's /proc belongs to its PID namespace, where we are
-	 * not; its pid 1 is in the mount namespace ours was copied from.
-	 */
-	if ((fd = open("/proc/1/mountinfo", O_RDONLY | O_CLOEXEC)) == -1) {
+	snprintf(path, sizeof path, "/proc/%ld/mountinfo", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "the container's mounts: %s",
 		    strerror(errno));
-		free(buf);
 		return (-1);
 	}
+	buf = xmalloc(NSEXEC_MOUNTINFO_MAX);
 	while ((r = read(fd, buf + len, NSEXEC_MOUNTINFO_MAX - 1 - len)) > 0)
 		len += r;
 	close(fd);
 	if (r == -1 || len == NSEXEC_MOUNTINFO_MAX - 1) {
 		snprintf(err, errlen, "the container's mounts: %s", r == -1 ?
-		    strerror(errno) : "too long");
-		free(buf);
-		return (-1);
+		    strerror(errno) : "too many");
+		goto out;
 	}
 	buf[len] = '\0';
 	for (line = buf; line != NULL && *line != '\0'; line = next) {
@@ -673,18 +671,37 @@ nsexec_proc(char *err, size_t errlen)
 		nsexec_unescape(mp);
 		if (strncmp(mp, "/proc/", 6) != 0)
 			continue;
-		if (n == NSEXEC_PROC_MOUNTS) {
-			snprintf(err, errlen, "more than %d mounts under"
-			    " /proc", NSEXEC_PROC_MOUNTS);
+		if (nsexec_nproc == NSEXEC_PROC_MOUNTS) {
+			snprintf(err, errlen, "more than %d mounts under the"
+			    " container's /proc", NSEXEC_PROC_MOUNTS);
 			goto out;
 		}
-		if ((tree[n] = open_tree(AT_FDCWD, mp, OPEN_TREE_CLONE |
-		    OPEN_TREE_CLOEXEC)) == -1) {
+		nsexec_proc_path[nsexec_nproc++] = xstrdup(mp);
+	}
+	rv = 0;
+out:
+	free(buf);
+	return (rv);
+}
+
+/*
+ * The session's own /proc, hiding what the container's hides: each
+ * mount of the list is cloned before the new proc covers it and moved to
+ * the same place on the new one. Without this a command could write
+ * /proc/sys (core_pattern runs a program as root on the host).
+ */
+static int
+nsexec_proc(char *err, size_t errlen)
+{
+	int	 tree[NSEXEC_PROC_MOUNTS], n, i, rv = -1;
+
+	for (n = 0; n < nsexec_nproc; n++) {
+		if ((tree[n] = open_tree(AT_FDCWD, nsexec_proc_path[n],
+		    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)) == -1) {
 			snprintf(err, errlen, "cloning the mount on %.200s: %s",
-			    mp, strerror(errno));
+			    nsexec_proc_path[n], strerror(errno));
 			goto out;
 		}
-		path[n++] = mp;
 	}
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 	    NULL) != 0) {
@@ -693,10 +710,10 @@ nsexec_proc(char *err, size_t errlen)
 	}
 	for (i = 0; i < n; i++) {
 		/* What the new /proc lacks needs no hiding. */
-		if (move_mount(tree[i], "", AT_FDCWD, path[i],
+		if (move_mount(tree[i], "", AT_FDCWD, nsexec_proc_path[i],
 		    MOVE_MOUNT_F_EMPTY_PATH) != 0 && errno != ENOENT) {
-			snprintf(err, errlen, "hiding %.200s: %s", path[i],
-			    strerror(errno));
+			snprintf(err, errlen, "hiding %.200s: %s",
+			    nsexec_proc_path[i], strerror(errno));
 			goto out;
 		}
 	}
@@ -704,7 +721,6 @@ nsexec_proc(char *err, size_t errlen)
 out:
 	for (i = 0; i < n; i++)
 		close(tree[i]);
-	free(buf);
 	return (rv);
 }
 
@@ -889,6 +905,7 @@ nsexec_zygote(void *arg, int report)
 	char			 path[64], num[32];
 	const char		*out[4];
 	int			 fds[4], i, nf, rfds[NSEXEC_FDS_MAX], nrfds;
+	int			 nbuild = 0, maxbuild;
 	pid_t			 builder, init;
 
 	nsexec_rename(z, NSEXEC_ZYGOTE_NAME);
@@ -902,6 +919,7 @@ nsexec_zygote(void *arg, int report)
 		}
 	}
 	if (nsexec_cgroups(z->cgroup_procs, z->ncgroup, err,
+	    sizeof err) != 0 || nsexec_proc_list(z->container_pid, err,
 	    sizeof err) != 0) {
 		dprintf(report, "error %s\n", err);
 		return (125);
@@ -921,8 +939,13 @@ nsexec_zygote(void *arg, int report)
 	dprintf(report, "ready\n");
 	close(report);
 	signal(SIGPIPE, SIG_IGN);
-	/* Builders are not waited for: the kernel reaps them. */
-	signal(SIGCHLD, SIG_IGN);
+
+	/* As many builders at once as there are CPUs (measured: bench/). */
+	maxbuild = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (maxbuild < 1)
+		maxbuild = 1;
+	if (maxbuild > NSEXEC_BUILDERS_MAX)
+		maxbuild = NSEXEC_BUILDERS_MAX;
 
 	buf = xmalloc(NSEXEC_MSG_MAX);
 	for (;;) {
@@ -941,6 +964,16 @@ nsexec_zygote(void *arg, int report)
 		 * back to its requests at once: sessions asked for together
 		 * are built side by side.
 		 */
+		/*
+		 * A few at a time: more builders than CPUs only fight over
+		 * the kernel's mount lock (held by whoever the scheduler
+		 * has just put aside) and finish later all together.
+		 */
+		while ((builder = waitpid(-1, NULL, nbuild < maxbuild ?
+		    WNOHANG : 0)) > 0 || (builder == -1 && errno == EINTR)) {
+			if (builder > 0)
+				nbuild--;
+		}
 		out[0] = "session";
 		out[1] = f[1];
 		if ((builder = fork()) == 0) {
@@ -961,6 +994,8 @@ nsexec_zygote(void *arg, int report)
 			_exit(0);
 		}
 		close(rfds[0]);
+		if (builder != -1)
+			nbuild++;
 		if (builder == -1) {
 			out[2] = "error";
 			snprintf(err, sizeof err, "cannot fork a builder: %s",
