@@ -98,6 +98,8 @@ static const struct cfg_limit_entry {
 	    64 * 1024, 64LL * 1024 * 1024 * 1024, 64 * 1024 * 1024 },
 	[LIMIT_OUTPUT_WINDOW] = { "output-window", CFG_LIMIT_SIZE,
 	    1024, 16 * 1024 * 1024, 64 * 1024 },
+	[LIMIT_SESSION_POOL] = { "session-pool", CFG_LIMIT_COUNT,
+	    0, 1024, 32 },
 };
 
 static const struct {

@@ -411,8 +411,10 @@ command_published(struct session *s, cJSON *rep, void *arg)
 	    cJSON_GetArraySize(v) > 0)
 		cJSON_AddItemToObject(c->publish, "publish_dropped",
 		    cJSON_Duplicate(v, 1));
-	session_end(s, cJSON_GetObjectItem(rep, "reject_class") != NULL ?
-	    "publish rejected" : "published");
+	if (cJSON_GetObjectItem(rep, "reject_class") != NULL)
+		session_end(s, "publish rejected");
+	else
+		session_recycle(s, "published");
 	c->s = NULL;
 	c->state = COMMAND_DONE;
 	command_wake(c);

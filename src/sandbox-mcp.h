@@ -74,6 +74,7 @@ enum limit {
 	LIMIT_COMMANDS_RETAINED,
 	LIMIT_TRANSCRIPT_MAX,
 	LIMIT_OUTPUT_WINDOW,
+	LIMIT_SESSION_POOL,
 	LIMIT__COUNT
 };
 
@@ -222,6 +223,7 @@ enum session_state {
 	SESSION_STARTING,
 	SESSION_LIVE,
 	SESSION_DEAD,		/* its init died on its own */
+	SESSION_IDLE,		/* ended clean, kept to serve again */
 	SESSION_ENDED
 };
 struct session;
@@ -238,6 +240,7 @@ struct rt_sandbox {
 	struct event		*zev;
 	int			 zready;
 	struct sessions		 sessions;
+	unsigned int		 nidle;		/* sessions kept for reuse */
 	LIST_ENTRY(rt_sandbox)	 entry;
 };
 struct session {
@@ -260,6 +263,13 @@ struct session {
 	int			 publishing;
 	void			(*dead_cb)(struct session *, void *);
 	void			*dead_arg;
+	struct stat		 upper_st;	/* as the session began */
+	char			 upper_xattrs[256];
+	ssize_t			 upper_xattrs_len;
+	int			 upper_ok;
+	int			 tmp_clean;	/* the init's word at finish */
+	int			 reusable;
+	struct event		*idle_ev;
 	LIST_ENTRY(session)	 entry;
 };
 typedef void (*rt_cb)(struct rt_sandbox *, const char *, const char *,
@@ -270,6 +280,7 @@ struct session	*session_find(struct rt_sandbox *, const char *);
 void		 session_create(struct rt_sandbox *, int, int, session_cb,
 		     void *);
 void		 session_end(struct session *, const char *);
+void		 session_recycle(struct session *, const char *);
 void		 session_when_dead(struct session *,
 		     void (*)(struct session *, void *), void *);
 void		 session_command_done(struct session *);

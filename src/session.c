@@ -37,6 +37,7 @@
 
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -55,11 +56,14 @@
 #include "sandbox-mcp.h"
 
 #define RT_SWEEP_SECONDS	5
+/* How long a clean automatic session is kept for the next one. */
+#define SESSION_KEEP_SECONDS	10
 
 static LIST_HEAD(, rt_sandbox)	rt_sandboxes = LIST_HEAD_INITIALIZER(rt_sandboxes);
 
 static void	rt_zygote_lost(struct rt_sandbox *, const char *);
 static void	session_started(struct session *);
+static void	session_unpark(struct session *);
 
 struct rt_wait {
 	char		 id[65];
@@ -349,7 +353,8 @@ session_find(struct rt_sandbox *sb, const char *id)
 	struct session	*s;
 
 	LIST_FOREACH(s, &sb->sessions, entry) {
-		if (strcmp(s->id, id) == 0 && s->state != SESSION_ENDED)
+		if (strcmp(s->id, id) == 0 && s->state != SESSION_ENDED &&
+		    s->state != SESSION_IDLE)
 			return (s);
 	}
 	return (NULL);
@@ -358,6 +363,8 @@ session_find(struct rt_sandbox *sb, const char *id)
 static void
 session_free(struct session *s)
 {
+	if (s->idle_ev != NULL)
+		event_free(s->idle_ev);
 	if (s->ctl_ev != NULL)
 		event_free(s->ctl_ev);
 	if (s->ctl != -1)
@@ -414,6 +421,10 @@ session_init_died(int status, void *arg)
 	log_trace(TRACE_JOB, "session %s init %ld exited status=%d", s->id,
 	    (long)s->init, status);
 	s->init = 0;
+	if (s->state == SESSION_IDLE) {
+		session_end(s, "its init ended");
+		return;
+	}
 	if (s->state != SESSION_ENDED)
 		s->state = SESSION_DEAD;
 	if (cb != NULL) {
@@ -465,6 +476,60 @@ session_finished(struct session *s)
 	cb(s, s->dead_arg);
 }
 
+/* A kept session leaves the pool (to serve again, or to go). */
+static void
+session_unpark(struct session *s)
+{
+	if (s->state != SESSION_IDLE)
+		return;
+	evtimer_del(s->idle_ev);
+	s->sb->nidle--;
+	s->state = SESSION_DEAD;
+}
+
+static void
+session_idle_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct session	*s = arg;
+
+	session_end(s, "kept too long unused");
+}
+
+/*
+ * An automatic session whose command has finished: if it left nothing
+ * behind (no process, nothing in its upper directory, /workspace's
+ * attributes and an empty /tmp as they were made), its session is over
+ * but the namespaces, overlay and init are kept for a while to serve the
+ * next automatic session on the same stack; otherwise it ends.
+ */
+void
+session_recycle(struct session *s, const char *why)
+{
+	struct timeval	 tv = { SESSION_KEEP_SECONDS, 0 };
+	cJSON		*attrs;
+
+	if (!s->reusable || !s->automatic || s->state != SESSION_DEAD ||
+	    s->init <= 0 || s->ctl == -1 || s->rootfd == -1 ||
+	    s->commands != 0 || s->publishing || s->dead_cb != NULL ||
+	    s->sb->nidle >= (unsigned int)cfg_limit(LIMIT_SESSION_POOL)) {
+		session_end(s, why);
+		return;
+	}
+	attrs = cJSON_CreateObject();
+	cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
+	cJSON_AddStringToObject(attrs, "reason", why);
+	telemetry_event(s->sb->id, NULL, NULL, "session.destroyed", attrs);
+	log_debug("session %s ended reason=%s; kept to serve again", s->id,
+	    why);
+	s->state = SESSION_IDLE;
+	s->reusable = 0;
+	s->sb->nidle++;
+	if (s->idle_ev == NULL &&
+	    (s->idle_ev = evtimer_new(ev_base, session_idle_cb, s)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	evtimer_add(s->idle_ev, &tv);
+}
+
 /*
  * End a session: kill everything in it; once its init is gone, remove
  * its scratch. Its changes, if not published, are lost.
@@ -476,11 +541,18 @@ session_end(struct session *s, const char *why)
 
 	if (s->state == SESSION_ENDED)
 		return;
-	attrs = cJSON_CreateObject();
-	cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
-	cJSON_AddStringToObject(attrs, "reason", why);
-	telemetry_event(s->sb->id, NULL, NULL, "session.destroyed", attrs);
-	log_debug("session %s ended reason=%s", s->id, why);
+	if (s->state == SESSION_IDLE) {
+		/* Its session ended (and said so) when it was kept. */
+		session_unpark(s);
+		log_debug("kept session %s let go reason=%s", s->id, why);
+	} else {
+		attrs = cJSON_CreateObject();
+		cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
+		cJSON_AddStringToObject(attrs, "reason", why);
+		telemetry_event(s->sb->id, NULL, NULL, "session.destroyed",
+		    attrs);
+		log_debug("session %s ended reason=%s", s->id, why);
+	}
 	s->state = SESSION_ENDED;
 	if (s->rootfd != -1) {
 		close(s->rootfd);
@@ -559,7 +631,8 @@ session_ctl_cb(evutil_socket_t fd, short events, void *arg)
 		}
 		for (i = 0; i < nfds; i++)
 			close(fds[i]);
-		if (nf == 1 && strcmp(f[0], "finished") == 0) {
+		if (nf >= 1 && strcmp(f[0], "finished") == 0) {
+			s->tmp_clean = nf == 2 && strcmp(f[1], "1") == 0;
 			session_finished(s);
 			if (s->ctl_ev == NULL)
 				break;		/* the session was freed */
@@ -807,14 +880,15 @@ session_start_fail(struct session *s, const char *why)
 	free(msg);
 }
 
-/* The init is up: the session is live. */
+/* The session is live: say so, and to whom asked for it. */
 static void
-session_started(struct session *s)
+session_live(struct session *s)
 {
 	cJSON	*attrs;
 
 	s->state = SESSION_LIVE;
-	job_watch(s->init, session_init_died, s);
+	s->reusable = 0;
+	s->tmp_clean = 0;
 	attrs = cJSON_CreateObject();
 	cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
 	cJSON_AddStringToObject(attrs, "network_profile", s->isolated ?
@@ -823,6 +897,99 @@ session_started(struct session *s)
 	    s->lease->version);
 	telemetry_event(s->sb->id, NULL, NULL, "session.created", attrs);
 	s->start_cb(s, NULL, NULL, s->start_arg);
+}
+
+/* The init is up: the session is live. */
+static void
+session_started(struct session *s)
+{
+	char	*upper;
+
+	/* What /workspace's own attributes are, to tell if they change. */
+	xasprintf(&upper, "%s/upper", s->dir);
+	s->upper_ok = stat(upper, &s->upper_st) == 0 &&
+	    (s->upper_xattrs_len = listxattr(upper, s->upper_xattrs,
+	    sizeof s->upper_xattrs)) != -1;
+	free(upper);
+	job_watch(s->init, session_init_died, s);
+	session_live(s);
+}
+
+/* The lease of a session: what it stands on, and whose it is. */
+static char *
+session_lease_text(struct session *s)
+{
+	cJSON	*lease;
+	char	*text;
+
+	lease = cJSON_CreateObject();
+	cJSON_AddStringToObject(lease, "workspace_session_id", s->id);
+	cJSON_AddNumberToObject(lease, "manifest_version", s->lease->version);
+	cJSON_AddItemToObject(lease, "layers", layer_stack_json(s->lease));
+	cJSON_AddItemToObject(lease, "owner", state_owner_self());
+	cJSON_AddStringToObject(lease, "network_profile", s->isolated ?
+	    "isolated" : "shared");
+	cJSON_AddBoolToObject(lease, "automatic", s->automatic);
+	cJSON_AddNumberToObject(lease, "created_at_ms", (double)now_ms());
+	text = util_json_print(lease);
+	cJSON_Delete(lease);
+	return (text);
+}
+
+/*
+ * A kept session on the stack at version, serving as a new automatic
+ * session: it takes a new id (its directory renamed, its lease
+ * rewritten in place: no new inode, no fsync, as for a new lease), and
+ * is live at once. Kept sessions on another version are let go. Returns
+ * 0 when none would do.
+ */
+static int
+session_reuse(struct rt_sandbox *sb, struct layer_stack *head,
+    int isolated, session_cb cb, void *arg)
+{
+	struct session	*s, *s1, *found = NULL;
+	char		 rnd[13], *dir, *path, *text;
+	size_t		 len;
+	int		 fd;
+
+	LIST_FOREACH_SAFE(s, &sb->sessions, entry, s1) {
+		if (s->state != SESSION_IDLE)
+			continue;
+		if (s->lease->version != head->version) {
+			session_end(s, "the stack has changed");
+			continue;
+		}
+		if (found == NULL && s->isolated == isolated)
+			found = s;
+	}
+	if ((s = found) == NULL)
+		return (0);
+	util_random_hex(rnd, 12);
+	dir = state_path("sandboxes/%s/sessions/ws-%s", sb->id, rnd);
+	if (rename(s->dir, dir) != 0) {
+		log_warn("cannot rename %s", s->dir);
+		free(dir);
+		session_end(s, "its directory cannot be renamed");
+		return (0);
+	}
+	session_unpark(s);
+	snprintf(s->id, sizeof s->id, "ws-%s", rnd);
+	free(s->dir);
+	s->dir = dir;
+	text = session_lease_text(s);
+	len = strlen(text);
+	xasprintf(&path, "%s/lease.json", s->dir);
+	if ((fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)) == -1 ||
+	    write(fd, text, len) != (ssize_t)len)
+		log_warn("cannot rewrite %s", path);
+	if (fd != -1)
+		close(fd);
+	free(path);
+	free(text);
+	s->start_cb = cb;
+	s->start_arg = arg;
+	session_live(s);
+	return (1);
 }
 
 /*
@@ -834,7 +1001,6 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
     session_cb cb, void *arg)
 {
 	struct session		*s;
-	cJSON			*lease;
 	char			 rnd[13], *cause = NULL;
 
 	s = xcalloc(1, sizeof *s);
@@ -853,22 +1019,22 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 
 	if ((s->lease = layer_stack_read(sb->id, &cause)) == NULL)
 		goto fail;
+	if (automatic && sb->nidle > 0) {
+		LIST_REMOVE(s, entry);
+		if (session_reuse(sb, s->lease, isolated, cb, arg)) {
+			layer_stack_free(s->lease);
+			free(s->dir);
+			free(s);
+			return;
+		}
+		LIST_INSERT_HEAD(&sb->sessions, s, entry);
+	}
 	/*
 	 * The builder makes the session's directory (upper, work) and
 	 * writes this lease before it mounts anything: directories are
 	 * made side by side in builders, not one after another here.
 	 */
-	lease = cJSON_CreateObject();
-	cJSON_AddStringToObject(lease, "workspace_session_id", s->id);
-	cJSON_AddNumberToObject(lease, "manifest_version", s->lease->version);
-	cJSON_AddItemToObject(lease, "layers", layer_stack_json(s->lease));
-	cJSON_AddItemToObject(lease, "owner", state_owner_self());
-	cJSON_AddStringToObject(lease, "network_profile", isolated ?
-	    "isolated" : "shared");
-	cJSON_AddBoolToObject(lease, "automatic", automatic);
-	cJSON_AddNumberToObject(lease, "created_at_ms", (double)now_ms());
-	s->lease_text = util_json_print(lease);
-	cJSON_Delete(lease);
+	s->lease_text = session_lease_text(s);
 
 	if (sb->zjob == NULL && rt_zygote_start(sb, &cause) != 0)
 		goto fail;
@@ -947,6 +1113,18 @@ session_publish_done(int status, struct evbuffer *report, void *arg)
 	free(sp);
 }
 
+/* The names of extended attributes on upper: as the session began? */
+static int
+session_xattrs_same(struct session *s, const char *upper)
+{
+	char	names[sizeof s->upper_xattrs];
+	ssize_t	len;
+
+	len = listxattr(upper, names, sizeof names);
+	return (len != -1 && len == s->upper_xattrs_len &&
+	    memcmp(names, s->upper_xattrs, len) == 0);
+}
+
 /*
  * Publish a session's changes as one layer owned by owner, in a child
  * process. cb(session, report) gets the child's report (see publish.c).
@@ -959,6 +1137,7 @@ session_publish(struct session *s, const char *owner,
 	struct publish_args	 a;
 	struct dirent		*de;
 	DIR			*d;
+	struct stat		 st;
 	char			*upper;
 	int			 empty = 1;
 	cJSON			*rep;
@@ -976,6 +1155,19 @@ session_publish(struct session *s, const char *owner,
 		closedir(d);
 	} else
 		empty = 0;
+	/*
+	 * And /workspace's own attributes as they were, no extended
+	 * attribute, /tmp empty: the session may serve again.
+	 */
+	s->reusable = empty && s->tmp_clean && s->upper_ok &&
+	    stat(upper, &st) == 0 && st.st_mode == s->upper_st.st_mode &&
+	    st.st_uid == s->upper_st.st_uid &&
+	    st.st_gid == s->upper_st.st_gid &&
+	    st.st_mtim.tv_sec == s->upper_st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == s->upper_st.st_mtim.tv_nsec &&
+	    st.st_ctim.tv_sec == s->upper_st.st_ctim.tv_sec &&
+	    st.st_ctim.tv_nsec == s->upper_st.st_ctim.tv_nsec &&
+	    session_xattrs_same(s, upper);
 	if (empty) {
 		free(upper);
 		rep = cJSON_CreateObject();

@@ -66,6 +66,9 @@ def test():
     base_children = len(children(s.proc.pid))
     with open(pids_current) as f:
         base_pids = int(f.read())
+    sessions = os.path.join(state, "sandboxes", sid, "sessions")
+    base_kept = len(os.listdir(sessions))
+    check_eq(base_kept, 1, "the warm-up's clean session is kept")
 
     # Ten agents, twenty commands each, one outstanding per agent.
     next_cmd = [0] * AGENTS
@@ -124,8 +127,13 @@ def test():
         check_eq(int(f.read()), base_pids, "processes in the container")
     with open("/proc/self/mountinfo") as f:
         check(state not in f.read(), "no mount under the state directory")
-    left = glob.glob(os.path.join(state, "sandboxes", sid, "sessions", "*"))
-    check_eq(left, [], "no session scratch left")
+    # Only the last command's session (read-only, so kept to serve
+    # again, as the warm-up's was) is left, its upper directory empty.
+    left = glob.glob(os.path.join(sessions, "*"))
+    check_eq(len(left), base_kept, "no session scratch left but the kept")
+    for d in left:
+        check_eq(os.listdir(os.path.join(d, "upper")), [],
+                 "the kept session's upper directory is empty")
     print("%d commands by %d agents in %.1f s" % (AGENTS * COMMANDS,
                                                   AGENTS, took))
 
