@@ -11,6 +11,14 @@
 #          destroy_sandbox against docker run -d / docker rm -f of the
 #          same images, on a generated 1,000-file, 16 MiB workspace
 #          (bench/lifecycle.py; needs python3 and a Docker Engine).
+#   exec:  exec_command "true" in automatic sessions over stdio (500 one
+#          at a time, 20 at once), a 4 KiB write published, and the RSS
+#          with 64 commands running, against docker exec of the same
+#          container (bench/exec.py; needs python3 and a Docker Engine).
+#   files: file_read, file_write, file_edit and file_blame over stdio on a
+#          1,000-file workspace with 20 published layers, against docker
+#          exec cat of the same container (bench/files.py; needs python3
+#          and a Docker Engine).
 #
 # Environment (all optional):
 #   SANDBOX_MCP_BUILDDIR, SANDBOX_MCP_SRCDIR   default: this script's ../
@@ -19,10 +27,16 @@
 #   BENCH_SKIP_LIFECYCLE (unset) BENCH_LIFECYCLE_IMAGES BENCH_LIFECYCLE_WARM
 #   BENCH_LIFECYCLE_COLD BENCH_LIFECYCLE_BATCH BENCH_LIFECYCLE_BASELINE
 #   (see bench/lifecycle.py)
+#   BENCH_SKIP_EXEC (unset) BENCH_EXEC_IMAGES BENCH_EXEC_RUNS
+#   BENCH_EXEC_DOCKER BENCH_EXEC_ROUNDS BENCH_EXEC_WRITES BENCH_EXEC_PAUSE
+#   BENCH_EXEC_TMPDIR (see bench/exec.py)
+#   BENCH_SKIP_FILES (unset) BENCH_FILES_IMAGES BENCH_FILES_RUNS
+#   BENCH_FILES_DOCKER BENCH_FILES_PAUSE (see bench/files.py)
 #
 # Results: printed, and written to $SANDBOX_MCP_BUILDDIR/bench/results/
-# (http.txt, stdio.txt, lifecycle.txt and lifecycle.json, and the raw wrk
-# output of each run).  Exit status
+# (http.txt, stdio.txt, lifecycle.txt and lifecycle.json, exec.txt and
+# exec.json, files.txt and files.json, and the raw wrk output of each
+# run).  Exit status
 # 0 when every target is met, 1 when one is missed or a run is broken
 # (non-200 responses, socket errors, a server that would not start).
 
@@ -361,6 +375,34 @@ if [ -z "${BENCH_SKIP_LIFECYCLE:-}" ]; then
 	command -v python3 >/dev/null 2>&1 || die "python3 is needed"
 	if ! SANDBOX_MCP_BUILDDIR=$builddir python3 "$bench/lifecycle.py"; then
 		say "bench: lifecycle: a target missed or the run broken"
+		failed=1
+	fi
+fi
+
+# ---------------------------------------------------------------- exec
+# bench/exec.py prints its table, writes exec.txt and exec.json, removes
+# every container it made, and exits 1 when a target is missed or the
+# run is broken.
+if [ -z "${BENCH_SKIP_EXEC:-}" ]; then
+	echo
+	say "bench: exec: exec_command against docker exec"
+	command -v python3 >/dev/null 2>&1 || die "python3 is needed"
+	if ! SANDBOX_MCP_BUILDDIR=$builddir python3 "$bench/exec.py"; then
+		say "bench: exec: a target missed or the run broken"
+		failed=1
+	fi
+fi
+
+# --------------------------------------------------------------- files
+# bench/files.py prints its table, writes files.txt and files.json,
+# removes every container it made, and exits 1 when a target is missed
+# or the run is broken.
+if [ -z "${BENCH_SKIP_FILES:-}" ]; then
+	echo
+	say "bench: files: file tools against docker exec cat"
+	command -v python3 >/dev/null 2>&1 || die "python3 is needed"
+	if ! SANDBOX_MCP_BUILDDIR=$builddir python3 "$bench/files.py"; then
+		say "bench: files: a target missed or the run broken"
 		failed=1
 	fi
 fi
