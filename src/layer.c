@@ -138,7 +138,7 @@ layer_stack_root_hash(struct layer_stack *ls, char out[72])
 	cJSON_Delete(a);
 }
 
-static char *
+char *
 layer_manifest_path(const char *sbox)
 {
 	return (state_path("sandboxes/%s/stack/manifest.json", sbox));
@@ -191,9 +191,23 @@ layer_stack_read(const char *sbox, char **cause)
 int
 layer_stack_write(const char *sbox, struct layer_stack *ls, char **cause)
 {
-	cJSON	*m;
 	char	*path, *text;
 	int	 r;
+
+	text = layer_stack_text(ls);
+	path = layer_manifest_path(sbox);
+	r = util_write_atomic(path, text, strlen(text), cause);
+	free(path);
+	free(text);
+	return (r);
+}
+
+/* The manifest's text for a stack. */
+char *
+layer_stack_text(struct layer_stack *ls)
+{
+	cJSON	*m;
+	char	*text;
 
 	m = cJSON_CreateObject();
 	cJSON_AddNumberToObject(m, "schema_version", 1);
@@ -201,11 +215,7 @@ layer_stack_write(const char *sbox, struct layer_stack *ls, char **cause)
 	cJSON_AddItemToObject(m, "layers", layer_stack_json(ls));
 	text = util_json_print(m);
 	cJSON_Delete(m);
-	path = layer_manifest_path(sbox);
-	r = util_write_atomic(path, text, strlen(text), cause);
-	free(path);
-	free(text);
-	return (r);
+	return (text);
 }
 
 /* Make a new sandbox's stack: the base alone, version 1. */

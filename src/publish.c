@@ -780,7 +780,8 @@ publish_commit(struct publish_ctx *x0, const char *sbox, const char *owner,
 	unsigned int		 diglen;
 	unsigned long long	 bytes = 0;
 	char			 id[20], digest[72], head_digest[72], *staging;
-	char			*dest, *meta, *smeta, *text;
+	char			*dest, *meta, *smeta, *text, *mtext;
+	char			*smanifest, *manifest, *stack;
 	cJSON			*rep, *list, *m;
 	size_t			 i;
 	int			 sfd = -1;
@@ -812,9 +813,11 @@ publish_commit(struct publish_ctx *x0, const char *sbox, const char *owner,
 		return (publish_report(fd, rep));
 	}
 	/*
-	 * The meta file is written beside the layer in staging/, so that one
-	 * syncfs makes both durable before either is renamed into layers/;
-	 * the manifest's own fsync then commits the renames.
+	 * The meta file and the next manifest are written beside the layer
+	 * in staging/, so that one syncfs makes all three durable before any
+	 * is renamed into place; the fsync of the stack's directory after
+	 * the manifest's rename then commits the renames (the file systems
+	 * we run on journal them in order).
 	 */
 	m = cJSON_CreateObject();
 	cJSON_AddStringToObject(m, "layer_id", id);
@@ -825,32 +828,15 @@ publish_commit(struct publish_ctx *x0, const char *sbox, const char *owner,
 	cJSON_AddNumberToObject(m, "changed_paths", (double)changed);
 	text = util_json_print(m);
 	cJSON_Delete(m);
-	smeta = state_path("sandboxes/%s/stack/staging/%s.meta.json", sbox,
-	    id);
-	if (util_write_file(smeta, text, strlen(text), 0, &x.error) != 0) {
-		free(text);
-		basecache_remove_tree(staging);
-		layer_unlock(lock);
-		return (publish_reject(fd, "storage_error", x.error, NULL));
-	}
-	free(text);
 	dest = state_path("sandboxes/%s/stack/layers/%s", sbox, id);
 	meta = state_path("sandboxes/%s/stack/layers/%s.meta.json",
 	    sbox, id);
-	if ((sfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    syncfs(sfd) != 0 || rename(staging, dest) != 0 ||
-	    rename(smeta, meta) != 0) {
-		if (sfd != -1)
-			close(sfd);
-		xasprintf(&x.error, "cannot move the layer into place: %s",
-		    strerror(errno));
-		unlink(smeta);
-		basecache_remove_tree(staging);
-		basecache_remove_tree(dest);
-		layer_unlock(lock);
-		return (publish_reject(fd, "storage_error", x.error, NULL));
-	}
-	close(sfd);
+	smeta = state_path("sandboxes/%s/stack/staging/%s.meta.json", sbox,
+	    id);
+	smanifest = state_path("sandboxes/%s/stack/staging/%s.manifest.json",
+	    sbox, id);
+	manifest = layer_manifest_path(sbox);
+	stack = state_path("sandboxes/%s/stack", sbox);
 
 	next = xcalloc(1, sizeof *next);
 	next->version = x.head->version + 1;
@@ -863,12 +849,52 @@ publish_commit(struct publish_ctx *x0, const char *sbox, const char *owner,
 		next->ids[i + 1] = xstrdup(x.head->ids[i]);
 		next->paths[i + 1] = xstrdup(x.head->paths[i]);
 	}
-	if (layer_stack_write(sbox, next, &x.error) != 0) {
+	mtext = layer_stack_text(next);
+
+	if (util_write_file(smeta, text, strlen(text), 0, &x.error) != 0 ||
+	    util_write_file(smanifest, mtext, strlen(mtext), 0,
+	    &x.error) != 0) {
+		free(text);
+		free(mtext);
+		unlink(smeta);
+		basecache_remove_tree(staging);
+		layer_unlock(lock);
+		return (publish_reject(fd, "storage_error", x.error, NULL));
+	}
+	free(text);
+	free(mtext);
+	if ((sfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    syncfs(sfd) != 0 || rename(staging, dest) != 0 ||
+	    rename(smeta, meta) != 0) {
+		if (sfd != -1)
+			close(sfd);
+		xasprintf(&x.error, "cannot move the layer into place: %s",
+		    strerror(errno));
+		unlink(smeta);
+		unlink(smanifest);
+		unlink(meta);
+		basecache_remove_tree(staging);
+		basecache_remove_tree(dest);
+		layer_unlock(lock);
+		return (publish_reject(fd, "storage_error", x.error, NULL));
+	}
+	close(sfd);
+	if (rename(smanifest, manifest) != 0) {
+		xasprintf(&x.error, "cannot commit the manifest: %s",
+		    strerror(errno));
+		unlink(smanifest);
 		unlink(meta);
 		basecache_remove_tree(dest);
 		layer_unlock(lock);
 		return (publish_reject(fd, "storage_error", x.error, NULL));
 	}
+	/* Renamed, the manifest is what every reader sees: published. */
+	if ((sfd = open(stack, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    fsync(sfd) != 0)
+		log_warn("%s: the publish of %s may not survive a crash",
+		    stack, id);
+	if (sfd != -1)
+		close(sfd);
 	publish_audit(&x, sbox, id, owner, dest);
 	layer_unlock(lock);
 

@@ -205,6 +205,8 @@ struct cJSON	*layer_stack_json(struct layer_stack *);
 void		 layer_stack_root_hash(struct layer_stack *, char[72]);
 struct layer_stack *layer_stack_read(const char *, char **);
 int		 layer_stack_write(const char *, struct layer_stack *, char **);
+char		*layer_stack_text(struct layer_stack *);
+char		*layer_manifest_path(const char *);
 int		 layer_stack_init(const char *, const char *, char **);
 int		 layer_lock(const char *);
 int		 layer_lock_try(const char *);
