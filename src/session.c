@@ -506,12 +506,16 @@ void
 session_recycle(struct session *s, const char *why)
 {
 	struct timeval	 tv = { SESSION_KEEP_SECONDS, 0 };
+	long long	 max = cfg_limit(LIMIT_SESSION_POOL);
 	cJSON		*attrs;
 
+	/* Kept inits count against the sandbox's processes: a quarter. */
+	if (cfg->profile.pids > 0 && max > cfg->profile.pids / 4)
+		max = cfg->profile.pids / 4;
 	if (!s->reusable || !s->automatic || s->state != SESSION_DEAD ||
 	    s->init <= 0 || s->ctl == -1 || s->rootfd == -1 ||
 	    s->commands != 0 || s->publishing || s->dead_cb != NULL ||
-	    s->sb->nidle >= (unsigned int)cfg_limit(LIMIT_SESSION_POOL)) {
+	    s->sb->nidle >= max) {
 		session_end(s, why);
 		return;
 	}
