@@ -271,6 +271,7 @@ struct session {
 	int			 upper_ok;
 	int			 tmp_clean;	/* the init's word at finish */
 	int			 reusable;
+	int			 spare;		/* built ahead, not asked for */
 	struct event		*idle_ev;
 	LIST_ENTRY(session)	 entry;
 };

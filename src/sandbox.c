@@ -1264,8 +1264,18 @@ sandbox_recover_sessions(const char *id)
 				cJSON_Delete(lease);
 				continue;
 			}
-			/* No lease yet: a session being made right now? */
+			/*
+			 * No lease yet, or one being rewritten in place: a
+			 * session being made, or a kept one taken, right now?
+			 */
 			xasprintf(&path, "%s/%s", dir, de->d_name);
+			if (lease == NULL && stat(path, &st) == 0 &&
+			    st.st_mtime + 30 > time(NULL)) {
+				free(path);
+				continue;
+			}
+			free(path);
+			xasprintf(&path, "%s/%s/lease.json", dir, de->d_name);
 			if (lease == NULL && stat(path, &st) == 0 &&
 			    st.st_mtime + 30 > time(NULL)) {
 				free(path);

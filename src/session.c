@@ -64,6 +64,11 @@ static LIST_HEAD(, rt_sandbox)	rt_sandboxes = LIST_HEAD_INITIALIZER(rt_sandboxes
 static void	rt_zygote_lost(struct rt_sandbox *, const char *);
 static void	session_started(struct session *);
 static void	session_unpark(struct session *);
+static void	session_keep(struct session *);
+static unsigned int session_pool_max(void);
+static void	session_prepare(struct rt_sandbox *);
+static void	session_new(struct rt_sandbox *, int, int, session_cb, void *,
+		    struct layer_stack *, int);
 
 struct rt_wait {
 	char		 id[65];
@@ -505,17 +510,12 @@ session_idle_cb(evutil_socket_t fd, short events, void *arg)
 void
 session_recycle(struct session *s, const char *why)
 {
-	struct timeval	 tv = { SESSION_KEEP_SECONDS, 0 };
-	long long	 max = cfg_limit(LIMIT_SESSION_POOL);
-	cJSON		*attrs;
+	cJSON	*attrs;
 
-	/* Kept inits count against the sandbox's processes: a quarter. */
-	if (cfg->profile.pids > 0 && max > cfg->profile.pids / 4)
-		max = cfg->profile.pids / 4;
 	if (!s->reusable || !s->automatic || s->state != SESSION_DEAD ||
 	    s->init <= 0 || s->ctl == -1 || s->rootfd == -1 ||
 	    s->commands != 0 || s->publishing || s->dead_cb != NULL ||
-	    s->sb->nidle >= max) {
+	    s->sb->nidle >= session_pool_max()) {
 		session_end(s, why);
 		return;
 	}
@@ -525,6 +525,26 @@ session_recycle(struct session *s, const char *why)
 	telemetry_event(s->sb->id, NULL, NULL, "session.destroyed", attrs);
 	log_debug("session %s ended reason=%s; kept to serve again", s->id,
 	    why);
+	session_keep(s);
+}
+
+/* How many sessions a sandbox keeps: a quarter of its pids at most. */
+static unsigned int
+session_pool_max(void)
+{
+	long long	max = cfg_limit(LIMIT_SESSION_POOL);
+
+	if (cfg->profile.pids > 0 && max > cfg->profile.pids / 4)
+		max = cfg->profile.pids / 4;
+	return ((unsigned int)max);
+}
+
+/* Into the pool, for SESSION_KEEP_SECONDS. */
+static void
+session_keep(struct session *s)
+{
+	struct timeval	tv = { SESSION_KEEP_SECONDS, 0 };
+
 	s->state = SESSION_IDLE;
 	s->reusable = 0;
 	s->sb->nidle++;
@@ -532,6 +552,27 @@ session_recycle(struct session *s, const char *why)
 	    (s->idle_ev = evtimer_new(ev_base, session_idle_cb, s)) == NULL)
 		fatalx("%s: evtimer_new", __func__);
 	evtimer_add(s->idle_ev, &tv);
+}
+
+/*
+ * A publish has changed the stack, so every kept session is stale: build
+ * one on the new stack ahead of need (one at a time), kept like a clean
+ * one once it is up, so that the next automatic session need not wait
+ * for a build. Nothing if the pool is off or full, or a spare is on its
+ * way.
+ */
+static void
+session_prepare(struct rt_sandbox *sb)
+{
+	struct session	*s;
+
+	if (sb->nidle >= session_pool_max())
+		return;
+	LIST_FOREACH(s, &sb->sessions, entry) {
+		if (s->spare)
+			return;
+	}
+	session_new(sb, 1, 0, NULL, NULL, NULL, 1);
 }
 
 /*
@@ -880,7 +921,8 @@ session_start_fail(struct session *s, const char *why)
 	s->sb->pid = 0;
 	session_trash(s);
 	session_free(s);
-	cb(NULL, TOOL_ERR_FAILED, msg, arg);
+	if (cb != NULL)
+		cb(NULL, TOOL_ERR_FAILED, msg, arg);
 	free(msg);
 }
 
@@ -916,6 +958,12 @@ session_started(struct session *s)
 	    sizeof s->upper_xattrs)) != -1;
 	free(upper);
 	job_watch(s->init, session_init_died, s);
+	if (s->spare) {
+		/* Built ahead of need and not asked for yet: kept. */
+		s->spare = 0;
+		session_keep(s);
+		return;
+	}
 	session_live(s);
 }
 
@@ -998,11 +1046,49 @@ session_reuse(struct rt_sandbox *sb, struct layer_stack *head,
 
 /*
  * Start a workspace session on the stack as it is now. cb(session) once
- * it is live, or cb(NULL, kind, message).
+ * it is live, or cb(NULL, kind, message). An automatic one takes a kept
+ * session on the same stack if there is one, or a spare being built on
+ * it, before it builds its own.
  */
 void
 session_create(struct rt_sandbox *sb, int automatic, int isolated,
     session_cb cb, void *arg)
+{
+	struct session		*s;
+	struct layer_stack	*head;
+	char			*cause = NULL;
+
+	if (!automatic) {
+		session_new(sb, 0, isolated, cb, arg, NULL, 0);
+		return;
+	}
+	if ((head = layer_stack_read(sb->id, &cause)) == NULL) {
+		cb(NULL, TOOL_ERR_INTERNAL, cause, arg);
+		free(cause);
+		return;
+	}
+	if (sb->nidle > 0 && session_reuse(sb, head, isolated, cb, arg)) {
+		layer_stack_free(head);
+		return;
+	}
+	LIST_FOREACH(s, &sb->sessions, entry) {
+		if (s->spare && s->state == SESSION_STARTING &&
+		    s->isolated == isolated &&
+		    s->lease->version == head->version) {
+			s->spare = 0;
+			s->start_cb = cb;
+			s->start_arg = arg;
+			layer_stack_free(head);
+			return;
+		}
+	}
+	session_new(sb, 1, isolated, cb, arg, head, 0);
+}
+
+/* A session built anew, on head (NULL: read it); a spare asks nobody. */
+static void
+session_new(struct rt_sandbox *sb, int automatic, int isolated,
+    session_cb cb, void *arg, struct layer_stack *head, int spare)
 {
 	struct session		*s;
 	char			 rnd[13], *cause = NULL;
@@ -1018,21 +1104,13 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 	s->state = SESSION_STARTING;
 	s->start_cb = cb;
 	s->start_arg = arg;
+	s->spare = spare;
 	s->dir = state_path("sandboxes/%s/sessions/%s", sb->id, s->id);
 	LIST_INSERT_HEAD(&sb->sessions, s, entry);
 
-	if ((s->lease = layer_stack_read(sb->id, &cause)) == NULL)
+	if ((s->lease = head) == NULL &&
+	    (s->lease = layer_stack_read(sb->id, &cause)) == NULL)
 		goto fail;
-	if (automatic && sb->nidle > 0) {
-		LIST_REMOVE(s, entry);
-		if (session_reuse(sb, s->lease, isolated, cb, arg)) {
-			layer_stack_free(s->lease);
-			free(s->dir);
-			free(s);
-			return;
-		}
-		LIST_INSERT_HEAD(&sb->sessions, s, entry);
-	}
 	/*
 	 * The builder makes the session's directory (upper, work) and
 	 * writes this lease before it mounts anything: directories are
@@ -1050,7 +1128,10 @@ fail:
 	s->state = SESSION_ENDED;
 	session_trash(s);
 	session_free(s);
-	cb(NULL, TOOL_ERR_INTERNAL, cause, arg);
+	if (cb != NULL)
+		cb(NULL, TOOL_ERR_INTERNAL, cause, arg);
+	else
+		log_warnx("a spare session in sandbox %s: %s", sb->id, cause);
 	free(cause);
 }
 
@@ -1083,8 +1164,10 @@ static void
 session_publish_done(int status, struct evbuffer *report, void *arg)
 {
 	struct session_publish	*sp = arg;
+	struct rt_sandbox	*sb;
 	cJSON			*rep, *attrs, *v;
 	size_t			 len = evbuffer_get_length(report);
+	int			 published;
 
 	rep = len != 0 ? cJSON_ParseWithLength((const char *)
 	    evbuffer_pullup(report, len), len) : NULL;
@@ -1112,9 +1195,13 @@ session_publish_done(int status, struct evbuffer *report, void *arg)
 		    attrs);
 	} else
 		cJSON_Delete(attrs);
+	sb = sp->s->sb;
+	published = cJSON_GetObjectItem(rep, "layer_id") != NULL;
 	sp->cb(sp->s, rep, sp->arg);
 	cJSON_Delete(rep);
 	free(sp);
+	if (published)
+		session_prepare(sb);
 }
 
 /* The names of extended attributes on upper: as the session began? */
