@@ -6,10 +6,11 @@
 #   python3 bench/exec-phases.py [--image IMAGE] [--runs N] [--cmd CMD]
 #                                [--tmpdir DIR] [--layers N]
 #
-# Starts sandbox-mcp and one sandbox as bench/exec.py does, publishes
-# --layers layers first (none by default), runs 10 untimed exec_command,
-# then N timed ones strictly one after another (20 ms apart) while
-# "perf record -k CLOCK_MONOTONIC -a" records, system wide:
+# Starts sandbox-mcp (with limit session-pool 0, so that every session is
+# built, not a kept one reused) and one sandbox as bench/exec.py does,
+# publishes --layers layers first (none by default), runs 10 untimed
+# exec_command, then N timed ones strictly one after another (20 ms
+# apart) while "perf record -k CLOCK_MONOTONIC -a" records, system wide:
 #
 #   sched:sched_process_fork / _exec / _exit   every process's birth,
 #                                              exec and exit
@@ -96,7 +97,10 @@ def main():
     bopt = argparse.Namespace(images=[opt.image], files=20, seed=1,
                               keep=False, tmpdir=opt.tmpdir, pause=0.0,
                               runs=1, docker=1, conc=1, rounds=1, writes=1,
-                              running=1, warmup=1)
+                              running=1, warmup=1,
+                              # every session built anew: the phases
+                              # are those of a build
+                              session_pool=0)
     b = bx.Bench(bopt)
     b.log_name = "exec-phases-server.log"
     pdir = tempfile.mkdtemp(prefix="exec-phases.")

@@ -35,14 +35,19 @@
 #   disk floor: in the same run, what a durable atomic replacement of a
 #           4 KiB file costs on the state directory's file system (write
 #           a temporary file, fsync, rename, fsync the directory), --runs;
-#           a sessionless publish makes two such barriers (the layer, then
-#           the manifest) and appends a blame record
+#           a sessionless publish makes two barriers (a syncfs for the
+#           layer, its meta and the next manifest; an fsync of the
+#           stack's directory after the renames) and appends a blame
+#           record
 #
 # Read and blame see a stack of --layers + history + 1 layers.  Each write
 # or edit publishes a layer, so these two phases run in fresh sandboxes
 # (each with --layers published layers, none of the history) of --window
 # (10) timed calls each, to stay at the depth the targets are stated
-# for; the depth range they ran at is reported.  Every answer is
+# for; the depth range they ran at is reported.  Those sandboxes are all
+# removed at the end of the run, not between windows, so that no removal
+# (file deletions, written back by the next publish's syncfs) falls into
+# timed calls.  Every answer is
 # checked: read returns the exact bytes of the file, blame returns ranges
 # that cover lines 1..10,000 exactly with the owners the setup produced,
 # write and edit return a layer_id (all distinct), their byte counts and
@@ -68,10 +73,9 @@
 # sandbox-mcp/debian:bookworm and sandbox-mcp/busybox:test), --runs
 # ($BENCH_FILES_RUNS, 300), --docker ($BENCH_FILES_DOCKER, 50), --warmup
 # (20), --layers (20), --window (10), --history (4), --files (1000),
-# --pause
-# ($BENCH_FILES_PAUSE, 0.005 s between timed calls), --seed (1), --keep
-# (keep the temporary directory).  BENCH_FILES_TRACE=1 prints a traceback
-# when the run breaks.
+# --pause ($BENCH_FILES_PAUSE, 0.005 s between timed calls), --seed (1),
+# --keep (keep the temporary directory).  BENCH_FILES_TRACE=1 prints a
+# traceback when the run breaks.
 #
 # Results: printed, and written to $SANDBOX_MCP_BUILDDIR/bench/results/
 # files.txt (files.json holds every sample; files-server.log the server's
@@ -441,10 +445,12 @@ class Bench:
         """A new sandbox of the image with --layers published layers,
         replacing the phase's previous one: every write or edit adds a
         layer, so the phases move to a fresh stack every --window calls
-        to stay at the depth the targets are stated for."""
+        to stay at the depth the targets are stated for.  The previous
+        one stays until the run ends: removing it here would put its file
+        deletions (and their write-back, which each publish's syncfs
+        waits for; on an ext4 without a journal also the slower inode
+        allocation after many deletions) into the timed calls."""
         o = self.opt
-        if self.sid != self.main_sid:
-            self.destroy(self.sid)
         res, _ = self.server.tool("create_sandbox", {
             "image": image, "workspace_root": self.ws})
         self.sid, self.cid = res["id"], res["container_id"]
@@ -568,12 +574,12 @@ class Bench:
             self.run_write(image)
             self.run_edit(image)
             self.run_sync(image)
-            if self.sid != self.main_sid:
-                self.destroy(self.sid)
             self.sid = self.main_sid
             self.blame()        # unchanged by the phases in between
             self.samples[image]["elapsed_s"] = [now() - t0]
-            self.destroy(self.sid)
+        # Every sandbox of the run goes only now (see fresh).
+        for sid in list(self.sandboxes):
+            self.destroy(sid)
         self.rss["end"] = status_kib(self.pid)
 
 
