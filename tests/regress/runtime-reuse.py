@@ -115,6 +115,41 @@ def test():
     s2.close_stdin()
     check_eq(s2.wait_exit(), 0, "the pool-less process ends")
 
+    # Kept sessions count against the sandbox's processes: with profile
+    # pids 20 at most 5 are kept.  Seven at once, twice: the second seven
+    # find exactly five kept sessions.
+    s3 = Server(sets=("management", "runtime"),
+                config="workspace-root %s\nprofile pids 20\n" % roots)
+    cleanup(lambda: remove_our_containers(s3.state))
+    s3.initialize()
+    small = ok_result(s3.call("create_sandbox", {"image": IMAGE,
+                                                 "workspace_root": ws}),
+                      "create with pids 20")["id"]
+
+    def seven(n):
+        ids = []
+        for i in range(7):
+            rid = 9000 + n * 10 + i
+            s3.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                     "params": {"name": "exec_command", "arguments": {
+                         "sandbox_id": small, "cmd": "echo $$",
+                         "yield_time_ms": 20000}}})
+            ids.append(rid)
+        pids = []
+        while ids:
+            m = s3.recv(timeout=60)
+            check(m["id"] in ids, "an answer of the round: %r" % m)
+            ids.remove(m["id"])
+            r = m["result"]
+            check(not r["isError"], "exec: %r" % r)
+            pids.append(int(r["structuredContent"]["output"]))
+        return sorted(pids)
+    check_eq(seven(0), [2] * 7, "the first seven are new")
+    pids = seven(1)
+    check_eq(len([p for p in pids if p > 2]), 5, "five kept, reused: %r"
+             % pids)
+    ok_result(s3.call("destroy_sandbox", {"sandbox_id": small}), "destroy")
+
     # Destroying the sandbox ends the kept sessions with it.
     shell_pid()
     ok_result(s.call("destroy_sandbox", {"sandbox_id": sid}), "destroy")
