@@ -31,6 +31,13 @@
  * Sessions belong to the process that started them: the session's control
  * socket ends its init when this process ends, and any process that finds
  * a lease whose owner is gone removes the session's scratch.
+ *
+ * An automatic session that ends clean (nothing to publish, nothing left
+ * in its upper directory or /tmp, no process) is kept, SESSION_IDLE, for
+ * SESSION_KEEP_SECONDS: the next automatic session on the same stack
+ * version takes it under a new id instead of building one. After a
+ * publish one spare is built ahead on the new stack and kept the same
+ * way. Kept sessions are in the sandbox's list but not found by id.
  */
 
 #include "config.h"
