@@ -788,7 +788,8 @@ nsexec_scratch(const char *dir, const char *lease, char *err, size_t errlen)
 	close(fd);
 	return (0);
 fail:
-	snprintf(err, errlen, "cannot create %.200s: %s", path, strerror(errno));
+	snprintf(err, errlen, "cannot create %.200s: %s", path,
+	    strerror(errno));
 	return (-1);
 }
 

@@ -1253,7 +1253,8 @@ sandbox_recover_sessions(const char *id)
 			/* A lease names every layer: up to ~150 KiB. */
 			if ((f = fopen(path, "re")) != NULL) {
 				text = xmalloc(SANDBOX_LEASE_MAX);
-				len = (long)fread(text, 1, SANDBOX_LEASE_MAX, f);
+				len = (long)fread(text, 1,
+				    SANDBOX_LEASE_MAX, f);
 				fclose(f);
 				lease = cJSON_ParseWithLength(text, len);
 				free(text);
