@@ -76,33 +76,6 @@ audit_lines(const char *buf, size_t len)
 	return (n);
 }
 
-/* Read a whole file of at most max bytes (NULL when missing or larger). */
-static char *
-audit_read(const char *path, size_t max, size_t *len)
-{
-	struct stat	 st;
-	char		*buf;
-	ssize_t		 n;
-	int		 fd;
-
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		return (NULL);
-	if (fstat(fd, &st) != 0 || (size_t)st.st_size > max) {
-		close(fd);
-		return (NULL);
-	}
-	buf = xmalloc(st.st_size + 1);
-	n = read(fd, buf, st.st_size);
-	close(fd);
-	if (n != st.st_size) {
-		free(buf);
-		return (NULL);
-	}
-	buf[n] = '\0';
-	*len = n;
-	return (buf);
-}
-
 /* The last line of buf[0..len) that parses as a record of path. */
 static cJSON *
 audit_last_in(const char *buf, size_t len, const char *path, int whole)
@@ -307,7 +280,7 @@ audit_record(const char *sbox, struct layer_stack *head, const char *path,
 	char			 last_byte;
 	int			 fd, r = 0;
 
-	if ((new = audit_read(newfile, (size_t)-1 >> 1, &newlen)) == NULL) {
+	if ((new = util_read_file(newfile, (size_t)-1 >> 1, &newlen)) == NULL) {
 		xasprintf(cause, "cannot read %s", newfile);
 		return (-1);
 	}
@@ -319,7 +292,7 @@ audit_record(const char *sbox, struct layer_stack *head, const char *path,
 		return (-1);
 	}
 	if (le.kind == LAYER_FILE &&
-	    (old = audit_read(le.path, AUDIT_DIFF_MAX, &oldlen)) != NULL) {
+	    (old = util_read_file(le.path, AUDIT_DIFF_MAX, &oldlen)) != NULL) {
 		oldn = audit_lines(old, oldlen);
 		util_sha256(old, oldlen, md);
 		util_hex(md, sizeof md, hex);

@@ -345,32 +345,6 @@ publish_state_json(struct publish_state *ps)
 	return (o);
 }
 
-/* Read a whole file of at most max bytes; NULL when larger. */
-static char *
-publish_read(const char *path, size_t max, size_t *len)
-{
-	struct stat	 st;
-	char		*buf;
-	ssize_t		 n;
-	int		 fd;
-
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		return (NULL);
-	if (fstat(fd, &st) != 0 || (size_t)st.st_size > max) {
-		close(fd);
-		return (NULL);
-	}
-	buf = xmalloc(st.st_size + 1);
-	n = read(fd, buf, st.st_size);
-	close(fd);
-	if (n != st.st_size) {
-		free(buf);
-		return (NULL);
-	}
-	*len = n;
-	return (buf);
-}
-
 static void
 publish_conflict(struct publish_ctx *x, const char *path, const char *why,
     struct publish_state *b, struct publish_state *h,
@@ -448,7 +422,7 @@ publish_gitignore_load(struct publish_ctx *x, const char *path)
 		xasprintf(&gi, "%s%s.gitignore", dir, *dir ? "/" : "");
 		if (layer_resolve(x->base, gi, &le, &cause) == 0 &&
 		    le.kind == LAYER_FILE &&
-		    (text = publish_read(le.path, 1024 * 1024, &len)) != NULL) {
+		    (text = util_read_file(le.path, 1024 * 1024, &len)) != NULL) {
 			gitignore_add(x->gi, dir, text, len);
 			free(text);
 		}
@@ -518,9 +492,9 @@ publish_check(struct publish_ctx *x, struct publish_entry *e)
 		return (0);		/* both created the directory */
 	if (b.kind == LAYER_FILE && h.kind == LAYER_FILE &&
 	    s.kind == LAYER_FILE) {
-		bt = publish_read(b.file, PUBLISH_MERGE_MAX, &bl);
-		ht = publish_read(h.file, PUBLISH_MERGE_MAX, &hl);
-		st = publish_read(s.file, PUBLISH_MERGE_MAX, &sl);
+		bt = util_read_file(b.file, PUBLISH_MERGE_MAX, &bl);
+		ht = util_read_file(h.file, PUBLISH_MERGE_MAX, &hl);
+		st = util_read_file(s.file, PUBLISH_MERGE_MAX, &sl);
 		r = 1;
 		if (bt != NULL && ht != NULL && st != NULL &&
 		    merge_mergeable(bt, bl) && merge_mergeable(ht, hl) &&
@@ -672,7 +646,7 @@ publish_meta_digest(const char *sbox, const char *layer, char out[72])
 	out[0] = '\0';
 	path = state_path("sandboxes/%s/stack/layers/%s.meta.json", sbox,
 	    layer);
-	text = publish_read(path, 65536, &len);
+	text = util_read_file(path, 65536, &len);
 	free(path);
 	if (text == NULL)
 		return;

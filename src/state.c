@@ -174,16 +174,8 @@ state_lock(const char *id)
 	int	 fd;
 
 	path = state_path("sandboxes/%s/lock", id);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	fd = util_lock_file(path);
 	free(path);
-	if (fd == -1)
-		return (-1);
-	while (flock(fd, LOCK_EX) == -1) {
-		if (errno != EINTR) {
-			close(fd);
-			return (-1);
-		}
-	}
 	return (fd);
 }
 

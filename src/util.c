@@ -23,6 +23,7 @@
 #include "config.h"
 
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <netinet/in.h>
@@ -258,6 +259,56 @@ util_mkdir_p(const char *path, mode_t mode, char **cause)
  * rename it over the target and fsync the directory, so a crash leaves
  * either the old or the new content.
  */
+/*
+ * Read a whole file of at most max bytes, not following a symlink at its
+ * end; NUL-terminated. NULL when it is missing, larger, or unreadable.
+ */
+char *
+util_read_file(const char *path, size_t max, size_t *len)
+{
+	struct stat	 st;
+	char		*buf;
+	ssize_t		 n;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return (NULL);
+	if (fstat(fd, &st) != 0 || (size_t)st.st_size > max) {
+		close(fd);
+		return (NULL);
+	}
+	buf = xmalloc(st.st_size + 1);
+	n = read(fd, buf, st.st_size);
+	close(fd);
+	if (n != st.st_size) {
+		free(buf);
+		return (NULL);
+	}
+	buf[n] = '\0';
+	*len = n;
+	return (buf);
+}
+
+/*
+ * Take an exclusive flock on path (created if missing), waiting for it;
+ * returns the descriptor that holds it, or -1.
+ */
+int
+util_lock_file(const char *path)
+{
+	int	fd;
+
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1)
+		return (-1);
+	while (flock(fd, LOCK_EX) == -1) {
+		if (errno != EINTR) {
+			close(fd);
+			return (-1);
+		}
+	}
+	return (fd);
+}
+
 int
 util_write_atomic(const char *path, const void *data, size_t len,
     char **cause)
