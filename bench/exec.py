@@ -48,7 +48,6 @@ import math
 import os
 import random
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -62,6 +61,7 @@ sys.dont_write_bytecode = True      # no __pycache__ in the source tree
 
 from lifecycle import (BenchError, Docker, Server,  # noqa: E402
                        UnixHTTPConnection, cli, median, ms, now, urlquote)
+from lifecycle import cleanup as lifecycle_cleanup  # noqa: E402
 
 MIB = 1024 * 1024
 
@@ -379,6 +379,8 @@ class Bench:
         self.conf = os.path.join(self.tmp, "sandbox-mcp.conf")
         with open(self.conf, "w") as f:
             f.write("workspace-root %s\n" % self.wsroot)
+            # The cap the rss phase reaches (the server's default is 64).
+            f.write("limit commands-running %d\n" % self.opt.running)
             if self.opt.session_pool is not None:
                 f.write("limit session-pool %d\n" % self.opt.session_pool)
         os.makedirs(self.results, exist_ok=True)
@@ -791,27 +793,7 @@ def report(b):
 
 def cleanup(b):
     """Stop the server, then remove every container of this run."""
-    left = None
-    if b.server is not None:
-        code = b.server.stop()
-        if code not in (0, None):
-            say("sandbox-mcp exited with status %s (log: %s)"
-                % (code, b.server_log))
-    if b.tmp is not None:
-        try:
-            ids = b.docker.ours(b.state)
-            if ids:
-                say("removing %d container(s)" % len(ids))
-                for c in ids:
-                    b.docker.remove(c)
-            left = len(b.docker.ours(b.state))
-        except Exception as e:  # noqa: BLE001 - cleanup goes on
-            say("cannot list or remove containers: %s" % e)
-        if not b.opt.keep:
-            shutil.rmtree(b.tmp, ignore_errors=True)
-        else:
-            say("kept %s" % b.tmp)
-    return left
+    return lifecycle_cleanup(b, say)
 
 
 def main():
@@ -862,6 +844,9 @@ def main():
         ap.error("every count must be at least 1")
     if opt.docker > opt.runs:
         ap.error("--docker must not exceed --runs")
+    if opt.running < opt.conc:
+        # --running is also the server's commands-running cap
+        ap.error("--running must be at least --conc")
 
     def on_signal(signum, frame):
         raise KeyboardInterrupt("signal %d" % signum)

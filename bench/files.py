@@ -88,7 +88,6 @@ import argparse
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -102,6 +101,7 @@ sys.dont_write_bytecode = True      # leave no __pycache__ in bench/
 
 from lifecycle import (BenchError, Docker, Server, cli,  # noqa: E402
                        median, ms, now, read_spans, urlquote)
+from lifecycle import cleanup as lifecycle_cleanup  # noqa: E402
 from exec import pct, status_kib  # noqa: E402
 
 TARGET_READ_MS = 1.0        # median file_read of 4 KiB, at most
@@ -677,27 +677,7 @@ def report(b):
 
 def cleanup(b):
     """Stop the server, then remove every container of this run."""
-    left = None
-    if b.server is not None:
-        code = b.server.stop()
-        if code not in (0, None):
-            say("sandbox-mcp exited with status %s (log: %s)"
-                % (code, b.server_log))
-    if b.tmp is not None:
-        try:
-            ids = b.docker.ours(b.state)
-            if ids:
-                say("removing %d container(s)" % len(ids))
-                for c in ids:
-                    b.docker.remove(c)
-            left = len(b.docker.ours(b.state))
-        except Exception as e:  # noqa: BLE001 - cleanup goes on
-            say("cannot list or remove containers: %s" % e)
-        if not b.opt.keep:
-            shutil.rmtree(b.tmp, ignore_errors=True)
-        else:
-            say("kept %s" % b.tmp)
-    return left
+    return lifecycle_cleanup(b, say)
 
 
 def main():
