@@ -57,6 +57,8 @@ _spec = importlib.util.spec_from_file_location(
 bx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bx)
 
+from lifecycle import cleanup  # noqa: E402
+
 PHASES = [
     ("request", "request written -> session sent to the zygote"),
     ("zygote", "-> the zygote's fork of a builder returned"),
@@ -159,7 +161,7 @@ def main():
         if perf is not None:
             perf.send_signal(2)
             perf.wait()
-        bx.cleanup(b)
+        cleanup(b, bx.say)
     out = subprocess.run(["perf", "script", "-i", data, "-F",
                           "comm,pid,time,event,trace"],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

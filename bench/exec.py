@@ -48,7 +48,6 @@ import math
 import os
 import random
 import select
-import signal
 import subprocess
 import sys
 import tempfile
@@ -61,7 +60,7 @@ sys.dont_write_bytecode = True      # no __pycache__ in the source tree
 
 from lifecycle import (BenchError, Docker, Server,  # noqa: E402
                        UnixHTTPConnection, cli, median, ms, now, urlquote)
-from lifecycle import cleanup as lifecycle_cleanup  # noqa: E402
+from lifecycle import drive  # noqa: E402
 
 MIB = 1024 * 1024
 
@@ -791,11 +790,6 @@ def report(b):
     return lines, failed
 
 
-def cleanup(b):
-    """Stop the server, then remove every container of this run."""
-    return lifecycle_cleanup(b, say)
-
-
 def main():
     env = os.environ.get
     ap = argparse.ArgumentParser(description="exec_command benchmark")
@@ -848,48 +842,10 @@ def main():
         # --running is also the server's commands-running cap
         ap.error("--running must be at least --conc")
 
-    def on_signal(signum, frame):
-        raise KeyboardInterrupt("signal %d" % signum)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-
-    b = Bench(opt)
-    broken = None
-    try:
-        b.run()
-    except (BenchError, OSError, ValueError, KeyError,
-            subprocess.TimeoutExpired) as e:
-        broken = str(e) or repr(e)
-        if env("BENCH_EXEC_TRACE"):
-            import traceback
-            traceback.print_exc()
-    except KeyboardInterrupt as e:
-        broken = "interrupted (%s)" % (e or "SIGINT")
-    finally:
-        left = cleanup(b)
-    if broken is not None:
-        say("BROKEN RUN: %s" % broken)
-        if os.path.exists(getattr(b, "server_log", "")):
-            with open(b.server_log) as f:
-                tail = f.read()[-2000:]
-            if tail:
-                say("server log (end):\n" + tail)
-        return 1
-    lines, failed = report(b)
-    lines.append("")
-    lines.append("containers of this run left after cleanup: %s"
-                 % ("?" if left is None else left))
-    if left:
-        failed = True
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(b.results, "exec.txt"), "w") as f:
-        f.write(text)
-    with open(os.path.join(b.results, "exec.json"), "w") as f:
-        json.dump({"options": vars(opt), "samples": b.samples,
-                   "rss_kib": b.rss, "machine": b.machine,
-                   "state_fs": b.state_fs}, f, indent=1)
-    sys.stdout.write(text)
-    return 1 if failed else 0
+    return drive(Bench(opt), "exec", report, lambda b: {
+        "options": vars(opt), "samples": b.samples, "rss_kib": b.rss,
+        "machine": b.machine, "state_fs": b.state_fs}, say,
+        "BENCH_EXEC_TRACE")
 
 
 if __name__ == "__main__":

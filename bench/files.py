@@ -88,7 +88,6 @@ import argparse
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
@@ -101,7 +100,7 @@ sys.dont_write_bytecode = True      # leave no __pycache__ in bench/
 
 from lifecycle import (BenchError, Docker, Server, cli,  # noqa: E402
                        median, ms, now, read_spans, urlquote)
-from lifecycle import cleanup as lifecycle_cleanup  # noqa: E402
+from lifecycle import drive  # noqa: E402
 from exec import pct, status_kib  # noqa: E402
 
 TARGET_READ_MS = 1.0        # median file_read of 4 KiB, at most
@@ -675,11 +674,6 @@ def report(b):
     return lines, failed
 
 
-def cleanup(b):
-    """Stop the server, then remove every container of this run."""
-    return lifecycle_cleanup(b, say)
-
-
 def main():
     env = os.environ.get
     ap = argparse.ArgumentParser(description="file tools benchmark")
@@ -720,47 +714,9 @@ def main():
     if opt.docker > opt.runs:
         ap.error("--docker must not exceed --runs")
 
-    def on_signal(signum, frame):
-        raise KeyboardInterrupt("signal %d" % signum)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-
-    b = Bench(opt)
-    broken = None
-    try:
-        b.run()
-    except (BenchError, OSError, ValueError, KeyError,
-            subprocess.TimeoutExpired) as e:
-        broken = str(e) or repr(e)
-        if env("BENCH_FILES_TRACE"):
-            import traceback
-            traceback.print_exc()
-    except KeyboardInterrupt as e:
-        broken = "interrupted (%s)" % (e or "SIGINT")
-    finally:
-        left = cleanup(b)
-    if broken is not None:
-        say("BROKEN RUN: %s" % broken)
-        if os.path.exists(getattr(b, "server_log", "")):
-            with open(b.server_log) as f:
-                tail = f.read()[-2000:]
-            if tail:
-                say("server log (end):\n" + tail)
-        return 1
-    lines, failed = report(b)
-    lines.append("")
-    lines.append("containers of this run left after cleanup: %s"
-                 % ("?" if left is None else left))
-    if left:
-        failed = True
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(b.results, "files.txt"), "w") as f:
-        f.write(text)
-    with open(os.path.join(b.results, "files.json"), "w") as f:
-        json.dump({"options": vars(opt), "samples": b.samples,
-                   "info": b.info, "rss_kib": b.rss}, f, indent=1)
-    sys.stdout.write(text)
-    return 1 if failed else 0
+    return drive(Bench(opt), "files", report, lambda b: {
+        "options": vars(opt), "samples": b.samples, "info": b.info,
+        "rss_kib": b.rss}, say, "BENCH_FILES_TRACE")
 
 
 if __name__ == "__main__":

@@ -869,6 +869,54 @@ def cleanup(b, say=say):
     return left
 
 
+def drive(b, name, report, saved, say, trace=None):
+    """Run bench b (SIGTERM and SIGHUP end it as SIGINT does), clean up
+    whatever happens, then print its report and write it to NAME.txt and
+    saved(b) to NAME.json in the results directory.  Returns the exit
+    status: 1 when the run broke, a target was missed or a container was
+    left behind.  With the environment variable trace set, a broken run
+    prints its traceback."""
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt("signal %d" % signum)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+
+    broken = None
+    try:
+        b.run()
+    except (BenchError, OSError, ValueError, KeyError,
+            subprocess.TimeoutExpired) as e:
+        broken = str(e) or repr(e)
+        if trace and os.environ.get(trace):
+            import traceback
+            traceback.print_exc()
+    except KeyboardInterrupt as e:
+        broken = "interrupted (%s)" % (e or "SIGINT")
+    finally:
+        left = cleanup(b, say)
+    if broken is not None:
+        say("BROKEN RUN: %s" % broken)
+        if os.path.exists(getattr(b, "server_log", "")):
+            with open(b.server_log) as f:
+                tail = f.read()[-2000:]
+            if tail:
+                say("server log (end):\n" + tail)
+        return 1
+    lines, failed = report(b)
+    lines.append("")
+    lines.append("containers of this run left after cleanup: %s"
+                 % ("?" if left is None else left))
+    if left:
+        failed = True
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(b.results, name + ".txt"), "w") as f:
+        f.write(text)
+    with open(os.path.join(b.results, name + ".json"), "w") as f:
+        json.dump(saved(b), f, indent=1)
+    sys.stdout.write(text)
+    return 1 if failed else 0
+
+
 def main():
     env = os.environ.get
     ap = argparse.ArgumentParser(description="sandbox lifecycle benchmark")
@@ -893,45 +941,9 @@ def main():
     if min(opt.warm, opt.cold, opt.batch, opt.baseline) < 1:
         ap.error("every sample count must be at least 1")
 
-    def on_signal(signum, frame):
-        raise KeyboardInterrupt("signal %d" % signum)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-
-    b = Bench(opt)
-    broken = None
-    try:
-        b.run()
-    except (BenchError, OSError, ValueError, KeyError,
-            subprocess.TimeoutExpired) as e:
-        broken = str(e) or repr(e)
-    except KeyboardInterrupt as e:
-        broken = "interrupted (%s)" % (e or "SIGINT")
-    finally:
-        left = cleanup(b)
-    if broken is not None:
-        say("BROKEN RUN: %s" % broken)
-        if os.path.exists(getattr(b, "server_log", "")):
-            with open(b.server_log) as f:
-                tail = f.read()[-2000:]
-            if tail:
-                say("server log (end):\n" + tail)
-        return 1
-    lines, failed = report(b)
-    lines.append("")
-    lines.append("containers of this run left after cleanup: %s"
-                 % ("?" if left is None else left))
-    if left:
-        failed = True
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(b.results, "lifecycle.txt"), "w") as f:
-        f.write(text)
-    with open(os.path.join(b.results, "lifecycle.json"), "w") as f:
-        json.dump({"options": vars(opt), "samples": b.samples,
-                   "rounds": b.rounds, "create_spans": b.creates,
-                   "destroy_spans": b.destroys}, f, indent=1)
-    sys.stdout.write(text)
-    return 1 if failed else 0
+    return drive(Bench(opt), "lifecycle", report, lambda b: {
+        "options": vars(opt), "samples": b.samples, "rounds": b.rounds,
+        "create_spans": b.creates, "destroy_spans": b.destroys}, say)
 
 
 if __name__ == "__main__":
