@@ -16,8 +16,10 @@
 
 /*
  * The audit log behind file_blame: for every file path a publish writes,
- * one record a commit, appended to <sandbox>/audit/<sha256 of path>.ndjson
- * under the stack's writer lock. A record holds the owner of each line
+ * one record a commit, prepared before the commit (the expensive part:
+ * reading and diffing, at most AUDIT_DIFF_MAX bytes of a file) and
+ * appended to <sandbox>/audit/<sha256 of path>.ndjson under the stack's
+ * writer lock, right after the commit. A record holds the owner of each line
  * of the new content as ranges: lines a publish adds or changes take its
  * owner; lines a line diff against the previous content finds untouched
  * keep theirs (from the previous record, or "original" when the previous
@@ -258,38 +260,108 @@ audit_ranges(const char **own, size_t n)
 	return (ranges);
 }
 
+struct audit_count {
+	size_t	lines;
+	int	lastnl;
+};
+
+static int
+audit_count_cb(off_t off, const char *buf, size_t len, void *arg)
+{
+	struct audit_count	*c = arg;
+	const char		*p = buf, *end = buf + len, *nl;
+
+	while ((nl = memchr(p, '\n', end - p)) != NULL) {
+		c->lines++;
+		p = nl + 1;
+	}
+	if (len > 0)
+		c->lastnl = buf[len - 1] == '\n';
+	return (0);
+}
+
 /*
- * Record the owners of a file a commit wrote: path (relative), its new
- * bytes in newfile, the stack as it was before the commit (head) and
- * what path resolved to there when the caller knows it (prev), the
- * layer and its owner. Runs under the writer lock (publish children).
+ * The lines of a file too large to diff, counted extent by extent (a
+ * hole holds no newline, and a sparse file costs what it holds).
  */
-int
-audit_record(const char *sbox, struct layer_stack *head, const char *path,
+static size_t
+audit_count_lines(int fd, off_t size)
+{
+	struct audit_count	c;
+	char			last;
+
+	memset(&c, 0, sizeof c);
+	if (size == 0)
+		return (0);
+	tree_extents(fd, size, audit_count_cb, &c);
+	/* The last line without a newline counts (a hole ends no line). */
+	if (pread(fd, &last, 1, size - 1) == 1 && last != '\n')
+		c.lines++;
+	return (c.lines);
+}
+
+/*
+ * The blame record of a file a commit is about to write, as one line of
+ * text: path (relative), its new bytes open as newfd, the stack the
+ * commit goes on (head) and what path resolves to there when the caller
+ * knows it (prev), the layer and its owner. Only the first
+ * AUDIT_DIFF_MAX bytes of a file are ever read: a larger file's lines
+ * are all the owner's (whole-file ownership). NULL with a cause when
+ * the new content cannot be read.
+ */
+char *
+audit_prepare(const char *sbox, struct layer_stack *head, const char *path,
     const struct layer_entry *prev, const char *layer_id, const char *owner,
-    const char *newfile, char **cause)
+    int newfd, char **cause)
 {
 	struct layer_entry	 le;
+	struct stat		 st;
 	unsigned char		 md[32];
-	char			*new, *old = NULL, **oldown = NULL, *file, *text;
+	char			*new = NULL, *old = NULL, **oldown = NULL, *text;
 	char			 hex[65], digest[72];
 	const char		**own;
-	size_t			 newlen, oldlen = 0, newn, oldn = 0, i;
-	struct stat		 st;
+	size_t			 newlen = 0, oldlen = 0, newn, oldn = 0, i;
 	cJSON			*rec, *last;
-	char			 last_byte;
-	int			 fd, r = 0;
 
-	if ((new = util_read_file(newfile, (size_t)-1 >> 1, &newlen)) == NULL) {
-		xasprintf(cause, "cannot read %s", newfile);
-		return (-1);
+	if (fstat(newfd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		xasprintf(cause, "cannot read the new content of %s", path);
+		return (NULL);
+	}
+	rec = cJSON_CreateObject();
+	if (st.st_size > AUDIT_DIFF_MAX) {
+		newn = audit_count_lines(newfd, st.st_size);
+		if (newn > 0) {
+			own = xcalloc(2, sizeof *own);
+			own[0] = owner;
+			text = NULL;
+			cJSON_AddItemToObject(rec, "ranges",
+			    cJSON_CreateArray());
+			last = cJSON_CreateObject();
+			cJSON_AddNumberToObject(last, "start_line", 1);
+			cJSON_AddNumberToObject(last, "line_count",
+			    (double)newn);
+			cJSON_AddStringToObject(last, "owner", owner);
+			cJSON_AddItemToArray(cJSON_GetObjectItem(rec,
+			    "ranges"), last);
+			free(own);
+		} else
+			cJSON_AddItemToObject(rec, "ranges",
+			    cJSON_CreateArray());
+		digest[0] = '\0';
+		goto done;
+	}
+	if ((new = tree_read_fd(newfd, AUDIT_DIFF_MAX, &newlen)) == NULL) {
+		cJSON_Delete(rec);
+		xasprintf(cause, "cannot read the new content of %s", path);
+		return (NULL);
 	}
 	newn = audit_lines(new, newlen);
 	if (prev != NULL)
 		le = *prev;
 	else if (layer_resolve(head, path, &le, cause) != 0) {
+		cJSON_Delete(rec);
 		free(new);
-		return (-1);
+		return (NULL);
 	}
 	if (le.kind == LAYER_FILE &&
 	    (old = util_read_file(le.path, AUDIT_DIFF_MAX, &oldlen)) != NULL) {
@@ -314,48 +386,60 @@ audit_record(const char *sbox, struct layer_stack *head, const char *path,
 		/* oldown may point into last: keep it until done. */
 		own = audit_map(old, oldlen, oldown, oldn, new, newlen, newn,
 		    owner);
-		rec = cJSON_CreateObject();
 		cJSON_AddItemToObject(rec, "ranges", audit_ranges(own, newn));
 		free(own);
 		free(oldown);
 		cJSON_Delete(last);
 	} else {
 		own = audit_map(NULL, 0, NULL, 0, new, newlen, newn, owner);
-		rec = cJSON_CreateObject();
 		cJSON_AddItemToObject(rec, "ranges", audit_ranges(own, newn));
 		free(own);
 	}
 	util_sha256(new, newlen, md);
 	util_hex(md, sizeof md, hex);
 	snprintf(digest, sizeof digest, "sha256:%s", hex);
+done:
 	cJSON_AddStringToObject(rec, "path", path);
 	cJSON_AddStringToObject(rec, "layer_id", layer_id);
 	cJSON_AddStringToObject(rec, "owner", owner);
 	cJSON_AddNumberToObject(rec, "ts", (double)now_ms());
-	cJSON_AddStringToObject(rec, "digest", digest);
+	if (digest[0] != '\0')
+		cJSON_AddStringToObject(rec, "digest", digest);
 	cJSON_AddNumberToObject(rec, "lines", (double)newn);
 	text = util_json_print(rec);
 	cJSON_Delete(rec);
 	text = xrealloc(text, strlen(text) + 2);
 	strlcat(text, "\n", strlen(text) + 2);
+	free(new);
+	free(old);
+	return (text);
+}
+
+/* Append a prepared record (under the writer lock, after the commit). */
+int
+audit_append(const char *sbox, const char *path, const char *line,
+    char **cause)
+{
+	struct stat	 st;
+	char		*file, last_byte;
+	int		 fd, r = 0;
+
 	file = audit_file(sbox, path);
-	fd = open(file, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	fd = open(file, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	free(file);
 	/* After a torn record, start on a line of our own. */
 	if (fd != -1 && fstat(fd, &st) == 0 && st.st_size > 0 &&
 	    pread(fd, &last_byte, 1, st.st_size - 1) == 1 &&
 	    last_byte != '\n')
 		job_write_all(fd, "\n", 1);
-	if (fd == -1 || job_write_all(fd, text, strlen(text)) != 0) {
-		xasprintf(cause, "cannot append to %s: %s", file,
-		    strerror(errno));
+	if (fd == -1 || job_write_all(fd, line, strlen(line)) != 0) {
+		xasprintf(cause, "cannot append to the audit log of %s: %s",
+		    path, strerror(errno));
 		r = -1;
 	}
 	if (fd != -1)
 		close(fd);
-	free(file);
-	free(text);
-	free(new);
-	free(old);
 	return (r);
 }
 

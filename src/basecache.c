@@ -359,25 +359,13 @@ basecache_root_hash(struct basecache_walk *w, char out[72])
 	util_hex(md, sizeof md, out + 7);
 }
 
-static int
-basecache_rm_cb(const char *path, const struct stat *st, int flag,
-    struct FTW *ftw)
-{
-	if (flag == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return (0);
-}
 
 /* rm -rf, for children only (it walks the whole tree). */
 int
 basecache_remove_tree(const char *path)
 {
-	if (nftw(path, basecache_rm_cb, 32, FTW_DEPTH | FTW_PHYS) != 0 &&
-	    errno != ENOENT)
-		return (-1);
-	return (0);
+	/* Sandbox trees end up here: never follow a link in them. */
+	return (tree_remove_path(path));
 }
 
 /* Copy every entry into the staging directory; fix directories last. */

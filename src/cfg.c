@@ -100,6 +100,22 @@ static const struct cfg_limit_entry {
 	    1024, 16 * 1024 * 1024, 64 * 1024 },
 	[LIMIT_SESSION_POOL] = { "session-pool", CFG_LIMIT_COUNT,
 	    0, 1024, 32 },
+	[LIMIT_HELPER_PROCESSES] = { "helper-processes", CFG_LIMIT_COUNT,
+	    1, 1024, 16 },
+	[LIMIT_HELPER_PER_SANDBOX] = { "helper-per-sandbox", CFG_LIMIT_COUNT,
+	    1, 1024, 4 },
+	[LIMIT_HELPER_QUEUE] = { "helper-queue", CFG_LIMIT_COUNT,
+	    0, 1000000, 256 },
+	[LIMIT_HELPER_CPUS] = { "helper-cpus", CFG_LIMIT_COUNT,
+	    1, 1024, 1 },
+	[LIMIT_HELPER_MEMORY] = { "helper-memory", CFG_LIMIT_SIZE,
+	    16 * 1024 * 1024, 1024LL * 1024 * 1024 * 1024, 512 * 1024 * 1024 },
+	[LIMIT_HELPER_PIDS] = { "helper-pids", CFG_LIMIT_COUNT,
+	    4, 65536, 64 },
+	[LIMIT_SESSIONS_PER_SANDBOX] = { "sessions-per-sandbox",
+	    CFG_LIMIT_COUNT, 1, 65536, 64 },
+	[LIMIT_SESSIONS_TOTAL] = { "sessions-total", CFG_LIMIT_COUNT,
+	    1, 1000000, 4096 },
 };
 
 static const struct {

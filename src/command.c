@@ -411,10 +411,8 @@ command_published(struct session *s, cJSON *rep, void *arg)
 	    cJSON_GetArraySize(v) > 0)
 		cJSON_AddItemToObject(c->publish, "publish_dropped",
 		    cJSON_Duplicate(v, 1));
-	if (cJSON_GetObjectItem(rep, "reject_class") != NULL)
-		session_end(s, "publish rejected");
-	else
-		session_recycle(s, "published");
+	session_end(s, cJSON_GetObjectItem(rep, "reject_class") != NULL ?
+	    "publish rejected" : "published");
 	c->s = NULL;
 	c->state = COMMAND_DONE;
 	command_wake(c);
@@ -859,6 +857,7 @@ command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
 	struct command_start	*st;
 	struct session		*s = NULL;
 	char			 rnd[13], *msg;
+	const char		*limit;
 	cJSON			*d;
 
 	if (handle != NULL)
@@ -879,6 +878,13 @@ command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
 		    " commands-running)", sb->id,
 		    cfg_limit(LIMIT_COMMANDS_RUNNING));
 		d = tool_details("limit", "commands-running");
+		cJSON_AddStringToObject(d, "sandbox_id", sb->id);
+		cb(NULL, TOOL_ERR_BUSY, msg, d, arg);
+		free(msg);
+		return;
+	}
+	if (ws == NULL && session_full(sb, &limit, &msg)) {
+		d = tool_details("limit", limit);
 		cJSON_AddStringToObject(d, "sandbox_id", sb->id);
 		cb(NULL, TOOL_ERR_BUSY, msg, d, arg);
 		free(msg);

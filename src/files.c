@@ -25,7 +25,11 @@
  * uses the same checks.
  *
  * An operation on a small file runs in the server; one that reads or
- * writes more than FILES_INLINE_MAX bytes runs in a child process.
+ * writes more than FILES_INLINE_MAX bytes runs in a helper process of
+ * the sandbox (charged to it, counted, confined to an empty root: it
+ * works only through the descriptor the server hands it). A read stops
+ * at the first byte that is not text; a file with a hole is not text (a
+ * hole reads as NUL bytes), so a terabyte of hole costs nothing.
  */
 
 #include "config.h"
@@ -415,10 +419,13 @@ files_window_fd(int fd, long long offset, long long limit, const char *path,
 	if (fstat(fd, &st) != 0)
 		return (files_fail(err, TOOL_ERR_FAILED, files_path_details(
 		    path), "cannot read %s: %s", path, strerror(errno)));
+	if (tree_sparse(fd, st.st_size))
+		return (files_fail(err, TOOL_ERR_INVALID, files_path_details(
+		    path), "%s is not UTF-8 text", path));
 	left = st.st_size;
 	files_scan_init(&sc, offset, limit);
 	buf = xmalloc(FILES_CHUNK);
-	while (left > 0) {
+	while (left > 0 && !sc.bad) {
 		n = read(fd, buf, left < FILES_CHUNK ? left : FILES_CHUNK);
 		if (n == -1 && errno == EINTR)
 			continue;
@@ -1160,12 +1167,21 @@ files_child(void *arg, int fd)
 	char			*text;
 	int			 rc;
 
-	/* What the server kept for the child is at 4. */
-	if (op->fd != -1)
+	/* What the server kept for the child is at 4: nothing else. */
+	if (op->kind == FILES_READ)
 		op->fd = 4;
-	else if (op->rootfd != -1)
+	else
 		op->rootfd = 4;
 	memset(&err, 0, sizeof err);
+	if (confine_enter(NULL, 0, NULL, 0, &err.message) != 0) {
+		err.kind = TOOL_ERR_INTERNAL;
+		r = files_report(NULL, &err);
+		text = util_json_print(r);
+		cJSON_Delete(r);
+		rc = job_write_all(fd, text, strlen(text));
+		free(text);
+		return (1);
+	}
 	r = files_report(files_op_run(op, &err), &err);
 	text = util_json_print(r);
 	cJSON_Delete(r);
@@ -1177,6 +1193,7 @@ files_child(void *arg, int fd)
 struct files_job {
 	files_cb	 cb;
 	void		*arg;
+	int		 fd;	/* handed to the helper, closed after */
 };
 
 static void
@@ -1188,6 +1205,8 @@ files_child_done(int status, struct evbuffer *report, void *arg)
 
 	size_t			 len = evbuffer_get_length(report);
 
+	if (fj->fd != -1)
+		close(fj->fd);
 	memset(&err, 0, sizeof err);
 	r = files_unreport(len != 0 ? cJSON_ParseWithLength((const char *)
 	    evbuffer_pullup(report, len), len) : NULL, &err);
@@ -1227,11 +1246,19 @@ files_op(struct files_op *op, files_cb cb, void *arg)
 	fj = xcalloc(1, sizeof *fj);
 	fj->cb = cb;
 	fj->arg = arg;
-	keep = op->fd != -1 ? op->fd : op->rootfd;
-	job_early(job_fork_keep("file", files_child, op, &keep, 1,
-	    files_child_done, fj));
+	/* The helper may wait its turn: it gets a descriptor of its own. */
 	if (op->fd != -1) {
-		close(op->fd);
+		fj->fd = op->fd;
 		op->fd = -1;
+	} else if ((fj->fd = fcntl(op->rootfd, F_DUPFD_CLOEXEC, 0)) == -1) {
+		free(fj);
+		files_fail(&err, TOOL_ERR_FAILED, NULL, "cannot use the"
+		    " session's workspace: %s", strerror(errno));
+		cb(NULL, &err, arg);
+		files_error_clear(&err);
+		return;
 	}
+	keep = fj->fd;
+	job_early(job_helper("file", op->sandbox, files_child, op, &keep, 1,
+	    files_child_done, fj));
 }

@@ -22,10 +22,20 @@
  * waitpid(WNOHANG). A job is done only when the child has been reaped
  * and its pipe has reached end of file; then the callback runs once,
  * from the loop. A failed fork goes down the same path.
+ *
+ * A helper job works on a sandbox's files: its child joins the sandbox's
+ * helper control group first (cgroup.c), so what it costs is charged to
+ * the sandbox and capped. Helpers are counted: at most helper-processes
+ * run at once, and at most helper-per-sandbox for one sandbox; the rest
+ * wait in a queue, in order, which callers keep within helper-queue
+ * (job_helper_busy). Every child dies with the server (PR_SET_PDEATHSIG)
+ * and can ask whether the server that forked it still lives
+ * (job_parent_alive), so none commits work nobody will answer for.
  */
 
 #include "config.h"
 
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -50,10 +60,17 @@
 #define JOB_EOF		0x2
 #define JOB_DETACHED	0x4
 #define JOB_EARLY	0x8	/* the callback runs at the report's end */
+#define JOB_QUEUED	0x10	/* a helper waiting for its turn */
+#define JOB_RUNNING	0x20	/* a helper counted as running */
 
 struct job {
 	unsigned int		 id;
 	char			*name;
+	char			*sandbox;	/* a helper's, or NULL */
+	int			 (*fn)(void *, int);
+	void			*fnarg;
+	int			 keep[JOB_KEEP_MAX];
+	int			 nkeep;
 	pid_t			 pid;
 	int			 flags;
 	int			 status;
@@ -66,17 +83,70 @@ struct job {
 	void			*line_arg;
 	size_t			 line_seen;	/* report bytes scanned */
 	LIST_ENTRY(job)		 entry;
+	TAILQ_ENTRY(job)	 qentry;
 };
 static LIST_HEAD(, job)	jobs = LIST_HEAD_INITIALIZER(jobs);
+static TAILQ_HEAD(, job) job_queue = TAILQ_HEAD_INITIALIZER(job_queue);
 static unsigned int	job_next_id;
+static unsigned int	job_nqueued;
+static unsigned int	job_nhelpers;	/* running */
+static pid_t		job_parent;	/* in a child: who forked it */
 
 static void	job_check(struct job *);
 static void	job_reaped_other(pid_t, int);
+static void	job_start(struct job *);
+
+/* How many helpers of a sandbox run now. */
+static unsigned int
+job_sandbox_running(const char *sandbox)
+{
+	struct job	*j;
+	unsigned int	 n = 0;
+
+	LIST_FOREACH(j, &jobs, entry) {
+		if ((j->flags & JOB_RUNNING) && strcmp(j->sandbox, sandbox) ==
+		    0)
+			n++;
+	}
+	return (n);
+}
+
+/* Start queued helpers while there is room, in order. */
+static void
+job_dequeue(void)
+{
+	struct job	*j, *j1;
+
+	TAILQ_FOREACH_SAFE(j, &job_queue, qentry, j1) {
+		if (job_nhelpers >= cfg_limit(LIMIT_HELPER_PROCESSES))
+			break;
+		if (job_sandbox_running(j->sandbox) >=
+		    cfg_limit(LIMIT_HELPER_PER_SANDBOX))
+			continue;
+		TAILQ_REMOVE(&job_queue, j, qentry);
+		job_nqueued--;
+		j->flags &= ~JOB_QUEUED;
+		job_start(j);
+	}
+}
+
+/* A helper no longer runs: its place goes to the next. */
+static void
+job_helper_done(struct job *j)
+{
+	if (!(j->flags & JOB_RUNNING))
+		return;
+	j->flags &= ~JOB_RUNNING;
+	job_nhelpers--;
+	job_dequeue();
+}
 
 static void
 job_free(struct job *j)
 {
+	job_helper_done(j);
 	LIST_REMOVE(j, entry);
+	free(j->sandbox);
 	if (j->bev != NULL)
 		bufferevent_free(j->bev);
 	if (j->finish != NULL)
@@ -203,15 +273,32 @@ struct job *
 job_fork_keep(const char *name, int (*fn)(void *, int), void *fnarg,
     const int *keep, int nkeep, job_cb cb, void *arg)
 {
+	return (job_helper(name, NULL, fn, fnarg, keep, nkeep, cb, arg));
+}
+
+/*
+ * A job working on a sandbox's files (sandbox not NULL): charged to its
+ * helper group and counted, queued when there is no room yet (fnarg and
+ * the kept descriptors must then stay valid until the callback, or a
+ * job_cancel). With a NULL sandbox, job_fork_keep.
+ */
+struct job *
+job_helper(const char *name, const char *sandbox, int (*fn)(void *, int),
+    void *fnarg, const int *keep, int nkeep, job_cb cb, void *arg)
+{
 	struct job	*j;
-	int		 fds[2], code, i, tmp[JOB_KEEP_MAX + 1];
-	sigset_t	 set, oset;
+	char		*cause = NULL;
 
 	if (nkeep > JOB_KEEP_MAX)
 		fatalx("%s: %d descriptors to keep", __func__, nkeep);
 	j = xcalloc(1, sizeof *j);
 	j->id = ++job_next_id;
 	j->name = xstrdup(name);
+	j->fn = fn;
+	j->fnarg = fnarg;
+	if (nkeep > 0)
+		memcpy(j->keep, keep, nkeep * sizeof *keep);
+	j->nkeep = nkeep;
 	j->cb = cb;
 	j->arg = arg;
 	if ((j->report = evbuffer_new()) == NULL)
@@ -219,33 +306,88 @@ job_fork_keep(const char *name, int (*fn)(void *, int), void *fnarg,
 	if ((j->finish = evtimer_new(ev_base, job_finish_cb, j)) == NULL)
 		fatalx("%s: evtimer_new", __func__);
 	LIST_INSERT_HEAD(&jobs, j, entry);
+	if (sandbox == NULL) {
+		job_start(j);
+		return (j);
+	}
+	j->sandbox = xstrdup(sandbox);
+	if (cgroup_helper_prepare(sandbox, &cause) != 0) {
+		log_warnx("job %s: %s", name, cause);
+		free(cause);
+	}
+	j->flags |= JOB_QUEUED;
+	TAILQ_INSERT_TAIL(&job_queue, j, qentry);
+	job_nqueued++;
+	job_dequeue();
+	if (j->flags & JOB_QUEUED)
+		log_trace(TRACE_JOB, "job %u %s queued (%u waiting)", j->id,
+		    name, job_nqueued);
+	return (j);
+}
 
+/* Whether the helper queue is full: callers answer server_busy. */
+int
+job_helper_busy(void)
+{
+	return (job_nqueued >= (unsigned int)cfg_limit(LIMIT_HELPER_QUEUE));
+}
+
+/*
+ * In a child: whether the server that forked it still lives (a child
+ * whose server died is reparented). Checked before a commit.
+ */
+int
+job_parent_alive(void)
+{
+	return (job_parent != 0 && getppid() == job_parent);
+}
+
+/* Fork a job's child now. */
+static void
+job_start(struct job *j)
+{
+	int		 fds[2], code, i, tmp[JOB_KEEP_MAX + 1];
+	sigset_t	 set, oset;
+	pid_t		 parent = getpid();
+
+	if (j->sandbox != NULL) {
+		j->flags |= JOB_RUNNING;
+		job_nhelpers++;
+	}
 	if (pipe2(fds, O_CLOEXEC) != 0) {
-		log_warn("job %s: pipe", name);
+		log_warn("job %s: pipe", j->name);
 		j->status = -1;
 		j->flags |= JOB_REAPED | JOB_EOF;
+		job_helper_done(j);
 		job_check(j);
-		return (j);
+		return;
 	}
 	sigfillset(&set);
 	sigprocmask(SIG_BLOCK, &set, &oset);
 	j->pid = fork();
 	if (j->pid == 0) {
 		/*
-		 * The child: plain system calls only, then _exit. It keeps
-		 * stderr for logs and the report pipe (as fd 3), and nothing
-		 * of the parent's clients: stdin and stdout become /dev/null.
+		 * The child: plain system calls only, then _exit. It dies
+		 * with the server; it keeps stderr for logs and the report
+		 * pipe (as fd 3), and nothing of the parent's clients:
+		 * stdin and stdout become /dev/null.
 		 */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(126);
+		job_parent = parent;
+		if (j->sandbox != NULL && cgroup_helper_join(j->sandbox) != 0)
+			_exit(125);
 		close(fds[0]);
 		tmp[0] = fcntl(fds[1], F_DUPFD, 64);
-		for (i = 0; i < nkeep; i++)
-			tmp[i + 1] = fcntl(keep[i], F_DUPFD, 64);
-		for (i = 0; i <= nkeep; i++) {
+		for (i = 0; i < j->nkeep; i++)
+			tmp[i + 1] = fcntl(j->keep[i], F_DUPFD, 64);
+		for (i = 0; i <= j->nkeep; i++) {
 			if (tmp[i] == -1 || dup2(tmp[i], 3 + i) == -1)
 				_exit(126);
 		}
 		fds[1] = 3;
-		closefrom(4 + nkeep);
+		closefrom(4 + j->nkeep);
 		if ((code = open("/dev/null", O_RDWR)) != -1) {
 			dup2(code, STDIN_FILENO);
 			dup2(code, STDOUT_FILENO);
@@ -258,19 +400,20 @@ job_fork_keep(const char *name, int (*fn)(void *, int), void *fnarg,
 		signal(SIGINT, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		sigprocmask(SIG_SETMASK, &oset, NULL);
-		code = fn(fnarg, fds[1]);
+		code = j->fn(j->fnarg, fds[1]);
 		close(fds[1]);	/* the report ends before the teardown */
 		_exit(code);
 	}
 	sigprocmask(SIG_SETMASK, &oset, NULL);
 	close(fds[1]);
 	if (j->pid == -1) {
-		log_warn("job %s: fork", name);
+		log_warn("job %s: fork", j->name);
 		close(fds[0]);
 		j->status = -1;
 		j->flags |= JOB_REAPED | JOB_EOF;
+		job_helper_done(j);
 		job_check(j);
-		return (j);
+		return;
 	}
 	util_set_nonblock(fds[0]);
 	j->bev = bufferevent_socket_new(ev_base, fds[0], BEV_OPT_CLOSE_ON_FREE);
@@ -278,9 +421,8 @@ job_fork_keep(const char *name, int (*fn)(void *, int), void *fnarg,
 		fatalx("%s: bufferevent_socket_new", __func__);
 	bufferevent_setcb(j->bev, job_read_cb, NULL, job_event_cb, j);
 	bufferevent_enable(j->bev, EV_READ);
-	log_trace(TRACE_JOB, "job %u %s started pid=%ld", j->id, name,
+	log_trace(TRACE_JOB, "job %u %s started pid=%ld", j->id, j->name,
 	    (long)j->pid);
-	return (j);
 }
 
 /* Reap every child that has exited (from the SIGCHLD event). */
@@ -307,6 +449,7 @@ job_reap(void)
 		}
 		j->status = status;
 		j->flags |= JOB_REAPED;
+		job_helper_done(j);
 		job_check(j);
 	}
 }
@@ -412,6 +555,14 @@ job_cancel(struct job *j)
 	if (j == NULL)
 		return;
 	j->flags |= JOB_DETACHED;
+	if (j->flags & JOB_QUEUED) {
+		/* Never started: it goes at once, with no callback. */
+		TAILQ_REMOVE(&job_queue, j, qentry);
+		job_nqueued--;
+		j->flags &= ~JOB_QUEUED;
+		job_free(j);
+		return;
+	}
 	if (j->pid > 0 && !(j->flags & JOB_REAPED))
 		kill(j->pid, SIGKILL);
 }

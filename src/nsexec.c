@@ -496,7 +496,9 @@ nsexec_init_main(const struct nsexec_zygote *z)
 	size_t			 ncmds = 0, i;
 	char			*buf, *f[NSEXEC_FIELDS_MAX], err[512], num[32];
 	const char		*out[4];
+	struct timespec		 recheck = { 0, 20 * 1000 * 1000 };
 	int			 nf, fds[NSEXEC_FDS_MAX], nfds, status, k;
+	int			 linger;
 	pid_t			 pid;
 
 	nsexec_rename(z, NSEXEC_INIT_NAME);
@@ -535,12 +537,18 @@ nsexec_init_main(const struct nsexec_zygote *z)
 		/*
 		 * A command ends when its shell has and nothing is left in
 		 * its process group (orphans come to us, so their exits
-		 * wake us too).
+		 * wake us too; a process that leaves the group with setsid
+		 * wakes nobody, so while a group outlives its shell we look
+		 * again every few milliseconds).
 		 */
+		linger = 0;
 		for (i = 0; i < ncmds; i++) {
-			if (!cmds[i].exited || kill(-cmds[i].pid, 0) == 0 ||
-			    errno != ESRCH)
+			if (!cmds[i].exited)
 				continue;
+			if (kill(-cmds[i].pid, 0) == 0 || errno != ESRCH) {
+				linger = 1;
+				continue;
+			}
 			snprintf(num, sizeof num, "%d", cmds[i].code);
 			out[0] = "exit";
 			out[1] = cmds[i].id;
@@ -549,7 +557,7 @@ nsexec_init_main(const struct nsexec_zygote *z)
 			cmds[i--] = cmds[--ncmds];
 		}
 		pfd.revents = 0;
-		if (ppoll(&pfd, 1, NULL, &empty) == -1) {
+		if (ppoll(&pfd, 1, linger ? &recheck : NULL, &empty) == -1) {
 			if (errno == EINTR)
 				continue;
 			_exit(1);
@@ -794,8 +802,10 @@ fail:
 }
 
 /*
- * The builder: make the session (fields: session ID ISOLATED DIR LEASE
- * LOWER..., paths relative to the state directory, fd 4) and fork its
+ * The builder: make the session (fields: session ID ISOLATED CGROUP DIR
+ * LEASE LOWER..., paths relative to the state directory, fd 4; CGROUP
+ * is the cgroup.procs of the session's freezer group, joined before
+ * this, or "") and fork its
  * init, which keeps ctl as its control socket. Returns the init's pid,
  * or -1 with err.
  */
@@ -812,10 +822,10 @@ nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
 		snprintf(err, errlen, "fchdir: %s", strerror(errno));
 		return (-1);
 	}
-	if (nsexec_scratch(f[3], f[4], err, errlen) != 0)
+	if (nsexec_scratch(f[4], f[5], err, errlen) != 0)
 		return (-1);
-	snprintf(upper, sizeof upper, "%s/upper", f[3]);
-	snprintf(work, sizeof work, "%s/work", f[3]);
+	snprintf(upper, sizeof upper, "%s/upper", f[4]);
+	snprintf(work, sizeof work, "%s/work", f[4]);
 	if ((fs = fsopen("overlay", FSOPEN_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "fsopen overlay: %s", strerror(errno));
 		return (-1);
@@ -823,7 +833,7 @@ nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", "sandbox-mcp",
 	    0) != 0)
 		goto overlay;
-	for (i = 5; i < nf; i++) {
+	for (i = 6; i < nf; i++) {
 		if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", f[i],
 		    0) != 0)
 			goto overlay;
@@ -932,6 +942,9 @@ nsexec_zygote(void *arg, int report)
 	static const char	*names[] = { "uts", "ipc", "net", "mnt" };
 	static const int	 types[] = { CLONE_NEWUTS, CLONE_NEWIPC,
 	    CLONE_NEWNET };
+	struct sigaction	 sa;
+	struct pollfd		 pfd;
+	sigset_t		 block, empty;
 	char			*buf, *f[NSEXEC_FIELDS_MAX], err[512];
 	char			 path[64], num[32];
 	const char		*out[4];
@@ -978,13 +991,36 @@ nsexec_zygote(void *arg, int report)
 	if (maxbuild > NSEXEC_BUILDERS_MAX)
 		maxbuild = NSEXEC_BUILDERS_MAX;
 
+	/*
+	 * Builders are reaped as they end (a zombie holds a pid of the
+	 * container's): SIGCHLD is taken only while waiting for a request.
+	 */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = nsexec_sigchld;
+	sigaction(SIGCHLD, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &block, NULL);
+	sigemptyset(&empty);
+	pfd.fd = 5;
+	pfd.events = POLLIN;
+
 	buf = xmalloc(NSEXEC_MSG_MAX);
 	for (;;) {
-		nf = nsexec_recv(5, buf, NSEXEC_MSG_MAX, f, rfds, &nrfds);
-		if (nf == 0 || (nf == -1 && errno != EAGAIN && errno !=
-		    EMSGSIZE))
+		while ((builder = waitpid(-1, NULL, WNOHANG)) > 0)
+			nbuild--;
+		pfd.revents = 0;
+		if (ppoll(&pfd, 1, NULL, &empty) == -1) {
+			if (errno == EINTR)
+				continue;
 			_exit(0);
-		if (nf < 6 || strcmp(f[0], "session") != 0 || nrfds != 1) {
+		}
+		nf = nsexec_recv(5, buf, NSEXEC_MSG_MAX, f, rfds, &nrfds);
+		if (nf == -1 && errno == EAGAIN)
+			continue;
+		if (nf == 0 || (nf == -1 && errno != EMSGSIZE))
+			_exit(0);
+		if (nf < 7 || strcmp(f[0], "session") != 0 || nrfds != 1) {
 			for (i = 0; i < nrfds; i++)
 				close(rfds[i]);
 			continue;
@@ -1000,8 +1036,8 @@ nsexec_zygote(void *arg, int report)
 		 * the kernel's mount lock (held by whoever the scheduler
 		 * has just put aside) and finish later all together.
 		 */
-		while ((builder = waitpid(-1, NULL, nbuild < maxbuild ?
-		    WNOHANG : 0)) > 0 || (builder == -1 && errno == EINTR)) {
+		while (nbuild >= maxbuild && ((builder = waitpid(-1, NULL,
+		    0)) > 0 || (builder == -1 && errno == EINTR))) {
 			if (builder > 0)
 				nbuild--;
 		}
@@ -1010,6 +1046,17 @@ nsexec_zygote(void *arg, int report)
 		if ((builder = fork()) == 0) {
 			if (dup2(rfds[0], 7) == -1)
 				_exit(1);
+			/*
+			 * Into the session's freezer group first: the init
+			 * and everything it starts are born there.
+			 */
+			if (*f[3] != '\0' && nsexec_cgroups(&f[3], 1, err,
+			    sizeof err) != 0) {
+				out[2] = "error";
+				out[3] = err;
+				nsexec_send(5, out, 4, NULL, 0);
+				_exit(0);
+			}
 			rfds[0] = 7;
 			init = nsexec_build(z, f, nf, rfds[0], err,
 			    sizeof err);

@@ -27,6 +27,22 @@
  * The child reports one JSON object: {"publish": null} when nothing
  * changed, {"layer_id", "manifest_version", "changed_paths", ...} after a
  * commit, or {"reject_class", "message", "details"}.
+ *
+ * The upper directory is the sandbox's: any name in it may be a symlink
+ * swapped in a moment ago by a process racing us (the session's own are
+ * frozen while we work, but another session may hold a descriptor of
+ * this one's /workspace). So the child runs confined to the sandbox's
+ * state (confine.c), walks the upper directory from a descriptor one
+ * component at a time without following a symlink, opens every file it
+ * takes beneath that descriptor (tree.c), and links the inode it
+ * examined, never a path. Messages name paths relative to the
+ * workspace, never the host's.
+ *
+ * The stack's writer lock is held only for the commit: the checks, the
+ * layer's bytes and its blame records are made against the head as it
+ * was read; under the lock, if the head has not moved, the renames
+ * commit it, else the work is done again on the new head (after a few
+ * tries, under the lock, so a busy stack cannot starve a publish).
  */
 
 #include "config.h"
@@ -34,6 +50,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+
+#include <linux/openat2.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -54,6 +72,10 @@
 
 #define PUBLISH_PATHS_REPORTED	1000
 #define PUBLISH_MERGE_MAX	(8 * 1024 * 1024)
+#define PUBLISH_ENTRIES_MAX	1000000
+#define PUBLISH_TRIES		3	/* optimistic commits before locking */
+#define PUBLISH_CHANGED		"the workspace changed while it was being" \
+				" published; publish again"
 
 enum publish_kind {
 	PUBLISH_WRITE,		/* a regular file */
@@ -81,8 +103,15 @@ struct publish_capture {
 	size_t			 ndropped;
 };
 
+/* A blame record made before the commit, appended under the lock. */
+struct publish_audit {
+	const char		*path;
+	char			*line;
+};
+
 struct publish_ctx {
 	const struct publish_args *a;
+	int			 upperfd;	/* -1: a sessionless write */
 	struct layer_stack	*base;
 	struct layer_stack	*head;
 	struct publish_capture	 cap;
@@ -90,7 +119,48 @@ struct publish_ctx {
 	struct gitignore	*gi;
 	char			*error;
 	cJSON			*extra;		/* added to the report */
+	struct publish_audit	*audit;
+	size_t			 naudit;
 };
+
+/* Confine the child to the sandbox's state and its base (read-only). */
+static int
+publish_confine(const char *sbox, struct layer_stack *ls, char **cause)
+{
+	const char	*rw[1], *ro[1];
+	char		*dir;
+	int		 r;
+
+	dir = state_path("sandboxes/%s", sbox);
+	rw[0] = dir;
+	ro[0] = ls->paths[ls->n - 1];
+	r = confine_enter(rw, 1, ro, 1, cause);
+	free(dir);
+	return (r);
+}
+
+/* The parent directory of a relative path ("" for the top) and its leaf. */
+static const char *
+publish_split(const char *path, char *dir, size_t size)
+{
+	const char	*slash = strrchr(path, '/');
+
+	if (slash == NULL) {
+		dir[0] = '\0';
+		return (path);
+	}
+	snprintf(dir, size, "%.*s", (int)(slash - path), path);
+	return (slash + 1);
+}
+
+/* Open a directory beneath a tree's descriptor ("" is the top). */
+static int
+publish_open_dir(int top, const char *dir)
+{
+	if (*dir == '\0')
+		return (fcntl(top, F_DUPFD_CLOEXEC, 0));
+	return (tree_open(top, dir, O_PATH | O_DIRECTORY));
+}
 
 static void
 publish_add(struct publish_capture *cap, const char *path,
@@ -115,23 +185,40 @@ publish_name_cmp(const void *a, const void *b)
 	return (strcmp(*(char *const *)a, *(char *const *)b));
 }
 
-/* Capture one directory of the upper tree (rel "" for the top), sorted. */
+/* Whether an open directory carries trusted.overlay.opaque=y. */
 static int
-publish_capture_dir(struct publish_ctx *x, const char *rel)
+publish_fd_opaque(int fd)
+{
+	char	v[4];
+
+	return (fgetxattr(fd, "trusted.overlay.opaque", v, sizeof v) == 1 &&
+	    v[0] == 'y');
+}
+
+/*
+ * Capture one directory of the upper tree, open as dfd (rel "" for the
+ * top), sorted, descending through descriptors: a name that is a
+ * directory when looked at and something else when opened has been
+ * swapped, and the capture fails.
+ */
+static int
+publish_capture_dir(struct publish_ctx *x, int dfd, const char *rel)
 {
 	struct layer_entry	 le;
-	struct stat		 st;
+	struct stat		 st, sst;
 	struct dirent		*de;
 	DIR			*d;
-	char			*dir, *path, **names = NULL, full[PATH_MAX];
+	char			*path, **names = NULL;
 	size_t			 n = 0, size = 0, i;
-	int			 r = 0;
+	int			 r = 0, fd, sub;
 
-	xasprintf(&dir, "%s%s%s", x->a->upper, *rel ? "/" : "", rel);
-	if ((d = opendir(dir)) == NULL) {
-		xasprintf(&x->error, "cannot read %s: %s", dir,
+	if ((fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		xasprintf(&x->error, "cannot read the directory %s of the"
+		    " session: %s", *rel ? rel : "/workspace",
 		    strerror(errno));
-		free(dir);
 		return (-1);
 	}
 	while ((de = readdir(d)) != NULL) {
@@ -147,12 +234,17 @@ publish_capture_dir(struct publish_ctx *x, const char *rel)
 	closedir(d);
 	if (n > 0)
 		qsort(names, n, sizeof *names, publish_name_cmp);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && r == 0; i++) {
+		if (x->cap.n + x->cap.ndropped >= PUBLISH_ENTRIES_MAX) {
+			xasprintf(&x->error, "the session changed more than %d"
+			    " paths", PUBLISH_ENTRIES_MAX);
+			r = -1;
+			break;
+		}
 		xasprintf(&path, "%s%s%s", rel, *rel ? "/" : "", names[i]);
-		snprintf(full, sizeof full, "%s/%s", x->a->upper, path);
-		if (r != 0 || lstat(full, &st) != 0) {
+		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0) {
 			free(path);
-			continue;
+			continue;	/* gone meanwhile */
 		}
 		if (S_ISREG(st.st_mode))
 			publish_add(&x->cap, path, PUBLISH_WRITE, st.st_mode);
@@ -161,15 +253,28 @@ publish_capture_dir(struct publish_ctx *x, const char *rel)
 		else if (layer_is_whiteout(&st))
 			publish_add(&x->cap, path, PUBLISH_DELETE, 0);
 		else if (S_ISDIR(st.st_mode)) {
-			if (layer_is_opaque(full))
+			sub = openat(dfd, names[i], O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			if (sub == -1 || fstat(sub, &sst) != 0 ||
+			    sst.st_dev != st.st_dev || sst.st_ino != st.st_ino) {
+				if (sub != -1)
+					close(sub);
+				xasprintf(&x->error, "%s (at %s)",
+				    PUBLISH_CHANGED, path);
+				free(path);
+				r = -1;
+				break;
+			}
+			if (publish_fd_opaque(sub))
 				publish_add(&x->cap, path, PUBLISH_OPAQUE,
 				    st.st_mode);
 			else {
 				if (layer_resolve(x->base, path, &le,
 				    &x->error) != 0) {
-					r = -1;
+					close(sub);
 					free(path);
-					continue;
+					r = -1;
+					break;
 				}
 				if (le.kind != LAYER_DIR)
 					publish_add(&x->cap, path,
@@ -182,8 +287,9 @@ publish_capture_dir(struct publish_ctx *x, const char *rel)
 					publish_add(&x->cap, path,
 					    PUBLISH_PARENT, st.st_mode);
 			}
-			if (publish_capture_dir(x, path) != 0)
+			if (publish_capture_dir(x, sub, path) != 0)
 				r = -1;
+			close(sub);
 		} else {
 			x->cap.dropped = xreallocarray(x->cap.dropped,
 			    x->cap.ndropped + 1, sizeof *x->cap.dropped);
@@ -194,46 +300,50 @@ publish_capture_dir(struct publish_ctx *x, const char *rel)
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
-	free(dir);
 	return (r);
 }
 
-/* A path's state in a stack, as text for the details of a conflict. */
+/* A path's state in a stack or in the session, to compare and report. */
 struct publish_state {
 	enum layer_kind	 kind;
 	mode_t		 mode;
 	off_t		 size;
+	dev_t		 dev;
+	ino_t		 ino;
+	int		 digested;
 	char		 digest[65];
 	char		 target[PATH_MAX];
-	char		 file[PATH_MAX];	/* where its bytes are */
+	char		 file[PATH_MAX];	/* a layer's file, or "" */
+	const char	*rel;			/* the path, relative */
 };
 
+/* The digest of a state's file, computed once, when first needed. */
 static int
-publish_file_digest(const char *path, char out[65], char **error)
+publish_state_digest(struct publish_ctx *x, struct publish_state *ps,
+    char **error)
 {
-	EVP_MD_CTX	*ctx;
-	unsigned char	 md[32], buf[65536];
-	unsigned int	 mdlen;
-	ssize_t		 n;
-	int		 fd;
+	struct stat	st;
+	int		fd;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		xasprintf(error, "cannot read %s: %s", path, strerror(errno));
+	if (ps->digested)
+		return (0);
+	if (ps->file[0] != '\0')
+		fd = open(ps->file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC);
+	else
+		fd = tree_open(x->upperfd, ps->rel, O_RDONLY | O_NONBLOCK);
+	if (fd == -1 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    tree_digest(fd, st.st_size, ps->digest) != 0) {
+		xasprintf(error, ps->file[0] != '\0' ? "cannot read %s in the"
+		    " layer stack: %s" : "cannot read %s in the session: %s",
+		    ps->rel, fd == -1 || errno != 0 ? strerror(errno) :
+		    "it is not a regular file");
+		if (fd != -1)
+			close(fd);
 		return (-1);
 	}
-	if ((ctx = EVP_MD_CTX_new()) == NULL ||
-	    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
-		fatalx("%s: EVP_DigestInit_ex", __func__);
-	while ((n = read(fd, buf, sizeof buf)) > 0)
-		EVP_DigestUpdate(ctx, buf, n);
 	close(fd);
-	EVP_DigestFinal_ex(ctx, md, &mdlen);
-	EVP_MD_CTX_free(ctx);
-	if (n < 0) {
-		xasprintf(error, "cannot read %s: %s", path, strerror(errno));
-		return (-1);
-	}
-	util_hex(md, sizeof md, out);
+	ps->digested = 1;
 	return (0);
 }
 
@@ -246,16 +356,17 @@ publish_state(struct layer_stack *ls, const char *path,
 	ssize_t			n;
 
 	memset(ps, 0, sizeof *ps);
+	ps->rel = path;
 	if (layer_resolve(ls, path, &le, error) != 0)
 		return (-1);
 	ps->kind = le.kind;
 	ps->mode = le.st.st_mode & 07777;
 	if (le.kind == LAYER_FILE) {
 		ps->size = le.st.st_size;
+		ps->dev = le.st.st_dev;
+		ps->ino = le.st.st_ino;
 		strlcpy(ps->file, le.path, sizeof ps->file);
-		return (publish_file_digest(le.path, ps->digest, error));
-	}
-	if (le.kind == LAYER_SYMLINK) {
+	} else if (le.kind == LAYER_SYMLINK) {
 		n = readlink(le.path, ps->target, sizeof ps->target - 1);
 		if (n < 0)
 			n = 0;
@@ -264,16 +375,36 @@ publish_state(struct layer_stack *ls, const char *path,
 	return (0);
 }
 
+/* Read a symlink of the session's upper directory, beneath its top. */
+static ssize_t
+publish_upper_readlink(struct publish_ctx *x, const char *path, char *buf,
+    size_t size)
+{
+	char		 dir[PATH_MAX];
+	const char	*leaf;
+	ssize_t		 n;
+	int		 dfd;
+
+	leaf = publish_split(path, dir, sizeof dir);
+	if ((dfd = publish_open_dir(x->upperfd, dir)) == -1)
+		return (-1);
+	n = readlinkat(dfd, leaf, buf, size - 1);
+	close(dfd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return (n);
+}
+
 /* The state of a path in the session's capture. */
 static int
 publish_session_state(struct publish_ctx *x, struct publish_entry *e,
     struct publish_state *ps, char **error)
 {
 	struct stat	st;
-	ssize_t		n;
+	int		fd;
 
 	memset(ps, 0, sizeof *ps);
-	snprintf(ps->file, sizeof ps->file, "%s/%s", x->a->upper, e->path);
+	ps->rel = e->path;
 	switch (e->kind) {
 	case PUBLISH_DELETE:
 		ps->kind = LAYER_ABSENT;
@@ -286,28 +417,50 @@ publish_session_state(struct publish_ctx *x, struct publish_entry *e,
 		return (0);
 	case PUBLISH_SYMLINK:
 		ps->kind = LAYER_SYMLINK;
-		n = readlink(ps->file, ps->target, sizeof ps->target - 1);
-		ps->target[n < 0 ? 0 : n] = '\0';
+		if (publish_upper_readlink(x, e->path, ps->target,
+		    sizeof ps->target) == -1) {
+			xasprintf(error, "%s (at %s)", PUBLISH_CHANGED,
+			    e->path);
+			return (-1);
+		}
 		return (0);
 	case PUBLISH_WRITE:
 		ps->kind = LAYER_FILE;
 		ps->mode = e->mode;
-		if (lstat(ps->file, &st) == 0)
-			ps->size = st.st_size;
-		return (publish_file_digest(ps->file, ps->digest, error));
+		if ((fd = tree_open(x->upperfd, e->path, O_PATH)) == -1 ||
+		    fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+			if (fd != -1)
+				close(fd);
+			xasprintf(error, "%s (at %s)", PUBLISH_CHANGED,
+			    e->path);
+			return (-1);
+		}
+		close(fd);
+		ps->size = st.st_size;
+		ps->dev = st.st_dev;
+		ps->ino = st.st_ino;
+		return (0);
 	}
 	return (0);
 }
 
+/* Whether two states are the same (digests only when they must be). */
 static int
-publish_state_eq(struct publish_state *a, struct publish_state *b)
+publish_state_eq(struct publish_ctx *x, struct publish_state *a,
+    struct publish_state *b)
 {
 	if (a->kind != b->kind)
 		return (0);
 	switch (a->kind) {
 	case LAYER_FILE:
-		return (a->mode == b->mode && strcmp(a->digest, b->digest) ==
-		    0);
+		if (a->mode != b->mode || a->size != b->size)
+			return (0);
+		if (a->dev == b->dev && a->ino == b->ino)
+			return (1);	/* the same file of the same layer */
+		if (publish_state_digest(x, a, &x->error) != 0 ||
+		    publish_state_digest(x, b, &x->error) != 0)
+			return (-1);
+		return (strcmp(a->digest, b->digest) == 0);
 	case LAYER_SYMLINK:
 		return (strcmp(a->target, b->target) == 0);
 	default:
@@ -316,9 +469,10 @@ publish_state_eq(struct publish_state *a, struct publish_state *b)
 }
 
 static cJSON *
-publish_state_json(struct publish_state *ps)
+publish_state_json(struct publish_ctx *x, struct publish_state *ps)
 {
 	cJSON	*o;
+	char	*error = NULL;
 
 	o = cJSON_CreateObject();
 	switch (ps->kind) {
@@ -329,7 +483,9 @@ publish_state_json(struct publish_state *ps)
 		cJSON_AddStringToObject(o, "kind", "file");
 		cJSON_AddNumberToObject(o, "size", (double)ps->size);
 		cJSON_AddNumberToObject(o, "mode", ps->mode);
-		cJSON_AddStringToObject(o, "sha256", ps->digest);
+		if (publish_state_digest(x, ps, &error) == 0)
+			cJSON_AddStringToObject(o, "sha256", ps->digest);
+		free(error);
 		break;
 	case LAYER_DIR:
 		cJSON_AddStringToObject(o, "kind", "directory");
@@ -358,11 +514,11 @@ publish_conflict(struct publish_ctx *x, const char *path, const char *why,
 	cJSON_AddStringToObject(c, "path", path);
 	cJSON_AddStringToObject(c, "reason", why);
 	if (b != NULL)
-		cJSON_AddItemToObject(c, "base", publish_state_json(b));
+		cJSON_AddItemToObject(c, "base", publish_state_json(x, b));
 	if (h != NULL)
-		cJSON_AddItemToObject(c, "head", publish_state_json(h));
+		cJSON_AddItemToObject(c, "head", publish_state_json(x, h));
 	if (s != NULL)
-		cJSON_AddItemToObject(c, "session", publish_state_json(s));
+		cJSON_AddItemToObject(c, "session", publish_state_json(x, s));
 	cJSON_AddItemToArray(x->conflicts, c);
 }
 
@@ -483,10 +639,10 @@ publish_check(struct publish_ctx *x, struct publish_entry *e)
 	    publish_state(x->head, e->path, &h, &x->error) != 0 ||
 	    publish_session_state(x, e, &s, &x->error) != 0)
 		return (-1);
-	if (publish_state_eq(&b, &h))
-		return (0);		/* unchanged since the base */
-	if (publish_state_eq(&s, &h))
-		return (0);		/* both made the same change */
+	if ((r = publish_state_eq(x, &b, &h)) != 0)
+		return (r == 1 ? 0 : -1);	/* unchanged since the base */
+	if ((r = publish_state_eq(x, &s, &h)) != 0)
+		return (r == 1 ? 0 : -1);	/* both made the same change */
 	if (b.kind == LAYER_ABSENT && h.kind == LAYER_DIR &&
 	    s.kind == LAYER_DIR && e->kind == PUBLISH_MKDIR)
 		return (0);		/* both created the directory */
@@ -494,7 +650,7 @@ publish_check(struct publish_ctx *x, struct publish_entry *e)
 	    s.kind == LAYER_FILE) {
 		bt = util_read_file(b.file, PUBLISH_MERGE_MAX, &bl);
 		ht = util_read_file(h.file, PUBLISH_MERGE_MAX, &hl);
-		st = util_read_file(s.file, PUBLISH_MERGE_MAX, &sl);
+		st = tree_read(x->upperfd, e->path, PUBLISH_MERGE_MAX, &sl);
 		r = 1;
 		if (bt != NULL && ht != NULL && st != NULL &&
 		    merge_mergeable(bt, bl) && merge_mergeable(ht, hl) &&
@@ -523,115 +679,170 @@ publish_check(struct publish_ctx *x, struct publish_entry *e)
 
 /* Remove overlayfs's own attributes from a file we publish. */
 static void
-publish_strip_xattrs(const char *path)
+publish_strip_xattrs(int fd)
 {
 	char	 names[4096], *p;
 	ssize_t	 n;
 
-	if ((n = llistxattr(path, names, sizeof names)) <= 0)
+	if ((n = flistxattr(fd, names, sizeof names)) <= 0)
 		return;
 	for (p = names; p < names + n; p += strlen(p) + 1) {
 		if (strncmp(p, "trusted.overlay.", 16) == 0)
-			lremovexattr(path, p);
+			fremovexattr(fd, p);
 	}
 }
 
+/* Write a new file of the layer; its descriptor, or -1. */
 static int
-publish_write_file(const char *path, const char *buf, size_t len,
+publish_write_file(int dfd, const char *leaf, const char *buf, size_t len,
     mode_t mode)
 {
-	int	fd, r = 0;
+	int	fd;
 
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-	    mode)) == -1)
+	if ((fd = openat(dfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, mode)) == -1)
 		return (-1);
-	if (job_write_all(fd, buf, len) != 0 || fchmod(fd, mode) != 0)
-		r = -1;
-	close(fd);
-	return (r);
+	if (job_write_all(fd, buf, len) != 0 || fchmod(fd, mode) != 0) {
+		close(fd);
+		return (-1);
+	}
+	return (fd);
 }
 
-/* Build the layer in dir from the capture; feed its digest. */
+/*
+ * Link the session's file at path into the layer's directory dfd: the
+ * inode opened beneath the upper directory and found regular, never a
+ * path. Its descriptor, or -1.
+ */
 static int
-publish_build(struct publish_ctx *x, const char *dir, EVP_MD_CTX *md,
-    unsigned long long *bytes)
+publish_link_file(struct publish_ctx *x, const char *path, int dfd,
+    const char *leaf)
+{
+	struct stat	st;
+	int		fd;
+
+	if ((fd = tree_open(x->upperfd, path, O_RDONLY | O_NONBLOCK)) == -1)
+		return (-1);
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return (-1);
+	}
+	if (linkat(fd, "", dfd, leaf, AT_EMPTY_PATH) != 0) {
+		close(fd);
+		return (-1);
+	}
+	publish_strip_xattrs(fd);
+	return (fd);
+}
+
+/*
+ * Build the layer in staging (a directory we made, open as sfd) from the
+ * capture, every entry made beneath its parent's descriptor; feed the
+ * layer's digest and prepare the blame records of the files written.
+ */
+static int
+publish_build(struct publish_ctx *x, int sfd, const char *id,
+    const char *owner, EVP_MD_CTX *md, unsigned long long *bytes)
 {
 	struct publish_entry	*e;
 	struct stat		 st;
-	char			 src[PATH_MAX], dst[PATH_MAX], target[PATH_MAX];
-	char			 kind[2], size[32], digest[65];
-	ssize_t			 n;
+	char			 dir[PATH_MAX], target[PATH_MAX];
+	char			 kind[2], size[32], digest[65], *line, *cause;
+	const char		*leaf;
 	size_t			 i;
+	int			 dfd = -1, fd = -1;
 
-	if (mkdir(dir, 0755) != 0) {
-		xasprintf(&x->error, "cannot create %s: %s", dir,
-		    strerror(errno));
-		return (-1);
-	}
 	for (i = 0; i < x->cap.n; i++) {
 		e = &x->cap.e[i];
-		snprintf(src, sizeof src, "%s/%s", x->a->upper, e->path);
-		snprintf(dst, sizeof dst, "%s/%s", dir, e->path);
+		leaf = publish_split(e->path, dir, sizeof dir);
+		if ((dfd = publish_open_dir(sfd, dir)) == -1)
+			goto fail;
 		kind[1] = '\0';
 		switch (e->kind) {
 		case PUBLISH_PARENT:
 		case PUBLISH_MKDIR:
 		case PUBLISH_OPAQUE:
-			if (mkdir(dst, e->mode) != 0 || chmod(dst,
-			    e->mode) != 0)
+			if (mkdirat(dfd, leaf, e->mode) != 0 ||
+			    (fd = openat(dfd, leaf, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+			    fchmod(fd, e->mode) != 0)
 				goto fail;
-			if (e->kind == PUBLISH_OPAQUE && lsetxattr(dst,
+			if (e->kind == PUBLISH_OPAQUE && fsetxattr(fd,
 			    "trusted.overlay.opaque", "y", 1, 0) != 0)
 				goto fail;
-			if (e->kind == PUBLISH_PARENT)
+			close(fd);
+			fd = -1;
+			if (e->kind == PUBLISH_PARENT) {
+				close(dfd);
 				continue;	/* not a change */
+			}
 			kind[0] = e->kind == PUBLISH_OPAQUE ? 'o' : 'd';
 			break;
 		case PUBLISH_DELETE:
-			if (mknod(dst, S_IFCHR | 0, makedev(0, 0)) != 0)
+			if (mknodat(dfd, leaf, S_IFCHR | 0, makedev(0, 0)) != 0)
 				goto fail;
 			kind[0] = 'w';
 			break;
 		case PUBLISH_SYMLINK:
-			n = readlink(src, target, sizeof target - 1);
-			if (n < 0)
-				goto fail;
-			target[n] = '\0';
-			if (symlink(target, dst) != 0)
+			if (x->upperfd == -1 || publish_upper_readlink(x,
+			    e->path, target, sizeof target) == -1 ||
+			    symlinkat(target, dfd, leaf) != 0)
 				goto fail;
 			kind[0] = 'l';
 			break;
 		case PUBLISH_WRITE:
-			if (e->merged != NULL) {
-				if (publish_write_file(dst, e->merged,
-				    e->merged_len, e->mode) != 0)
-					goto fail;
-			} else if (link(src, dst) != 0) {
+			if (e->merged != NULL)
+				fd = publish_write_file(dfd, leaf, e->merged,
+				    e->merged_len, e->mode);
+			else
+				fd = publish_link_file(x, e->path, dfd, leaf);
+			if (fd == -1)
 				goto fail;
-			}
-			publish_strip_xattrs(dst);
 			kind[0] = 'f';
 			break;
 		}
 		EVP_DigestUpdate(md, kind, 2);
 		EVP_DigestUpdate(md, e->path, strlen(e->path) + 1);
 		if (kind[0] == 'f') {
-			if (lstat(dst, &st) != 0 ||
-			    publish_file_digest(dst, digest, &x->error) != 0)
+			if (fstat(fd, &st) != 0 ||
+			    tree_digest(fd, st.st_size, digest) != 0)
 				goto fail;
 			snprintf(size, sizeof size, "%lld",
 			    (long long)st.st_size);
 			EVP_DigestUpdate(md, size, strlen(size) + 1);
 			EVP_DigestUpdate(md, digest, 65);
 			*bytes += st.st_size;
+			cause = NULL;
+			line = audit_prepare(x->a->sandbox, x->head, e->path,
+			    e->prev, id, owner, fd, &cause);
+			if (line == NULL) {
+				log_warnx("blame of %s: %s", e->path, cause);
+				free(cause);
+			} else {
+				x->audit = xreallocarray(x->audit,
+				    x->naudit + 1, sizeof *x->audit);
+				x->audit[x->naudit].path = e->path;
+				x->audit[x->naudit++].line = line;
+			}
+			close(fd);
+			fd = -1;
 		} else if (kind[0] == 'l')
 			EVP_DigestUpdate(md, target, strlen(target) + 1);
+		close(dfd);
+		dfd = -1;
 	}
 	return (0);
 fail:
 	if (x->error == NULL)
-		xasprintf(&x->error, "cannot build the layer entry %s: %s",
-		    e->path, strerror(errno));
+		xasprintf(&x->error, "cannot build the layer entry %s: %s%s",
+		    e->path, strerror(errno), x->upperfd != -1 ?
+		    " (if the session's files changed meanwhile, publish"
+		    " again)" : "");
+	if (fd != -1)
+		close(fd);
+	if (dfd != -1)
+		close(dfd);
 	return (-1);
 }
 
@@ -717,75 +928,98 @@ publish_validate(struct publish_entry *e)
 	return (NULL);
 }
 
-/* Blame records for the files a commit wrote (errors are only logged). */
+/* Forget what an attempt on one head made (merges, blame records). */
 static void
-publish_audit(struct publish_ctx *x, const char *sbox, const char *id,
-    const char *owner, const char *dest)
+publish_attempt_clear(struct publish_ctx *x)
 {
-	char	 file[PATH_MAX], *cause = NULL;
-	size_t	 i;
+	size_t	i;
 
-	for (i = 0; i < x->cap.n; i++) {
-		if (x->cap.e[i].kind != PUBLISH_WRITE)
-			continue;
-		snprintf(file, sizeof file, "%s/%s", dest, x->cap.e[i].path);
-		if (audit_record(sbox, x->head, x->cap.e[i].path,
-		    x->cap.e[i].prev, id, owner, file, &cause) != 0) {
-			log_warnx("blame of %s: %s", x->cap.e[i].path, cause);
-			free(cause);
-			cause = NULL;
+	for (i = 0; i < x->naudit; i++)
+		free(x->audit[i].line);
+	free(x->audit);
+	x->audit = NULL;
+	x->naudit = 0;
+	if (x->upperfd != -1) {
+		for (i = 0; i < x->cap.n; i++) {
+			free(x->cap.e[i].merged);
+			x->cap.e[i].merged = NULL;
 		}
 	}
+	free(x->error);
+	x->error = NULL;
 }
 
+/* Remove what a commit left in staging. */
+static void
+publish_unstage(const char *staging, const char *smeta,
+    const char *smanifest)
+{
+	tree_remove_path(staging);
+	unlink(smeta);
+	unlink(smanifest);
+}
+
+#define PUBLISH_RETRY	(-2)
+
 /*
- * Build the captured changes into a layer on top of x->head, commit it
- * (the writer lock is held and released here), record blame for every
- * file written, and report.
+ * Build the captured changes into a layer on top of x->head and commit
+ * it: everything but the renames happens before the writer lock is
+ * taken (unless *lockp holds it already); under it, a head that moved
+ * meanwhile means PUBLISH_RETRY (nothing left behind), else the renames,
+ * the blame records, and the report. The lock is released here.
  */
 static int
-publish_commit(struct publish_ctx *x0, const char *sbox, const char *owner,
-    int lock, int fd, size_t changed)
+publish_commit(struct publish_ctx *x, const char *sbox, const char *owner,
+    int *lockp, int fd, size_t changed)
 {
-	struct publish_ctx	 x = *x0;
-	struct layer_stack	*next;
+	struct layer_stack	*next, *now;
 	EVP_MD_CTX		*md;
 	unsigned char		 dig[32];
 	unsigned int		 diglen;
 	unsigned long long	 bytes = 0;
 	char			 id[20], digest[72], head_digest[72], *staging;
-	char			*dest, *meta, *smeta, *text, *mtext;
+	char			*dest, *meta, *smeta, *text, *mtext, *cause;
 	char			*smanifest, *manifest, *stack;
 	cJSON			*rep, *list, *m;
 	size_t			 i;
-	int			 sfd = -1;
+	int			 sfd = -1, r, same;
 
-	layer_new_id(x.head->version + 1, 'L', id);
+	layer_new_id(x->head->version + 1, 'L', id);
 	staging = state_path("sandboxes/%s/stack/staging/%s", sbox, id);
+	dest = state_path("sandboxes/%s/stack/layers/%s", sbox, id);
+	meta = state_path("sandboxes/%s/stack/layers/%s.meta.json", sbox, id);
+	smeta = state_path("sandboxes/%s/stack/staging/%s.meta.json", sbox,
+	    id);
+	smanifest = state_path("sandboxes/%s/stack/staging/%s.manifest.json",
+	    sbox, id);
+	manifest = layer_manifest_path(sbox);
+	stack = state_path("sandboxes/%s/stack", sbox);
+	next = NULL;
+
 	if ((md = EVP_MD_CTX_new()) == NULL ||
 	    EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
 		fatalx("%s: EVP_DigestInit_ex", __func__);
-	if (publish_build(&x, staging, md, &bytes) != 0) {
-		basecache_remove_tree(staging);
-		layer_unlock(lock);
-		return (publish_reject(fd, "storage_error", x.error, NULL));
+	if (mkdir(staging, 0755) != 0 || (sfd = open(staging, O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		xasprintf(&x->error, "cannot make the layer in staging: %s",
+		    strerror(errno));
+		EVP_MD_CTX_free(md);
+		r = publish_reject(fd, "storage_error", x->error, NULL);
+		goto out;
+	}
+	if (publish_build(x, sfd, id, owner, md, &bytes) != 0) {
+		EVP_MD_CTX_free(md);
+		r = publish_reject(fd, x->upperfd != -1 ? "capture_failed" :
+		    "storage_error", x->error, NULL);
+		goto out;
 	}
 	EVP_DigestFinal_ex(md, dig, &diglen);
 	EVP_MD_CTX_free(md);
 	memcpy(digest, "sha256:", 7);
 	util_hex(dig, sizeof dig, digest + 7);
+	publish_meta_digest(sbox, x->head->ids[0], head_digest);
+	same = strcmp(head_digest, digest) == 0;
 
-	/* The same layer as the head's top: nothing to publish. */
-	publish_meta_digest(sbox, x.head->ids[0], head_digest);
-	if (strcmp(head_digest, digest) == 0) {
-		basecache_remove_tree(staging);
-		layer_unlock(lock);
-		rep = cJSON_CreateObject();
-		cJSON_AddNullToObject(rep, "publish");
-		cJSON_AddTrueToObject(rep, "same_as_head");
-		publish_extra(rep, x.extra);
-		return (publish_report(fd, rep));
-	}
 	/*
 	 * The meta file and the next manifest are written beside the layer
 	 * in staging/, so that one syncfs makes all three durable before any
@@ -802,100 +1036,183 @@ publish_commit(struct publish_ctx *x0, const char *sbox, const char *owner,
 	cJSON_AddNumberToObject(m, "changed_paths", (double)changed);
 	text = util_json_print(m);
 	cJSON_Delete(m);
-	dest = state_path("sandboxes/%s/stack/layers/%s", sbox, id);
-	meta = state_path("sandboxes/%s/stack/layers/%s.meta.json",
-	    sbox, id);
-	smeta = state_path("sandboxes/%s/stack/staging/%s.meta.json", sbox,
-	    id);
-	smanifest = state_path("sandboxes/%s/stack/staging/%s.manifest.json",
-	    sbox, id);
-	manifest = layer_manifest_path(sbox);
-	stack = state_path("sandboxes/%s/stack", sbox);
-
 	next = xcalloc(1, sizeof *next);
-	next->version = x.head->version + 1;
-	next->n = x.head->n + 1;
+	next->version = x->head->version + 1;
+	next->n = x->head->n + 1;
 	next->ids = xcalloc(next->n, sizeof *next->ids);
 	next->paths = xcalloc(next->n, sizeof *next->paths);
 	next->ids[0] = xstrdup(id);
 	next->paths[0] = xstrdup(dest);
-	for (i = 0; i < x.head->n; i++) {
-		next->ids[i + 1] = xstrdup(x.head->ids[i]);
-		next->paths[i + 1] = xstrdup(x.head->paths[i]);
+	for (i = 0; i < x->head->n; i++) {
+		next->ids[i + 1] = xstrdup(x->head->ids[i]);
+		next->paths[i + 1] = xstrdup(x->head->paths[i]);
 	}
 	mtext = layer_stack_text(next);
-
-	if (util_write_file(smeta, text, strlen(text), 0, &x.error) != 0 ||
-	    util_write_file(smanifest, mtext, strlen(mtext), 0,
-	    &x.error) != 0) {
+	cause = NULL;
+	if (!same && (util_write_file(smeta, text, strlen(text), 0,
+	    &cause) != 0 || util_write_file(smanifest, mtext, strlen(mtext), 0,
+	    &cause) != 0 || syncfs(sfd) != 0)) {
 		free(text);
 		free(mtext);
-		unlink(smeta);
-		basecache_remove_tree(staging);
-		layer_unlock(lock);
-		return (publish_reject(fd, "storage_error", x.error, NULL));
+		free(cause);
+		xasprintf(&x->error, "cannot write the layer's records: %s",
+		    strerror(errno));
+		r = publish_reject(fd, "storage_error", x->error, NULL);
+		goto out;
 	}
 	free(text);
 	free(mtext);
-	if ((sfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    syncfs(sfd) != 0 || rename(staging, dest) != 0 ||
-	    rename(smeta, meta) != 0) {
-		if (sfd != -1)
-			close(sfd);
-		xasprintf(&x.error, "cannot move the layer into place: %s",
-		    strerror(errno));
-		unlink(smeta);
-		unlink(smanifest);
-		unlink(meta);
-		basecache_remove_tree(staging);
-		basecache_remove_tree(dest);
-		layer_unlock(lock);
-		return (publish_reject(fd, "storage_error", x.error, NULL));
+
+	/* Under the lock: has the head moved since we read it? */
+	if (*lockp == -1 && (*lockp = layer_lock(sbox)) == -1) {
+		r = publish_reject(fd, "storage_error", "cannot take the"
+		    " stack's writer lock", NULL);
+		goto out;
 	}
-	close(sfd);
-	if (rename(smanifest, manifest) != 0) {
-		xasprintf(&x.error, "cannot commit the manifest: %s",
+	if ((now = layer_stack_read(sbox, &x->error)) == NULL) {
+		r = publish_reject(fd, "storage_error", x->error, NULL);
+		goto out;
+	}
+	i = now->version;
+	layer_stack_free(now);
+	if ((int)i != x->head->version) {
+		r = PUBLISH_RETRY;
+		goto out;
+	}
+	if (same) {
+		/* The same layer as the head's top: nothing to publish. */
+		rep = cJSON_CreateObject();
+		cJSON_AddNullToObject(rep, "publish");
+		cJSON_AddTrueToObject(rep, "same_as_head");
+		publish_extra(rep, x->extra);
+		x->extra = NULL;
+		r = publish_report(fd, rep);
+		goto out;
+	}
+	/* The server that asked is gone: nobody would answer for it. */
+	if (!job_parent_alive()) {
+		r = 1;
+		goto out;
+	}
+	if (rename(staging, dest) != 0 || rename(smeta, meta) != 0) {
+		xasprintf(&x->error, "cannot move the layer into place: %s",
 		    strerror(errno));
-		unlink(smanifest);
 		unlink(meta);
-		basecache_remove_tree(dest);
-		layer_unlock(lock);
-		return (publish_reject(fd, "storage_error", x.error, NULL));
+		tree_remove_path(dest);
+		r = publish_reject(fd, "storage_error", x->error, NULL);
+		goto out;
+	}
+	if (rename(smanifest, manifest) != 0) {
+		xasprintf(&x->error, "cannot commit the manifest: %s",
+		    strerror(errno));
+		unlink(meta);
+		tree_remove_path(dest);
+		r = publish_reject(fd, "storage_error", x->error, NULL);
+		goto out;
 	}
 	/* Renamed, the manifest is what every reader sees: published. */
+	close(sfd);
 	if ((sfd = open(stack, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
 	    fsync(sfd) != 0)
-		log_warn("%s: the publish of %s may not survive a crash",
-		    stack, id);
-	if (sfd != -1)
-		close(sfd);
-	publish_audit(&x, sbox, id, owner, dest);
-	layer_unlock(lock);
+		log_warnx("sandbox %s: the publish of %s may not survive a"
+		    " crash", sbox, id);
+	for (i = 0; i < x->naudit; i++) {
+		cause = NULL;
+		if (audit_append(sbox, x->audit[i].path, x->audit[i].line,
+		    &cause) != 0) {
+			log_warnx("blame of %s: %s", x->audit[i].path, cause);
+			free(cause);
+		}
+	}
+	layer_unlock(*lockp);
+	*lockp = -1;
 
 	rep = cJSON_CreateObject();
 	cJSON_AddStringToObject(rep, "layer_id", id);
 	cJSON_AddNumberToObject(rep, "manifest_version", next->version);
 	list = cJSON_AddArrayToObject(rep, "changed_paths");
-	for (i = 0; i < x.cap.n && cJSON_GetArraySize(list) <
+	for (i = 0; i < x->cap.n && cJSON_GetArraySize(list) <
 	    PUBLISH_PATHS_REPORTED; i++) {
-		if (x.cap.e[i].kind != PUBLISH_PARENT)
+		if (x->cap.e[i].kind != PUBLISH_PARENT)
 			cJSON_AddItemToArray(list,
-			    cJSON_CreateString(x.cap.e[i].path));
+			    cJSON_CreateString(x->cap.e[i].path));
 	}
 	if (changed > PUBLISH_PATHS_REPORTED)
 		cJSON_AddNumberToObject(rep, "changed_path_count",
 		    (double)changed);
-	if (x.cap.ndropped > 0) {
+	if (x->cap.ndropped > 0) {
 		list = cJSON_AddArrayToObject(rep, "dropped");
-		for (i = 0; i < x.cap.ndropped; i++)
+		for (i = 0; i < x->cap.ndropped; i++)
 			cJSON_AddItemToArray(list,
-			    cJSON_CreateString(x.cap.dropped[i]));
+			    cJSON_CreateString(x->cap.dropped[i]));
 	}
-	publish_extra(rep, x.extra);
-	return (publish_report(fd, rep));
+	publish_extra(rep, x->extra);
+	x->extra = NULL;
+	r = publish_report(fd, rep);
+	/* Committed: nothing of it is left in staging. */
+	free(staging);
+	staging = NULL;
+out:
+	if (staging != NULL)
+		publish_unstage(staging, smeta, smanifest);
+	if (sfd != -1)
+		close(sfd);
+	if (*lockp != -1) {
+		layer_unlock(*lockp);
+		*lockp = -1;
+	}
+	layer_stack_free(next);
+	free(staging);
+	free(dest);
+	free(meta);
+	free(smeta);
+	free(smanifest);
+	free(manifest);
+	free(stack);
+	return (r);
 }
 
-/* The child: capture, validate, check, commit. */
+/*
+ * Check the capture against the head (when it moved since the base):
+ * 0 when it may be published, 1 after reporting a conflict, -1 after
+ * reporting an error.
+ */
+static int
+publish_check_all(struct publish_ctx *x, int fd)
+{
+	cJSON	*details;
+	size_t	 i;
+
+	if (x->head->version == x->base->version)
+		return (0);
+	if (x->gi == NULL) {
+		x->gi = gitignore_new();
+		for (i = 0; i < x->cap.n; i++)
+			publish_gitignore_load(x, x->cap.e[i].path);
+	}
+	cJSON_Delete(x->conflicts);
+	x->conflicts = cJSON_CreateArray();
+	for (i = 0; i < x->cap.n; i++) {
+		if (publish_check(x, &x->cap.e[i]) == -1) {
+			publish_reject(fd, x->upperfd != -1 ?
+			    "capture_failed" : "storage_error", x->error,
+			    NULL);
+			return (-1);
+		}
+	}
+	if (cJSON_GetArraySize(x->conflicts) == 0)
+		return (0);
+	details = cJSON_CreateObject();
+	cJSON_AddItemToObject(details, "conflicts", x->conflicts);
+	x->conflicts = NULL;
+	cJSON_AddNumberToObject(details, "base_version", x->base->version);
+	cJSON_AddNumberToObject(details, "head_version", x->head->version);
+	publish_reject(fd, "source_conflict", "the session's changes conflict"
+	    " with changes published since it began", details);
+	return (1);
+}
+
+/* The child: capture, validate, then check and commit on the head. */
 int
 publish_child(void *arg, int fd)
 {
@@ -903,15 +1220,27 @@ publish_child(void *arg, int fd)
 	struct publish_entry	*e;
 	const struct publish_args *a = arg;
 	const char		*class;
+	char			*msg;
 	cJSON			*rep, *list, *details;
 	size_t			 i, changed = 0;
-	int			 lock, r;
+	int			 lock = -1, r, attempt;
 
 	memset(&x, 0, sizeof x);
 	x.a = a;
 	x.base = a->base;
-	x.conflicts = cJSON_CreateArray();
-	if (publish_capture_dir(&x, "") != 0)
+	x.upperfd = -1;
+	if (publish_confine(a->sandbox, a->base, &x.error) != 0) {
+		xasprintf(&msg, "cannot confine the publishing process: %s",
+		    x.error);
+		return (publish_reject(fd, "storage_error", msg, NULL));
+	}
+	if ((x.upperfd = open(a->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		xasprintf(&msg, "cannot read the session's changes: %s",
+		    strerror(errno));
+		return (publish_reject(fd, "capture_failed", msg, NULL));
+	}
+	if (publish_capture_dir(&x, x.upperfd, "") != 0)
 		return (publish_reject(fd, "capture_failed", x.error, NULL));
 	for (i = 0; i < x.cap.n; i++) {
 		e = &x.cap.e[i];
@@ -938,128 +1267,109 @@ publish_child(void *arg, int fd)
 		return (publish_report(fd, rep));
 	}
 
-	if ((lock = layer_lock(a->sandbox)) == -1)
-		return (publish_reject(fd, "storage_error", "cannot take the"
-		    " stack's writer lock", NULL));
-	if ((x.head = layer_stack_read(a->sandbox, &x.error)) == NULL) {
-		layer_unlock(lock);
-		return (publish_reject(fd, "storage_error", x.error, NULL));
+	for (attempt = 0;; attempt++) {
+		if (attempt >= PUBLISH_TRIES && lock == -1 &&
+		    (lock = layer_lock(a->sandbox)) == -1)
+			return (publish_reject(fd, "storage_error", "cannot"
+			    " take the stack's writer lock", NULL));
+		publish_attempt_clear(&x);
+		layer_stack_free(x.head);
+		if ((x.head = layer_stack_read(a->sandbox, &x.error)) ==
+		    NULL)
+			return (publish_reject(fd, "storage_error", x.error,
+			    NULL));
+		if ((r = publish_check_all(&x, fd)) != 0)
+			return (r == 1 ? 0 : 1);
+		r = publish_commit(&x, a->sandbox, a->owner, &lock, fd,
+		    changed);
+		if (r != PUBLISH_RETRY)
+			return (r);
 	}
-	if (x.head->version != x.base->version) {
-		x.gi = gitignore_new();
-		for (i = 0; i < x.cap.n; i++)
-			publish_gitignore_load(&x, x.cap.e[i].path);
-		for (i = 0; i < x.cap.n; i++) {
-			r = publish_check(&x, &x.cap.e[i]);
-			if (r == -1) {
-				layer_unlock(lock);
-				return (publish_reject(fd, "storage_error",
-				    x.error, NULL));
-			}
-		}
-		gitignore_free(x.gi);
-		if (cJSON_GetArraySize(x.conflicts) > 0) {
-			layer_unlock(lock);
-			details = cJSON_CreateObject();
-			cJSON_AddItemToObject(details, "conflicts",
-			    x.conflicts);
-			cJSON_AddNumberToObject(details, "base_version",
-			    x.base->version);
-			cJSON_AddNumberToObject(details, "head_version",
-			    x.head->version);
-			return (publish_reject(fd, "source_conflict", "the"
-			    " session's changes conflict with changes"
-			    " published since it began", details));
-		}
-	}
-
-	return (publish_commit(&x, a->sandbox, a->owner, lock, fd, changed));
 }
 
 /* A refusal of a sessionless write or edit. */
 static int
-publish_file_refuse(int fd, int lock, struct files_error *err)
+publish_file_refuse(int fd, struct files_error *err)
 {
-	if (lock != -1)
-		layer_unlock(lock);
 	return (publish_report(fd, files_report(NULL, err)));
 }
 
 /*
- * The child of a sessionless file_write or file_edit: under the writer
- * lock, read the head, apply the change to the path's latest content
- * and commit it as a one-file layer (with the parent directories it
- * needs), so that concurrent writers queue and none loses an update.
+ * One attempt of a sessionless write or edit on x->head: the new content
+ * (an edit applies to the path's content in that head) and the entries
+ * of a one-file layer with the parents it needs. Returns 0, or -1 after
+ * reporting a refusal.
  */
-int
-publish_file_child(void *arg, int fd)
+static int
+publish_file_prepare(struct publish_ctx *x, const struct publish_file_args *f,
+    int fd, struct layer_entry *le, size_t *changed)
 {
-	const struct publish_file_args	*f = arg;
-	struct publish_args		 a;
-	struct publish_ctx		 x;
 	struct publish_entry		*e;
 	struct files_error		 err;
 	struct files_edit_result	 res;
-	struct layer_entry		 le, pe;
+	struct layer_entry		 pe;
 	struct stat			 st;
 	const char			*buf;
-	char				*prefix, *p, *slash, *old, *cause = NULL;
-	size_t				 len, oldlen, changed = 1, i;
+	char				*prefix, *p, *slash, *old;
+	size_t				 len, oldlen, i;
 	mode_t				 mode = 0644;
-	int				 lock, ffd;
+	int				 ffd;
 
-	memset(&x, 0, sizeof x);
 	memset(&err, 0, sizeof err);
 	memset(&res, 0, sizeof res);
-	memset(&a, 0, sizeof a);
-	a.sandbox = f->sandbox;
-	a.upper = "";
-	a.owner = f->owner;
-	x.a = &a;
-	if (f->kind == FILES_EDIT && files_edits_check(f->edits, &err) != 0)
-		return (publish_file_refuse(fd, -1, &err));
-
-	if ((lock = layer_lock(f->sandbox)) == -1)
-		return (publish_reject(fd, "storage_error", "cannot take the"
-		    " stack's writer lock", NULL));
-	if ((x.head = layer_stack_read(f->sandbox, &x.error)) == NULL) {
-		layer_unlock(lock);
-		return (publish_reject(fd, "storage_error", x.error, NULL));
+	for (i = 0; i < x->cap.n; i++) {
+		if (x->cap.e[i].kind == PUBLISH_WRITE &&
+		    x->cap.e[i].merged != f->content)
+			free(x->cap.e[i].merged);
+		free(x->cap.e[i].path);
 	}
-	x.base = x.head;
-	if (files_snapshot_find(x.head, f->path, &le, &err) != 0)
-		return (publish_file_refuse(fd, lock, &err));
+	x->cap.n = 0;
+	*changed = 1;
+	if (files_snapshot_find(x->head, f->path, le, &err) != 0) {
+		publish_file_refuse(fd, &err);
+		return (-1);
+	}
 	if (f->kind == FILES_EDIT) {
-		if (le.kind != LAYER_FILE) {
+		if (le->kind != LAYER_FILE) {
 			err.kind = TOOL_ERR_NOT_FOUND;
 			xasprintf(&err.message, "no file %s in the workspace",
 			    f->path);
 			err.details = tool_details("path", f->path);
-			return (publish_file_refuse(fd, lock, &err));
+			publish_file_refuse(fd, &err);
+			return (-1);
 		}
-		if ((ffd = open(le.path, O_RDONLY | O_NOFOLLOW |
+		if ((ffd = open(le->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 		    O_CLOEXEC)) == -1 || fstat(ffd, &st) != 0) {
 			err.kind = TOOL_ERR_FAILED;
 			xasprintf(&err.message, "cannot read %s: %s", f->path,
 			    strerror(errno));
-			return (publish_file_refuse(fd, lock, &err));
+			if (ffd != -1)
+				close(ffd);
+			publish_file_refuse(fd, &err);
+			return (-1);
 		}
 		old = files_read_text(ffd, &st, FILES_EDIT_MAX, f->path,
 		    &oldlen, &err);
 		close(ffd);
-		if (old == NULL)
-			return (publish_file_refuse(fd, lock, &err));
+		if (old == NULL) {
+			publish_file_refuse(fd, &err);
+			return (-1);
+		}
 		if (files_edit_apply(old, oldlen, f->edits, f->path, &res,
-		    &err) != 0)
-			return (publish_file_refuse(fd, lock, &err));
+		    &err) != 0) {
+			free(old);
+			publish_file_refuse(fd, &err);
+			return (-1);
+		}
+		free(old);
 		buf = res.out;
 		len = res.outlen;
 	} else {
 		buf = f->content;
 		len = f->len;
 	}
-	if (le.kind == LAYER_FILE)
-		mode = le.st.st_mode & 07777;
+	if (le->kind == LAYER_FILE)
+		mode = le->st.st_mode & 07777;
 
 	/* The parents: kept as they are, or made. */
 	prefix = xstrdup(f->path);
@@ -1067,38 +1377,104 @@ publish_file_child(void *arg, int fd)
 	    p = slash + 1, i++) {
 		*slash = '\0';
 		/* The path's resolution found the first parents. */
-		if (i < le.nparent)
-			publish_add(&x.cap, prefix, PUBLISH_PARENT,
-			    le.parent_mode[i]);
-		else if (le.nparent < LAYER_PARENTS_MAX) {
+		if (i < le->nparent)
+			publish_add(&x->cap, prefix, PUBLISH_PARENT,
+			    le->parent_mode[i]);
+		else if (le->nparent < LAYER_PARENTS_MAX) {
 			/* Missing from here down. */
-			publish_add(&x.cap, prefix, PUBLISH_MKDIR, 0755);
-			changed++;
-		} else if (layer_resolve(x.head, prefix, &pe, &cause) != 0) {
-			layer_unlock(lock);
-			return (publish_reject(fd, "storage_error", cause,
-			    NULL));
+			publish_add(&x->cap, prefix, PUBLISH_MKDIR, 0755);
+			(*changed)++;
+		} else if (layer_resolve(x->head, prefix, &pe,
+		    &x->error) != 0) {
+			free(prefix);
+			free(res.out);
+			publish_reject(fd, "storage_error", x->error, NULL);
+			return (-1);
 		} else
-			publish_add(&x.cap, prefix, PUBLISH_PARENT,
+			publish_add(&x->cap, prefix, PUBLISH_PARENT,
 			    pe.st.st_mode);
 		*slash = '/';
 	}
-	publish_add(&x.cap, f->path, PUBLISH_WRITE, mode);
-	e = &x.cap.e[x.cap.n - 1];
+	free(prefix);
+	publish_add(&x->cap, f->path, PUBLISH_WRITE, mode);
+	e = &x->cap.e[x->cap.n - 1];
 	e->merged = (char *)buf;
 	e->merged_len = len;
-	e->prev = &le;
+	e->prev = le;
 
-	x.extra = cJSON_CreateObject();
+	cJSON_Delete(x->extra);
+	x->extra = cJSON_CreateObject();
 	if (f->kind == FILES_EDIT) {
-		cJSON_AddStringToObject(x.extra, "type", "edit");
-		cJSON_AddNumberToObject(x.extra, "edits_applied",
+		cJSON_AddStringToObject(x->extra, "type", "edit");
+		cJSON_AddNumberToObject(x->extra, "edits_applied",
 		    (double)res.applied);
-		cJSON_AddNumberToObject(x.extra, "replacements",
+		cJSON_AddNumberToObject(x->extra, "replacements",
 		    (double)res.replacements);
 	} else
-		cJSON_AddStringToObject(x.extra, "type", le.kind ==
+		cJSON_AddStringToObject(x->extra, "type", le->kind ==
 		    LAYER_FILE ? "update" : "create");
-	cJSON_AddNumberToObject(x.extra, "bytes_written", (double)len);
-	return (publish_commit(&x, f->sandbox, f->owner, lock, fd, changed));
+	cJSON_AddNumberToObject(x->extra, "bytes_written", (double)len);
+	return (0);
+}
+
+/*
+ * The child of a sessionless file_write or file_edit: apply the change to
+ * the path's latest content and commit it as a one-file layer (with the
+ * parent directories it needs); when another publish commits first, the
+ * change is applied again to what it published, so that concurrent
+ * writers never lose an update.
+ */
+int
+publish_file_child(void *arg, int fd)
+{
+	const struct publish_file_args	*f = arg;
+	struct publish_args		 a;
+	struct publish_ctx		 x;
+	struct files_error		 err;
+	struct layer_entry		 le;
+	struct layer_stack		*ls;
+	char				*msg;
+	size_t				 changed;
+	int				 lock = -1, r, attempt;
+
+	memset(&x, 0, sizeof x);
+	memset(&err, 0, sizeof err);
+	memset(&a, 0, sizeof a);
+	a.sandbox = f->sandbox;
+	a.upper = "";
+	a.owner = f->owner;
+	x.a = &a;
+	x.upperfd = -1;
+	if (f->kind == FILES_EDIT && files_edits_check(f->edits, &err) != 0)
+		return (publish_file_refuse(fd, &err));
+	if ((ls = layer_stack_read(f->sandbox, &x.error)) == NULL)
+		return (publish_reject(fd, "storage_error", x.error, NULL));
+	r = publish_confine(f->sandbox, ls, &x.error);
+	layer_stack_free(ls);
+	if (r != 0) {
+		xasprintf(&msg, "cannot confine the publishing process: %s",
+		    x.error);
+		return (publish_reject(fd, "storage_error", msg, NULL));
+	}
+	for (attempt = 0;; attempt++) {
+		if (attempt >= PUBLISH_TRIES && lock == -1 &&
+		    (lock = layer_lock(f->sandbox)) == -1)
+			return (publish_reject(fd, "storage_error", "cannot"
+			    " take the stack's writer lock", NULL));
+		publish_attempt_clear(&x);
+		layer_stack_free(x.head);
+		if ((x.head = layer_stack_read(f->sandbox, &x.error)) ==
+		    NULL)
+			return (publish_reject(fd, "storage_error", x.error,
+			    NULL));
+		x.base = x.head;
+		if (publish_file_prepare(&x, f, fd, &le, &changed) != 0) {
+			layer_unlock(lock);
+			return (0);
+		}
+		r = publish_commit(&x, f->sandbox, f->owner, &lock, fd,
+		    changed);
+		if (r != PUBLISH_RETRY)
+			return (r);
+	}
 }

@@ -237,6 +237,7 @@ main(int argc, char **argv)
 
 	proc_init();
 	nsexec_init(saved_argc, saved_argv);
+	confine_init();
 
 	if (util_mkdir_p(cfg->state_dir, 0700, &cause) != 0 ||
 	    state_init(&cause) != 0) {

@@ -75,6 +75,14 @@ enum limit {
 	LIMIT_TRANSCRIPT_MAX,
 	LIMIT_OUTPUT_WINDOW,
 	LIMIT_SESSION_POOL,
+	LIMIT_HELPER_PROCESSES,
+	LIMIT_HELPER_PER_SANDBOX,
+	LIMIT_HELPER_QUEUE,
+	LIMIT_HELPER_CPUS,
+	LIMIT_HELPER_MEMORY,
+	LIMIT_HELPER_PIDS,
+	LIMIT_SESSIONS_PER_SANDBOX,
+	LIMIT_SESSIONS_TOTAL,
 	LIMIT__COUNT
 };
 
@@ -239,12 +247,16 @@ struct rt_sandbox {
 	unsigned long long	 pid_start;
 	char			**cgroups;
 	size_t			 ncgroup;
+	char			*freezer;	/* its freezer group */
 	struct job		*zjob;		/* the zygote */
+	pid_t			 zpid;		/* the container pid it is in */
 	int			 zctl;
 	struct event		*zev;
+	struct event		*zwev;		/* waiting to write to it */
 	int			 zready;
 	struct sessions		 sessions;
-	unsigned int		 nidle;		/* sessions kept for reuse */
+	unsigned int		 nidle;		/* spares kept for use */
+	unsigned int		 spares_wanted;
 	LIST_ENTRY(rt_sandbox)	 entry;
 };
 struct session {
@@ -267,14 +279,11 @@ struct session {
 	int			 publishing;
 	void			(*dead_cb)(struct session *, void *);
 	void			*dead_arg;
-	struct stat		 upper_st;	/* as the session began */
-	char			 upper_xattrs[256];
-	ssize_t			 upper_xattrs_len;
-	int			 upper_ok;
-	int			 tmp_clean;	/* the init's word at finish */
-	int			 reusable;
 	int			 spare;		/* built ahead, not asked for */
 	struct event		*idle_ev;
+	char			*cgroup;	/* its freezer group */
+	struct event		*freeze_ev;
+	int			 freeze_tries;
 	LIST_ENTRY(session)	 entry;
 };
 typedef void (*rt_cb)(struct rt_sandbox *, const char *, const char *,
@@ -285,7 +294,7 @@ struct session	*session_find(struct rt_sandbox *, const char *);
 void		 session_create(struct rt_sandbox *, int, int, session_cb,
 		     void *);
 void		 session_end(struct session *, const char *);
-void		 session_recycle(struct session *, const char *);
+int		 session_full(struct rt_sandbox *, const char **, char **);
 void		 session_when_dead(struct session *,
 		     void (*)(struct session *, void *), void *);
 void		 session_command_done(struct session *);
@@ -370,6 +379,7 @@ struct files_edit_result {
 	unsigned long long	 replacements;
 };
 struct files_op {
+	const char		*sandbox;	/* whose helper it is */
 	enum files_kind		 kind;
 	char			*path;		/* normalized, relative */
 	int			 rootfd;	/* a session's /workspace, or -1 */
@@ -401,9 +411,11 @@ struct cJSON	*files_unreport(struct cJSON *, struct files_error *);
 void		 files_op(struct files_op *, files_cb, void *);
 
 /* audit.c */
-int		 audit_record(const char *, struct layer_stack *, const char *,
-		     const struct layer_entry *, const char *, const char *,
-		     const char *, char **);
+char		*audit_prepare(const char *, struct layer_stack *,
+		     const char *, const struct layer_entry *, const char *,
+		     const char *, int, char **);
+int		 audit_append(const char *, const char *, const char *,
+		     char **);
 struct cJSON	*audit_blame(const char *, const char *, const char **,
 		     char **);
 
@@ -414,6 +426,10 @@ struct job	*job_fork(const char *, int (*)(void *, int), void *, job_cb,
 		     void *);
 struct job	*job_fork_keep(const char *, int (*)(void *, int), void *,
 		     const int *, int, job_cb, void *);
+struct job	*job_helper(const char *, const char *, int (*)(void *, int),
+		     void *, const int *, int, job_cb, void *);
+int		 job_helper_busy(void);
+int		 job_parent_alive(void);
 void		 job_reap(void);
 void		 job_watch(pid_t, void (*)(int, void *), void *);
 void		 job_unwatch(pid_t);
@@ -423,6 +439,34 @@ void		 job_on_line(struct job *, void (*)(const char *, void *),
 void		 job_cancel(struct job *);
 void		 job_early(struct job *);
 int		 job_write_all(int, const void *, size_t);
+
+/* cgroup.c */
+int		 cgroup_helper_prepare(const char *, char **);
+int		 cgroup_helper_join(const char *);
+void		 cgroup_helper_remove(const char *);
+char		*cgroup_freezer_of(pid_t);
+char		*cgroup_session_create(const char *, const char *, char **);
+int		 cgroup_freeze(const char *, int);
+int		 cgroup_frozen(const char *);
+int		 cgroup_session_remove(const char *);
+void		 cgroup_session_abandon(const char *, const char *);
+
+/* confine.c */
+void		 confine_init(void);
+int		 confine_enter(const char *const *, size_t,
+		     const char *const *, size_t, char **);
+
+/* tree.c */
+int		 tree_open(int, const char *, int);
+int		 tree_extents(int, off_t, int (*)(off_t, const char *, size_t,
+		     void *), void *);
+int		 tree_sparse(int, off_t);
+int		 tree_digest(int, off_t, char[65]);
+char		*tree_read_fd(int, size_t, size_t *);
+char		*tree_read(int, const char *, size_t, size_t *);
+int		 tree_remove(int, const char *);
+int		 tree_remove_path(const char *);
+unsigned long long tree_size(const char *);
 
 /* basecache.c */
 struct basecache_build;

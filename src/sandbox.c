@@ -1283,6 +1283,10 @@ sandbox_recover_sessions(const char *id)
 				continue;
 			}
 			free(path);
+			/* Its processes may have been frozen for a publish. */
+			if (cJSON_IsString(cJSON_GetObjectItem(lease, "cgroup")))
+				cgroup_session_abandon(cJSON_GetObjectItem(
+				    lease, "cgroup")->valuestring, de->d_name);
 			cJSON_Delete(lease);
 			xasprintf(&path, "%s/%s", dir, de->d_name);
 			util_random_hex(rnd, 8);

@@ -32,24 +32,33 @@
  * socket ends its init when this process ends, and any process that finds
  * a lease whose owner is gone removes the session's scratch.
  *
- * An automatic session that ends clean (nothing to publish, nothing left
- * in its upper directory or /tmp, no process) is kept, SESSION_IDLE, for
- * SESSION_KEEP_SECONDS: the next automatic session on the same stack
- * version takes it under a new id instead of building one. After a
- * publish one spare is built ahead on the new stack and kept the same
- * way. Kept sessions are in the sandbox's list but not found by id.
+ * A session that a user process has entered is never handed to another:
+ * a process of another session may hold a descriptor into its mounts
+ * (passed over a unix socket), and nothing can prove it does not. What
+ * makes automatic sessions quick is spares instead: sessions built ahead
+ * on the current stack that no user process has entered, kept
+ * (SESSION_IDLE) for up to SESSION_KEEP_SECONDS, taken by the next
+ * automatic sessions. A sandbox wants as many spares as its automatic
+ * sessions recently needed (one more each time one had to be built on
+ * demand, one fewer each time a spare expires unused), at most the pool
+ * (limit session-pool, and a quarter of the profile's pids). Spares are
+ * in the sandbox's list but not found by id.
+ *
+ * Each session's processes live in a freezer group of their own under
+ * the container's (cgroup.c), joined by its builder before the init is
+ * forked: a publish of a managed session freezes them while it takes its
+ * snapshot, so the tree cannot change under it.
  */
 
 #include "config.h"
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,8 +72,12 @@
 #include "sandbox-mcp.h"
 
 #define RT_SWEEP_SECONDS	5
-/* How long a clean automatic session is kept for the next one. */
+/* How long a spare is kept for the next automatic session. */
 #define SESSION_KEEP_SECONDS	10
+/* How long a freeze may take before a publish gives up. */
+#define SESSION_FREEZE_TRIES	5000	/* of 1 ms */
+/* Descriptors kept back from sessions for everything else. */
+#define SESSION_FD_RESERVE	256
 
 static LIST_HEAD(, rt_sandbox)	rt_sandboxes = LIST_HEAD_INITIALIZER(rt_sandboxes);
 
@@ -76,6 +89,11 @@ static unsigned int session_pool_max(void);
 static void	session_prepare(struct rt_sandbox *);
 static void	session_new(struct rt_sandbox *, int, int, session_cb, void *,
 		    struct layer_stack *, int);
+
+/* Sessions of this process (all sandboxes), and groups left to remove. */
+static unsigned int	 session_count;
+static char		**session_cgroups_left;
+static size_t		 session_ncgroups_left;
 
 struct rt_wait {
 	char		 id[65];
@@ -234,13 +252,15 @@ rt_sandbox_inspect_cb(cJSON *result, const char *kind, const char *message,
 	}
 	free(sb->container);
 	sb->container = xstrdup(id->valuestring);
-	if (sb->pid != (pid_t)pid->valuedouble && sb->zjob != NULL) {
+	if (sb->zjob != NULL && sb->zpid != (pid_t)pid->valuedouble) {
 		/* A new container process: the zygote stood in the old. */
 		job_cancel(sb->zjob);
 		rt_zygote_lost(sb, "the container was restarted");
 	}
 	sb->pid = (pid_t)pid->valuedouble;
 	sb->pid_start = state_process_start(sb->pid);
+	free(sb->freezer);
+	sb->freezer = cgroup_freezer_of(sb->pid);
 	if (rt_sandbox_cgroups(sb, &cause) != 0) {
 		w->cb(NULL, TOOL_ERR_FAILED, cause, tool_details("sandbox_id",
 		    w->id), w->arg);
@@ -264,7 +284,15 @@ rt_sweep_cb(evutil_socket_t fd, short events, void *arg)
 	struct rt_sandbox	*sb;
 	struct stat		 st;
 	char			*path;
+	size_t			 i;
 
+	for (i = 0; i < session_ncgroups_left; i++) {
+		if (cgroup_session_remove(session_cgroups_left[i]) != 0)
+			continue;
+		free(session_cgroups_left[i]);
+		session_cgroups_left[i--] =
+		    session_cgroups_left[--session_ncgroups_left];
+	}
 	LIST_FOREACH(sb, &rt_sandboxes, entry) {
 		if (sb->zjob == NULL && LIST_EMPTY(&sb->sessions))
 			continue;
@@ -375,6 +403,17 @@ session_find(struct rt_sandbox *sb, const char *id)
 static void
 session_free(struct session *s)
 {
+	session_count--;
+	if (s->cgroup != NULL && cgroup_session_remove(s->cgroup) != 0) {
+		/* Its last processes are on their way out: later. */
+		session_cgroups_left = xreallocarray(session_cgroups_left,
+		    session_ncgroups_left + 1, sizeof *session_cgroups_left);
+		session_cgroups_left[session_ncgroups_left++] = s->cgroup;
+		s->cgroup = NULL;
+	}
+	free(s->cgroup);
+	if (s->freeze_ev != NULL)
+		event_free(s->freeze_ev);
 	if (s->idle_ev != NULL)
 		event_free(s->idle_ev);
 	if (s->ctl_ev != NULL)
@@ -408,7 +447,8 @@ session_trash(struct session *s)
 static void
 session_maybe_free(struct session *s)
 {
-	if (s->state != SESSION_ENDED || s->init > 0 || s->commands > 0)
+	if (s->state != SESSION_ENDED || s->init > 0 || s->commands > 0 ||
+	    s->publishing)
 		return;
 	session_trash(s);
 	session_free(s);
@@ -504,38 +544,13 @@ session_idle_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct session	*s = arg;
 
+	/* Not needed for a while: the sandbox wants one spare fewer. */
+	if (s->sb->spares_wanted > 0)
+		s->sb->spares_wanted--;
 	session_end(s, "kept too long unused");
 }
 
-/*
- * An automatic session whose command has finished: if it left nothing
- * behind (no process, nothing in its upper directory, /workspace's
- * attributes and an empty /tmp as they were made), its session is over
- * but the namespaces, overlay and init are kept for a while to serve the
- * next automatic session on the same stack; otherwise it ends.
- */
-void
-session_recycle(struct session *s, const char *why)
-{
-	cJSON	*attrs;
-
-	if (!s->reusable || !s->automatic || s->state != SESSION_DEAD ||
-	    s->init <= 0 || s->ctl == -1 || s->rootfd == -1 ||
-	    s->commands != 0 || s->publishing || s->dead_cb != NULL ||
-	    s->sb->nidle >= session_pool_max()) {
-		session_end(s, why);
-		return;
-	}
-	attrs = cJSON_CreateObject();
-	cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
-	cJSON_AddStringToObject(attrs, "reason", why);
-	telemetry_event(s->sb->id, NULL, NULL, "session.destroyed", attrs);
-	log_debug("session %s ended reason=%s; kept to serve again", s->id,
-	    why);
-	session_keep(s);
-}
-
-/* How many sessions a sandbox keeps: a quarter of its pids at most. */
+/* How many spares a sandbox keeps: a quarter of its pids at most. */
 static unsigned int
 session_pool_max(void)
 {
@@ -546,6 +561,15 @@ session_pool_max(void)
 	return ((unsigned int)max);
 }
 
+/* How many spares may be on their way at once: the builders' count. */
+static unsigned int
+session_build_max(void)
+{
+	long	n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return (n < 1 ? 1 : (unsigned int)n);
+}
+
 /* Into the pool, for SESSION_KEEP_SECONDS. */
 static void
 session_keep(struct session *s)
@@ -553,7 +577,6 @@ session_keep(struct session *s)
 	struct timeval	tv = { SESSION_KEEP_SECONDS, 0 };
 
 	s->state = SESSION_IDLE;
-	s->reusable = 0;
 	s->sb->nidle++;
 	if (s->idle_ev == NULL &&
 	    (s->idle_ev = evtimer_new(ev_base, session_idle_cb, s)) == NULL)
@@ -562,24 +585,53 @@ session_keep(struct session *s)
 }
 
 /*
- * A publish has changed the stack, so every kept session is stale: build
- * one on the new stack ahead of need (one at a time), kept like a clean
- * one once it is up, so that the next automatic session need not wait
- * for a build. Nothing if the pool is off or full, or a spare is on its
- * way.
+ * Build spares on the stack as it is now until the sandbox has as many
+ * as it wants (kept ones and ones on their way); spares on an older
+ * stack are let go.
  */
 static void
 session_prepare(struct rt_sandbox *sb)
 {
-	struct session	*s;
+	struct session		*s, *s1;
+	struct layer_stack	*head;
+	unsigned int		 have = 0, want, building = 0;
+	char			*cause = NULL;
 
-	if (sb->nidle >= session_pool_max())
+	want = sb->spares_wanted;
+	if (want > session_pool_max())
+		want = session_pool_max();
+	if (want == 0)
 		return;
-	LIST_FOREACH(s, &sb->sessions, entry) {
-		if (s->spare)
-			return;
+	if ((head = layer_stack_read(sb->id, &cause)) == NULL) {
+		log_warnx("spare sessions of sandbox %s: %s", sb->id, cause);
+		free(cause);
+		return;
 	}
-	session_new(sb, 1, 0, NULL, NULL, NULL, 1);
+	LIST_FOREACH_SAFE(s, &sb->sessions, entry, s1) {
+		if (s->state != SESSION_IDLE && !(s->spare &&
+		    s->state == SESSION_STARTING))
+			continue;
+		if (s->lease->version != head->version) {
+			if (s->state == SESSION_IDLE)
+				session_end(s, "the stack has changed");
+			continue;
+		}
+		have++;
+		if (s->state == SESSION_STARTING)
+			building++;
+	}
+	/*
+	 * Spares are built a few at a time (no more than the zygote's
+	 * builders), so that sessions asked for now are not kept waiting
+	 * behind them; each one up calls this again.
+	 */
+	while (have < want && building < session_build_max() &&
+	    session_full(sb, NULL, NULL) == 0) {
+		session_new(sb, 1, 0, NULL, NULL, NULL, 1);
+		have++;
+		building++;
+	}
+	layer_stack_free(head);
 }
 
 /*
@@ -591,8 +643,11 @@ session_end(struct session *s, const char *why)
 {
 	cJSON	*attrs;
 
-	if (s->state == SESSION_ENDED)
+	if (s->state == SESSION_ENDED) {
+		/* Maybe it waited for a publish that is now over. */
+		session_maybe_free(s);
 		return;
+	}
 	if (s->state == SESSION_IDLE) {
 		/* Its session ended (and said so) when it was kept. */
 		session_unpark(s);
@@ -647,7 +702,9 @@ rt_sandbox_forget(const char *id)
 	sb->pid = 0;
 }
 
-static void	rt_zygote_send(struct rt_sandbox *, struct session *);
+static int	rt_zygote_send(struct rt_sandbox *, struct session *);
+static void	rt_zygote_wait(struct rt_sandbox *);
+static void	rt_zygote_write_cb(evutil_socket_t, short, void *);
 static void	session_start_fail(struct session *, const char *);
 
 static int	rt_state_fd = -1;
@@ -679,12 +736,13 @@ session_ctl_cb(evutil_socket_t fd, short events, void *arg)
 			nfds = 0;
 			if (s->state == SESSION_STARTING && s->init > 0)
 				session_started(s);
+			if (s->ctl_ev == NULL)
+				break;		/* it ended at once */
 			continue;
 		}
 		for (i = 0; i < nfds; i++)
 			close(fds[i]);
 		if (nf >= 1 && strcmp(f[0], "finished") == 0) {
-			s->tmp_clean = nf == 2 && strcmp(f[1], "1") == 0;
 			session_finished(s);
 			if (s->ctl_ev == NULL)
 				break;		/* the session was freed */
@@ -721,6 +779,10 @@ rt_zygote_lost(struct rt_sandbox *sb, const char *why)
 	if (sb->zev != NULL) {
 		event_free(sb->zev);
 		sb->zev = NULL;
+	}
+	if (sb->zwev != NULL) {
+		event_free(sb->zwev);
+		sb->zwev = NULL;
 	}
 	if (sb->zctl != -1) {
 		close(sb->zctl);
@@ -779,14 +841,10 @@ static void
 rt_zygote_line(const char *line, void *arg)
 {
 	struct rt_sandbox	*sb = arg;
-	struct session		*s;
 
 	if (strcmp(line, "ready") == 0) {
 		sb->zready = 1;
-		LIST_FOREACH(s, &sb->sessions, entry) {
-			if (s->state == SESSION_STARTING && !s->requested)
-				rt_zygote_send(sb, s);
-		}
+		rt_zygote_write_cb(-1, 0, sb);
 	} else if (strncmp(line, "error ", 6) == 0)
 		rt_zygote_lost(sb, line + 6);
 }
@@ -830,6 +888,7 @@ rt_zygote_start(struct rt_sandbox *sb, char **cause)
 	close(sv[1]);
 	sb->zctl = sv[0];
 	util_set_nonblock(sb->zctl);
+	sb->zpid = sb->pid;
 	sb->zev = event_new(ev_base, sb->zctl, EV_READ | EV_PERSIST,
 	    rt_zygote_cb, sb);
 	if (sb->zev == NULL)
@@ -849,50 +908,101 @@ rt_relative(const char *path)
 	return (NULL);
 }
 
-/* Ask the zygote for the session, passing it its control socket. */
+/* The zygote's socket has room again: send what waits, in order. */
 static void
+rt_zygote_write_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct rt_sandbox	*sb = arg;
+	struct session		*s, **pending = NULL;
+	size_t			 n = 0, i;
+
+	/* Oldest first: the list holds the newest at its head. */
+	LIST_FOREACH(s, &sb->sessions, entry) {
+		if (s->state == SESSION_STARTING && !s->requested) {
+			pending = xreallocarray(pending, n + 1,
+			    sizeof *pending);
+			pending[n++] = s;
+		}
+	}
+	for (i = n; i > 0; i--) {
+		if (rt_zygote_send(sb, pending[i - 1]) == 1)
+			break;		/* full again: wait again */
+	}
+	free(pending);
+}
+
+/* Wait until the zygote's socket can take another request. */
+static void
+rt_zygote_wait(struct rt_sandbox *sb)
+{
+	if (sb->zwev == NULL && (sb->zwev = event_new(ev_base, sb->zctl,
+	    EV_WRITE, rt_zygote_write_cb, sb)) == NULL)
+		fatalx("%s: event_new", __func__);
+	if (!event_pending(sb->zwev, EV_WRITE, NULL))
+		event_add(sb->zwev, NULL);
+}
+
+/*
+ * Ask the zygote for the session, passing it its control socket: 0 when
+ * asked, 1 when it must wait for room, -1 when the session failed (and
+ * is gone).
+ */
+static int
 rt_zygote_send(struct rt_sandbox *sb, struct session *s)
 {
 	const char	*f[NSEXEC_FIELDS_MAX];
-	char		*dir;
+	char		*dir, *procs = NULL;
 	int		 sv[2], nf = 0, sndbuf = NSEXEC_MSG_MAX * 2;
 	size_t		 i;
 
 	s->requested = 1;
-	if (s->lease->n + 5 > NSEXEC_FIELDS_MAX) {
+	if (s->lease->n + 6 > NSEXEC_FIELDS_MAX) {
 		session_start_fail(s, "the layer stack is too deep for a"
 		    " session; squash it");
-		return;
+		return (-1);
 	}
 	xasprintf(&dir, "sandboxes/%s/sessions/%s", sb->id, s->id);
 	f[nf++] = "session";
 	f[nf++] = s->id;
 	f[nf++] = s->isolated ? "1" : "0";
+	if (s->cgroup != NULL)
+		xasprintf(&procs, "%s/cgroup.procs", s->cgroup);
+	f[nf++] = procs != NULL ? procs : "";
 	f[nf++] = dir;
 	f[nf++] = s->lease_text;
 	for (i = 0; i < s->lease->n; i++) {
 		if ((f[nf++] = rt_relative(s->lease->paths[i])) == NULL) {
 			free(dir);
+			free(procs);
 			session_start_fail(s, "a layer lies outside the state"
 			    " directory");
-			return;
+			return (-1);
 		}
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
 		free(dir);
+		free(procs);
 		session_start_fail(s, strerror(errno));
-		return;
+		return (-1);
 	}
 	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
 	if (nsexec_send(sb->zctl, f, nf, &sv[1], 1) != 0) {
 		close(sv[0]);
 		close(sv[1]);
 		free(dir);
+		free(procs);
+		if (errno == EAGAIN) {
+			/* The zygote is behind: send it when it has room. */
+			s->requested = 0;
+			rt_zygote_wait(sb);
+			return (1);
+		}
 		session_start_fail(s, strerror(errno));
-		return;
+		return (-1);
 	}
 	close(sv[1]);
 	free(dir);
+	free(procs);
 	free(s->lease_text);
 	s->lease_text = NULL;
 	s->ctl = sv[0];
@@ -902,6 +1012,7 @@ rt_zygote_send(struct rt_sandbox *sb, struct session *s)
 	if (s->ctl_ev == NULL)
 		fatalx("%s: event_new", __func__);
 	event_add(s->ctl_ev, NULL);
+	return (0);
 }
 
 /* The session could not be made: answer its creator and clean up. */
@@ -940,8 +1051,6 @@ session_live(struct session *s)
 	cJSON	*attrs;
 
 	s->state = SESSION_LIVE;
-	s->reusable = 0;
-	s->tmp_clean = 0;
 	attrs = cJSON_CreateObject();
 	cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
 	cJSON_AddStringToObject(attrs, "network_profile", s->isolated ?
@@ -956,19 +1065,12 @@ session_live(struct session *s)
 static void
 session_started(struct session *s)
 {
-	char	*upper;
-
-	/* What /workspace's own attributes are, to tell if they change. */
-	xasprintf(&upper, "%s/upper", s->dir);
-	s->upper_ok = stat(upper, &s->upper_st) == 0 &&
-	    (s->upper_xattrs_len = listxattr(upper, s->upper_xattrs,
-	    sizeof s->upper_xattrs)) != -1;
-	free(upper);
 	job_watch(s->init, session_init_died, s);
 	if (s->spare) {
 		/* Built ahead of need and not asked for yet: kept. */
 		s->spare = 0;
 		session_keep(s);
+		session_prepare(s->sb);
 		return;
 	}
 	session_live(s);
@@ -989,6 +1091,8 @@ session_lease_text(struct session *s)
 	cJSON_AddStringToObject(lease, "network_profile", s->isolated ?
 	    "isolated" : "shared");
 	cJSON_AddBoolToObject(lease, "automatic", s->automatic);
+	if (s->cgroup != NULL)
+		cJSON_AddStringToObject(lease, "cgroup", s->cgroup);
 	cJSON_AddNumberToObject(lease, "created_at_ms", (double)now_ms());
 	text = util_json_print(lease);
 	cJSON_Delete(lease);
@@ -996,20 +1100,16 @@ session_lease_text(struct session *s)
 }
 
 /*
- * A kept session on the stack at version, serving as a new automatic
- * session: it takes a new id (its directory renamed, its lease
- * rewritten in place: no new inode, no fsync, as for a new lease), and
- * is live at once. Kept sessions on another version are let go. Returns
- * 0 when none would do.
+ * A spare on the stack at version, serving as a new automatic session:
+ * no user process has entered it, and its id was never given out, so it
+ * is live at once as it is. Spares on another version are let go.
+ * Returns 0 when none would do.
  */
 static int
 session_reuse(struct rt_sandbox *sb, struct layer_stack *head,
     int isolated, session_cb cb, void *arg)
 {
 	struct session	*s, *s1, *found = NULL;
-	char		 rnd[13], *dir, *path, *text;
-	size_t		 len;
-	int		 fd;
 
 	LIST_FOREACH_SAFE(s, &sb->sessions, entry, s1) {
 		if (s->state != SESSION_IDLE)
@@ -1023,28 +1123,7 @@ session_reuse(struct rt_sandbox *sb, struct layer_stack *head,
 	}
 	if ((s = found) == NULL)
 		return (0);
-	util_random_hex(rnd, 12);
-	dir = state_path("sandboxes/%s/sessions/ws-%s", sb->id, rnd);
-	if (rename(s->dir, dir) != 0) {
-		log_warn("cannot rename %s", s->dir);
-		free(dir);
-		session_end(s, "its directory cannot be renamed");
-		return (0);
-	}
 	session_unpark(s);
-	snprintf(s->id, sizeof s->id, "ws-%s", rnd);
-	free(s->dir);
-	s->dir = dir;
-	text = session_lease_text(s);
-	len = strlen(text);
-	xasprintf(&path, "%s/lease.json", s->dir);
-	if ((fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)) == -1 ||
-	    write(fd, text, len) != (ssize_t)len)
-		log_warn("cannot rewrite %s", path);
-	if (fd != -1)
-		close(fd);
-	free(path);
-	free(text);
 	s->start_cb = cb;
 	s->start_arg = arg;
 	session_live(s);
@@ -1052,10 +1131,61 @@ session_reuse(struct rt_sandbox *sb, struct layer_stack *head,
 }
 
 /*
+ * Whether a sandbox can take no more sessions of this process: at most
+ * sessions-per-sandbox in it, and sessions-total in all (fewer when the
+ * descriptors we may open would not serve that many: each session holds
+ * two). 0, or 1 with the limit's name and a message when asked.
+ */
+int
+session_full(struct rt_sandbox *sb, const char **limit, char **message)
+{
+	static long long	 fdmax = -1;
+	struct session		*s;
+	struct rlimit		 rl;
+	unsigned int		 n = 0;
+	long long		 total;
+
+	/* Spares are bounded by the pool, and ask for nothing. */
+	LIST_FOREACH(s, &sb->sessions, entry) {
+		if (s->state != SESSION_ENDED && s->state != SESSION_IDLE &&
+		    !s->spare)
+			n++;
+	}
+	if (n >= cfg_limit(LIMIT_SESSIONS_PER_SANDBOX)) {
+		if (limit != NULL) {
+			*limit = "sessions-per-sandbox";
+			xasprintf(message, "sandbox %s has %u workspace"
+			    " sessions, the most it may have (limit"
+			    " sessions-per-sandbox); end one first", sb->id, n);
+		}
+		return (1);
+	}
+	if (fdmax == -1)
+		fdmax = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		    rl.rlim_cur != RLIM_INFINITY ? (long long)rl.rlim_cur :
+		    1048576;
+	total = cfg_limit(LIMIT_SESSIONS_TOTAL);
+	if (total > (fdmax - SESSION_FD_RESERVE) / 3)
+		total = (fdmax - SESSION_FD_RESERVE) / 3;
+	if ((long long)session_count >= total) {
+		if (limit != NULL) {
+			*limit = "sessions-total";
+			xasprintf(message, "the server has %u workspace sessions,"
+			    " the most it may have (limit sessions-total, and"
+			    " the descriptors it may open); try again when"
+			    " some have ended", session_count);
+		}
+		return (1);
+	}
+	return (0);
+}
+
+/*
  * Start a workspace session on the stack as it is now. cb(session) once
  * it is live, or cb(NULL, kind, message). An automatic one takes a kept
- * session on the same stack if there is one, or a spare being built on
- * it, before it builds its own.
+ * spare on the same stack if there is one, or a spare being built on it,
+ * before it builds its own; either way spares are built again for the
+ * next.
  */
 void
 session_create(struct rt_sandbox *sb, int automatic, int isolated,
@@ -1076,6 +1206,7 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 	}
 	if (sb->nidle > 0 && session_reuse(sb, head, isolated, cb, arg)) {
 		layer_stack_free(head);
+		session_prepare(sb);
 		return;
 	}
 	LIST_FOREACH(s, &sb->sessions, entry) {
@@ -1086,10 +1217,15 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 			s->start_cb = cb;
 			s->start_arg = arg;
 			layer_stack_free(head);
+			session_prepare(sb);
 			return;
 		}
 	}
+	/* None was ready: the sandbox wants one more from now on. */
+	if (sb->spares_wanted < session_pool_max())
+		sb->spares_wanted++;
 	session_new(sb, 1, isolated, cb, arg, head, 0);
+	session_prepare(sb);
 }
 
 /* A session built anew, on head (NULL: read it); a spare asks nobody. */
@@ -1098,7 +1234,7 @@ session_new(struct rt_sandbox *sb, int automatic, int isolated,
     session_cb cb, void *arg, struct layer_stack *head, int spare)
 {
 	struct session		*s;
-	char			 rnd[13], *cause = NULL;
+	char			 rnd[13], name[32], *cause = NULL;
 
 	s = xcalloc(1, sizeof *s);
 	util_random_hex(rnd, 12);
@@ -1114,6 +1250,13 @@ session_new(struct rt_sandbox *sb, int automatic, int isolated,
 	s->spare = spare;
 	s->dir = state_path("sandboxes/%s/sessions/%s", sb->id, s->id);
 	LIST_INSERT_HEAD(&sb->sessions, s, entry);
+	session_count++;
+	if (sb->freezer != NULL) {
+		snprintf(name, sizeof name, "smcp-%s", s->id);
+		if ((s->cgroup = cgroup_session_create(sb->freezer, name,
+		    &cause)) == NULL)
+			goto fail;
+	}
 
 	if ((s->lease = head) == NULL &&
 	    (s->lease = layer_stack_read(sb->id, &cause)) == NULL)
@@ -1146,6 +1289,9 @@ struct session_publish {
 	struct session		*s;
 	session_publish_cb	 cb;
 	void			*arg;
+	struct publish_args	 a;
+	char			*upper;
+	char			*owner;
 };
 
 /* The "publish" object of a result, from a committed publish's report. */
@@ -1167,14 +1313,61 @@ session_publish_fields(cJSON *rep)
 	return (p);
 }
 
+/* The end of a publish, or of its start: answer with rep (consumed). */
+static void
+session_publish_end(struct session_publish *sp, cJSON *rep)
+{
+	struct session		*s = sp->s;
+	struct rt_sandbox	*sb = s->sb;
+	cJSON			*attrs, *v;
+	int			 published;
+
+	if (s->cgroup != NULL && !s->automatic)
+		cgroup_freeze(s->cgroup, 0);
+	s->publishing = 0;
+	attrs = cJSON_CreateObject();
+	cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
+	if ((v = cJSON_GetObjectItem(rep, "layer_id")) != NULL) {
+		cJSON_AddItemToObject(attrs, "layer_id", cJSON_Duplicate(v, 1));
+		cJSON_AddItemToObject(attrs, "manifest_version", cJSON_Duplicate(
+		    cJSON_GetObjectItem(rep, "manifest_version"), 1));
+		telemetry_event(sb->id, NULL, NULL, "layer.published", attrs);
+	} else if ((v = cJSON_GetObjectItem(rep, "reject_class")) != NULL) {
+		cJSON_AddItemToObject(attrs, "reject_class",
+		    cJSON_Duplicate(v, 1));
+		telemetry_event(sb->id, NULL, NULL, "publish.rejected", attrs);
+	} else
+		cJSON_Delete(attrs);
+	published = cJSON_GetObjectItem(rep, "layer_id") != NULL;
+	sp->cb(s, rep, sp->arg);
+	cJSON_Delete(rep);
+	free(sp->upper);
+	free(sp->owner);
+	free(sp);
+	if (published)
+		session_prepare(sb);
+}
+
+/* A refusal before the publishing process ran. */
+static void
+session_publish_refuse(struct session_publish *sp, const char *class,
+    const char *message)
+{
+	cJSON	*rep;
+
+	rep = cJSON_CreateObject();
+	cJSON_AddStringToObject(rep, "reject_class", class);
+	cJSON_AddStringToObject(rep, "message", message);
+	cJSON_AddObjectToObject(rep, "details");
+	session_publish_end(sp, rep);
+}
+
 static void
 session_publish_done(int status, struct evbuffer *report, void *arg)
 {
 	struct session_publish	*sp = arg;
-	struct rt_sandbox	*sb;
-	cJSON			*rep, *attrs, *v;
+	cJSON			*rep;
 	size_t			 len = evbuffer_get_length(report);
-	int			 published;
 
 	rep = len != 0 ? cJSON_ParseWithLength((const char *)
 	    evbuffer_pullup(report, len), len) : NULL;
@@ -1183,66 +1376,68 @@ session_publish_done(int status, struct evbuffer *report, void *arg)
 		rep = cJSON_CreateObject();
 		cJSON_AddStringToObject(rep, "reject_class", "storage_error");
 		cJSON_AddStringToObject(rep, "message", "the publishing"
-		    " process ended without a report");
+		    " process ended without a report (it may have run out of"
+		    " the memory or time its sandbox's helpers may use)");
 		cJSON_AddObjectToObject(rep, "details");
 	}
-	sp->s->publishing = 0;
-	attrs = cJSON_CreateObject();
-	cJSON_AddStringToObject(attrs, "workspace_session_id", sp->s->id);
-	if ((v = cJSON_GetObjectItem(rep, "layer_id")) != NULL) {
-		cJSON_AddItemToObject(attrs, "layer_id", cJSON_Duplicate(v, 1));
-		cJSON_AddItemToObject(attrs, "manifest_version", cJSON_Duplicate(
-		    cJSON_GetObjectItem(rep, "manifest_version"), 1));
-		telemetry_event(sp->s->sb->id, NULL, NULL, "layer.published",
-		    attrs);
-	} else if ((v = cJSON_GetObjectItem(rep, "reject_class")) != NULL) {
-		cJSON_AddItemToObject(attrs, "reject_class",
-		    cJSON_Duplicate(v, 1));
-		telemetry_event(sp->s->sb->id, NULL, NULL, "publish.rejected",
-		    attrs);
-	} else
-		cJSON_Delete(attrs);
-	sb = sp->s->sb;
-	published = cJSON_GetObjectItem(rep, "layer_id") != NULL;
-	sp->cb(sp->s, rep, sp->arg);
-	cJSON_Delete(rep);
-	free(sp);
-	if (published)
-		session_prepare(sb);
+	session_publish_end(sp, rep);
 }
 
-/* The names of extended attributes on upper: as the session began? */
-static int
-session_xattrs_same(struct session *s, const char *upper)
+/* The session's processes are still: the publishing process may go. */
+static void
+session_publish_start(struct session_publish *sp)
 {
-	char	names[sizeof s->upper_xattrs];
-	ssize_t	len;
+	job_helper("publish", sp->s->sb->id, publish_child, &sp->a, NULL, 0,
+	    session_publish_done, sp);
+}
 
-	len = listxattr(upper, names, sizeof names);
-	return (len != -1 && len == s->upper_xattrs_len &&
-	    memcmp(names, s->upper_xattrs, len) == 0);
+/* Wait for the session's freezer group to report every process frozen. */
+static void
+session_freeze_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct session_publish	*sp = arg;
+	struct session		*s = sp->s;
+	struct timeval		 tv = { 0, 1000 };
+	int			 r;
+
+	r = cgroup_frozen(s->cgroup);
+	if (r == 1) {
+		session_publish_start(sp);
+		return;
+	}
+	if (r == -1 || ++s->freeze_tries >= SESSION_FREEZE_TRIES) {
+		log_warnx("session %s: its processes could not be frozen for"
+		    " a publish", s->id);
+		session_publish_refuse(sp, "capture_failed", "the session's"
+		    " processes could not be stopped for the publish (one may"
+		    " be stuck in the kernel); try again");
+		return;
+	}
+	evtimer_add(s->freeze_ev, &tv);
 }
 
 /*
- * Publish a session's changes as one layer owned by owner, in a child
- * process. cb(session, report) gets the child's report (see publish.c).
+ * Publish a session's changes as one layer owned by owner, in a helper
+ * process (publish.c). The processes of a managed session are frozen
+ * first and thawed once the publish is over, so the tree it captures
+ * cannot change under it (an automatic session's are gone already).
+ * cb(session, report) gets the report.
  */
 void
 session_publish(struct session *s, const char *owner,
     session_publish_cb cb, void *arg)
 {
 	struct session_publish	*sp;
-	struct publish_args	 a;
 	struct dirent		*de;
 	DIR			*d;
-	struct stat		 st;
 	char			*upper;
-	int			 empty = 1;
+	int			 empty = 1, fd;
 	cJSON			*rep;
 
 	xasprintf(&upper, "%s/upper", s->dir);
 	/* Nothing changed (the common case of a read-only command). */
-	if ((d = opendir(upper)) != NULL) {
+	if ((fd = open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1 && (d = fdopendir(fd)) != NULL) {
 		while ((de = readdir(d)) != NULL) {
 			if (strcmp(de->d_name, ".") != 0 &&
 			    strcmp(de->d_name, "..") != 0) {
@@ -1251,21 +1446,11 @@ session_publish(struct session *s, const char *owner,
 			}
 		}
 		closedir(d);
-	} else
+	} else {
+		if (fd != -1)
+			close(fd);
 		empty = 0;
-	/*
-	 * And /workspace's own attributes as they were, no extended
-	 * attribute, /tmp empty: the session may serve again.
-	 */
-	s->reusable = empty && s->tmp_clean && s->upper_ok &&
-	    stat(upper, &st) == 0 && st.st_mode == s->upper_st.st_mode &&
-	    st.st_uid == s->upper_st.st_uid &&
-	    st.st_gid == s->upper_st.st_gid &&
-	    st.st_mtim.tv_sec == s->upper_st.st_mtim.tv_sec &&
-	    st.st_mtim.tv_nsec == s->upper_st.st_mtim.tv_nsec &&
-	    st.st_ctim.tv_sec == s->upper_st.st_ctim.tv_sec &&
-	    st.st_ctim.tv_nsec == s->upper_st.st_ctim.tv_nsec &&
-	    session_xattrs_same(s, upper);
+	}
 	if (empty) {
 		free(upper);
 		rep = cJSON_CreateObject();
@@ -1274,45 +1459,61 @@ session_publish(struct session *s, const char *owner,
 		cJSON_Delete(rep);
 		return;
 	}
-	a.sandbox = s->sb->id;
-	a.upper = upper;
-	a.base = s->lease;
-	a.owner = owner;
 	sp = xcalloc(1, sizeof *sp);
 	sp->s = s;
 	sp->cb = cb;
 	sp->arg = arg;
+	sp->upper = upper;
+	sp->owner = xstrdup(owner);
+	sp->a.sandbox = s->sb->id;
+	sp->a.upper = sp->upper;
+	sp->a.base = s->lease;
+	sp->a.owner = sp->owner;
 	s->publishing = 1;
-	job_fork("publish", publish_child, &a, session_publish_done, sp);
-	free(upper);
+	if (s->cgroup == NULL || s->automatic) {
+		session_publish_start(sp);
+		return;
+	}
+	if (cgroup_freeze(s->cgroup, 1) != 0) {
+		session_publish_refuse(sp, "capture_failed", "the session's"
+		    " processes could not be stopped for the publish");
+		return;
+	}
+	s->freeze_tries = 0;
+	if (s->freeze_ev == NULL && (s->freeze_ev = evtimer_new(ev_base,
+	    session_freeze_cb, sp)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	event_assign(s->freeze_ev, ev_base, -1, 0, session_freeze_cb, sp);
+	session_freeze_cb(-1, 0, sp);
 }
 
 struct session_size {
-	struct session	*s;
-	void		(*cb)(struct session *, unsigned long long, void *);
-	void		*arg;
+	struct session		*s;
+	void			(*cb)(struct session *, unsigned long long,
+				    void *);
+	void			*arg;
+	char			*sandbox;
+	char			*upper;
 };
-
-static unsigned long long	session_size_total;
-
-static int
-session_size_cb(const char *path, const struct stat *st, int flag,
-    struct FTW *ftw)
-{
-	if (flag == FTW_F && S_ISREG(st->st_mode))
-		session_size_total += st->st_size;
-	return (0);
-}
 
 /* The child: the bytes of regular files in the upper directory. */
 static int
 session_size_child(void *arg, int fd)
 {
-	const char	*upper = arg;
+	struct session_size	*z = arg;
+	const char		*rw[1];
+	char			*dir, *cause = NULL;
+	int			 r;
 
-	session_size_total = 0;
-	nftw(upper, session_size_cb, 32, FTW_PHYS);
-	dprintf(fd, "%llu\n", session_size_total);
+	dir = state_path("sandboxes/%s", z->sandbox);
+	rw[0] = dir;
+	r = confine_enter(rw, 1, NULL, 0, &cause);
+	free(dir);
+	if (r != 0) {
+		log_warnx("session size: %s", cause);
+		return (1);
+	}
+	dprintf(fd, "%llu\n", tree_size(z->upper));
 	return (0);
 }
 
@@ -1331,24 +1532,25 @@ session_size_done(int status, struct evbuffer *report, void *arg)
 		free(text);
 	}
 	z->cb(z->s, bytes, z->arg);
+	free(z->sandbox);
+	free(z->upper);
 	free(z);
 }
 
-/* How many bytes a session's changes hold (walked in a child). */
+/* How many bytes a session's changes hold (walked in a helper). */
 void
 session_upper_size(struct session *s,
     void (*cb)(struct session *, unsigned long long, void *), void *arg)
 {
 	struct session_size	*z;
-	char			*upper;
 
 	z = xcalloc(1, sizeof *z);
 	z->s = s;
 	z->cb = cb;
 	z->arg = arg;
-	xasprintf(&upper, "%s/upper", s->dir);
+	z->sandbox = xstrdup(s->sb->id);
+	xasprintf(&z->upper, "%s/upper", s->dir);
 	s->publishing = 1;	/* nothing else may start meanwhile */
-	job_fork("session-size", session_size_child, upper,
+	job_helper("session-size", s->sb->id, session_size_child, z, NULL, 0,
 	    session_size_done, z);
-	free(upper);
 }

@@ -262,6 +262,21 @@ tool_file_session(struct tool_file *tf, struct rt_sandbox *sb, int change)
 	return (s);
 }
 
+/*
+ * Whether the helpers' queue is full: answer server_busy (1) before any
+ * work is queued.
+ */
+static int
+tool_file_busy(struct tool_file *tf)
+{
+	if (!job_helper_busy())
+		return (0);
+	tool_file_error(tf, TOOL_ERR_BUSY, "the server has too many file"
+	    " operations and publishes waiting (limit helper-queue); try"
+	    " again shortly", tool_details("limit", "helper-queue"));
+	return (1);
+}
+
 /* Run a read, or a change in a session, once the sandbox is known. */
 static void
 tool_file_sb(struct rt_sandbox *sb, const char *kind, const char *message,
@@ -275,6 +290,10 @@ tool_file_sb(struct rt_sandbox *sb, const char *kind, const char *message,
 		tool_file_error(tf, kind, message, details);
 		return;
 	}
+	if (tool_file_busy(tf))
+		return;
+	strlcpy(tf->sandbox, sb->id, sizeof tf->sandbox);
+	tf->op.sandbox = tf->sandbox;
 	if (tool_arg_string(tf->tc, "workspace_session_id") != NULL) {
 		if ((s = tool_file_session(tf, sb, tf->op.kind !=
 		    FILES_READ)) == NULL)
@@ -389,6 +408,8 @@ tool_file_change_sb(struct rt_sandbox *sb, const char *kind,
 		tool_file_sb(sb, NULL, NULL, NULL, tf);
 		return;
 	}
+	if (tool_file_busy(tf))
+		return;
 	strlcpy(tf->sandbox, sb->id, sizeof tf->sandbox);
 	xasprintf(&tf->owner, "operation:%s", tool_call_request_id(tf->tc));
 	tf->pf.sandbox = tf->sandbox;
@@ -398,8 +419,8 @@ tool_file_change_sb(struct rt_sandbox *sb, const char *kind,
 	tf->pf.content = tf->op.content;
 	tf->pf.len = tf->op.len;
 	tf->pf.edits = tf->op.edits;
-	job_early(job_fork("publish-file", publish_file_child, &tf->pf,
-	    tool_file_published, tf));
+	job_early(job_helper("publish-file", tf->sandbox, publish_file_child,
+	    &tf->pf, NULL, 0, tool_file_published, tf));
 }
 
 static void

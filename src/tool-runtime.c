@@ -334,7 +334,9 @@ tool_create_workspace_session_sb(struct rt_sandbox *sb, const char *kind,
     const char *message, cJSON *details, void *arg)
 {
 	struct tool_rt	*rt = arg;
-	const char	*np;
+	const char	*np, *limit;
+	char		*msg;
+	cJSON		*d;
 
 	if (sb == NULL) {
 		tool_rt_done(NULL, kind, message, details, rt);
@@ -346,6 +348,13 @@ tool_create_workspace_session_sb(struct rt_sandbox *sb, const char *kind,
 		tool_rt_done(NULL, TOOL_ERR_INVALID, "network_profile must be"
 		    " shared or isolated", tool_details("argument",
 		    "network_profile"), rt);
+		return;
+	}
+	if (session_full(sb, &limit, &msg)) {
+		d = tool_details("limit", limit);
+		cJSON_AddStringToObject(d, "sandbox_id", sb->id);
+		tool_rt_done(NULL, TOOL_ERR_BUSY, msg, d, rt);
+		free(msg);
 		return;
 	}
 	session_create(sb, 0, np != NULL && strcmp(np, "isolated") == 0,
@@ -447,6 +456,13 @@ tool_publish_workspace_session_sb(struct rt_sandbox *sb, const char *kind,
 	}
 	if ((s = tool_rt_session(rt, sb)) == NULL)
 		return;
+	if (job_helper_busy()) {
+		tool_rt_done(NULL, TOOL_ERR_BUSY, "the server has too many"
+		    " publishes and file operations waiting (limit"
+		    " helper-queue); try again shortly", tool_details("limit",
+		    "helper-queue"), rt);
+		return;
+	}
 	xasprintf(&owner, "workspace_session:%s", s->id);
 	session_publish(s, owner, tool_publish_workspace_session_done, rt);
 	free(owner);

@@ -43,8 +43,30 @@ def _run_cleanups():
             print("cleanup failed: %r" % (e,), file=sys.stderr)
 
 
+_servers = []
+
+
 def fail(msg):
     print("FAIL: " + msg, file=sys.stderr)
+    for srv in _servers:
+        try:
+            lines = srv.log().splitlines()
+        except OSError:
+            continue
+        # Repeated messages once each, in order of their first time.
+        seen = set()
+        tail = []
+        for line in lines:
+            key = line.split(": ", 1)[-1]
+            if key not in seen:
+                seen.add(key)
+                tail.append(line)
+        tail = tail[-30:]
+        if tail:
+            print("--- server log (%s), last lines:" % srv.state,
+                  file=sys.stderr)
+            for line in tail:
+                print("    " + line, file=sys.stderr)
     _run_cleanups()
     sys.exit(1)
 
@@ -124,6 +146,7 @@ class Server:
         self._pending = {}
         self._next_id = 100
         self.port = None
+        _servers.append(self)
         cleanup(self.kill)
         if listen is not None:
             self.port = self._wait_port()

@@ -1,0 +1,376 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * Access to trees a sandbox controls (session upper directories, the
+ * scratch of ended sessions, transcripts) from the host, where every
+ * name, symlink and size may have been chosen by an attacker racing us:
+ * everything is relative to a directory descriptor we opened ourselves,
+ * never follows a symlink at any component (openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, O_NOFOLLOW,
+ * AT_SYMLINK_NOFOLLOW), never leaves the file system, and reads file
+ * data extent by extent, so a sparse file costs what it holds, not what
+ * it claims.
+ */
+
+#include "config.h"
+
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <linux/openat2.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "sandbox-mcp.h"
+
+#define TREE_CHUNK	(256 * 1024)
+
+/*
+ * Open path (relative, any depth) beneath dirfd: no symlink, no magic
+ * link, no "..", no other file system on the way. -1 with errno (ELOOP
+ * for a symlink, EXDEV for an escape).
+ */
+int
+tree_open(int dirfd, const char *path, int flags)
+{
+	struct open_how	how;
+	int		fd;
+
+	memset(&how, 0, sizeof how);
+	how.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC);
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+	    RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+	do {
+		fd = (int)syscall(SYS_openat2, dirfd, *path != '\0' ? path :
+		    ".", &how, sizeof how);
+	} while (fd == -1 && errno == EAGAIN);
+	return (fd);
+}
+
+/*
+ * The data extents of an open regular file, one after another:
+ * cb(offset, data, length) for each chunk of data; holes are skipped.
+ * Returns 0, or -1 (errno set) on a read error or when cb returns -1.
+ */
+int
+tree_extents(int fd, off_t size, int (*cb)(off_t, const char *, size_t,
+    void *), void *arg)
+{
+	char	*buf;
+	off_t	 data, hole, off;
+	ssize_t	 n;
+	size_t	 want;
+	int	 r = 0;
+
+	buf = xmalloc(TREE_CHUNK);
+	for (off = 0; off < size && r == 0; off = hole) {
+		if ((data = lseek(fd, off, SEEK_DATA)) == -1) {
+			if (errno == ENXIO)
+				break;		/* only a hole is left */
+			data = off;		/* no SEEK_DATA: read it all */
+			hole = size;
+		} else if ((hole = lseek(fd, data, SEEK_HOLE)) == -1)
+			hole = size;
+		if (hole > size)
+			hole = size;
+		for (off = data; off < hole; off += n) {
+			want = hole - off > TREE_CHUNK ? TREE_CHUNK :
+			    (size_t)(hole - off);
+			n = pread(fd, buf, want, off);
+			if (n == -1 && errno == EINTR) {
+				n = 0;
+				continue;
+			}
+			if (n <= 0) {
+				if (n == 0)
+					hole = off;	/* shrank meanwhile */
+				else
+					r = -1;
+				break;
+			}
+			if (cb(off, buf, n, arg) != 0) {
+				r = -1;
+				break;
+			}
+		}
+	}
+	free(buf);
+	return (r);
+}
+
+/* Whether an open regular file has a hole before its end. */
+int
+tree_sparse(int fd, off_t size)
+{
+	off_t	hole, at;
+
+	if (size == 0)
+		return (0);
+	/* The descriptor's offset is the caller's: put it back. */
+	at = lseek(fd, 0, SEEK_CUR);
+	hole = lseek(fd, 0, SEEK_HOLE);
+	if (at != -1)
+		lseek(fd, at, SEEK_SET);
+	return (hole != -1 && hole < size);
+}
+
+struct tree_digest {
+	EVP_MD_CTX	*md;
+	int		 sparse;
+};
+
+static int
+tree_digest_cb(off_t off, const char *buf, size_t len, void *arg)
+{
+	struct tree_digest	*d = arg;
+	unsigned char		 hdr[16];
+	int			 i;
+
+	if (d->sparse) {
+		for (i = 0; i < 8; i++) {
+			hdr[i] = (unsigned char)((uint64_t)off >> (8 * i));
+			hdr[8 + i] = (unsigned char)((uint64_t)len >> (8 * i));
+		}
+		EVP_DigestUpdate(d->md, hdr, sizeof hdr);
+	}
+	EVP_DigestUpdate(d->md, buf, len);
+	return (0);
+}
+
+/*
+ * The digest of an open regular file, in hex: the SHA-256 of its bytes;
+ * for a file with holes, the SHA-256 of its data extents (each offset
+ * and length, then the bytes), so that a terabyte of hole costs nothing.
+ */
+int
+tree_digest(int fd, off_t size, char out[65])
+{
+	struct tree_digest	d;
+	unsigned char		md[32];
+	unsigned int		mdlen;
+	int			r;
+
+	if ((d.md = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestInit_ex(d.md, EVP_sha256(), NULL) != 1)
+		fatalx("%s: EVP_DigestInit_ex", __func__);
+	if ((d.sparse = tree_sparse(fd, size)))
+		EVP_DigestUpdate(d.md, "sparse", 6);
+	r = tree_extents(fd, size, tree_digest_cb, &d);
+	EVP_DigestFinal_ex(d.md, md, &mdlen);
+	EVP_MD_CTX_free(d.md);
+	util_hex(md, sizeof md, out);
+	return (r);
+}
+
+/*
+ * Read a whole regular file from an open descriptor, at most max bytes
+ * (NUL-terminated); NULL when larger, not regular or unreadable.
+ */
+char *
+tree_read_fd(int fd, size_t max, size_t *len)
+{
+	struct stat	 st;
+	char		*buf;
+	size_t		 got = 0;
+	ssize_t		 n;
+
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (unsigned long long)st.st_size > max)
+		return (NULL);
+	buf = xmalloc(st.st_size + 1);
+	while (got < (size_t)st.st_size) {
+		n = pread(fd, buf + got, st.st_size - got, got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	if (got != (size_t)st.st_size) {
+		free(buf);
+		return (NULL);
+	}
+	buf[got] = '\0';
+	*len = got;
+	return (buf);
+}
+
+/* Read a regular file beneath dirfd, as tree_read_fd. */
+char *
+tree_read(int dirfd, const char *path, size_t max, size_t *len)
+{
+	char	*buf;
+	int	 fd;
+
+	if ((fd = tree_open(dirfd, path, O_RDONLY | O_NONBLOCK)) == -1)
+		return (NULL);
+	buf = tree_read_fd(fd, max, len);
+	close(fd);
+	return (buf);
+}
+
+/* Remove what is in an open directory, depth first. */
+static int
+tree_empty(int dfd)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	int		 fd, sub, r = 0;
+
+	if ((fd = dup(dfd)) == -1)
+		return (-1);
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return (-1);
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			if (sub == -1) {
+				r = -1;
+				continue;
+			}
+			if (tree_empty(sub) != 0)
+				r = -1;
+			close(sub);
+			if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) != 0 &&
+			    errno != ENOENT)
+				r = -1;
+		} else {
+			if (unlinkat(dfd, de->d_name, 0) != 0 &&
+			    errno != ENOENT)
+				r = -1;
+		}
+	}
+	closedir(d);
+	return (r);
+}
+
+/*
+ * Remove name, a directory beneath dirfd (or a file), and all below it,
+ * never following a symlink. 0, or -1 when something was left.
+ */
+int
+tree_remove(int dirfd, const char *name)
+{
+	struct stat	st;
+	int		fd, r;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return (errno == ENOENT ? 0 : -1);
+	if (!S_ISDIR(st.st_mode))
+		return (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT ? 0 :
+		    -1);
+	if ((fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return (-1);
+	r = tree_empty(fd);
+	close(fd);
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
+		r = -1;
+	return (r);
+}
+
+/* Remove a tree by its absolute path (our own directories above it). */
+int
+tree_remove_path(const char *path)
+{
+	char	*copy, *slash;
+	int	 dfd, r;
+
+	copy = xstrdup(path);
+	if ((slash = strrchr(copy, '/')) == NULL || slash[1] == '\0') {
+		free(copy);
+		errno = EINVAL;
+		return (-1);
+	}
+	*slash = '\0';
+	dfd = open(*copy != '\0' ? copy : "/", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC);
+	if (dfd == -1) {
+		free(copy);
+		return (errno == ENOENT ? 0 : -1);
+	}
+	r = tree_remove(dfd, slash + 1);
+	close(dfd);
+	free(copy);
+	return (r);
+}
+
+/* The bytes of regular files below an open directory. */
+static void
+tree_size_dir(int dfd, unsigned long long *bytes)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	int		 fd, sub;
+
+	if ((fd = dup(dfd)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (S_ISREG(st.st_mode))
+			*bytes += st.st_size;
+		else if (S_ISDIR(st.st_mode) && (sub = openat(dfd,
+		    de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC)) != -1) {
+			tree_size_dir(sub, bytes);
+			close(sub);
+		}
+	}
+	closedir(d);
+}
+
+/* The bytes of regular files in the tree at path (not following links). */
+unsigned long long
+tree_size(const char *path)
+{
+	unsigned long long	bytes = 0;
+	int			fd;
+
+	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return (0);
+	tree_size_dir(fd, &bytes);
+	close(fd);
+	return (bytes);
+}

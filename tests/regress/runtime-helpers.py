@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+# Work the host does for a sandbox is charged to it and bounded.
+#
+# 1. A publish of a 1 TiB sparse file and of an 8 GiB one with a few
+#    bytes at its end finishes quickly (it costs what the files hold, not
+#    what they claim), and a sessionless write meanwhile is not kept
+#    waiting.
+# 2. Four session reads of a 32 GiB sparse file at once answer at once.
+# 3. 400 pipelined sessionless writes never run more than helper-processes
+#    helpers at once; past the queue the server answers server_busy.
+# 4. The publishing process runs in the sandbox's helper control group,
+#    confined (its root is an empty file system holding only the
+#    sandbox's state; no_new_privs; a seccomp filter); killed with the
+#    server (kill -9), it commits nothing, and a restart finds the
+#    sandbox usable.
+# 5. 600 managed sessions in one sandbox: past sessions-per-sandbox the
+#    server answers server_busy, and another sandbox still runs commands.
+
+import json
+import os
+import signal
+import time
+
+from lib import (IMAGE, Server, check, check_eq, check_in, cleanup, err_result,
+                 main, ok_result, remove_our_containers, tmpdir)
+
+HELPERS = 6
+
+
+def children(pid):
+    out = []
+    try:
+        for task in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+                out += f.read().split()
+    except OSError:
+        pass
+    return out
+
+
+def helper_pids(sid):
+    """Processes in the sandbox's helper group (pids hierarchy)."""
+    for base in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup"):
+        path = os.path.join(base, "sandbox-mcp", sid, "cgroup.procs")
+        try:
+            with open(path) as f:
+                return [int(p) for p in f.read().split()]
+        except OSError:
+            continue
+    return []
+
+
+def manifest_version(state, sid):
+    with open(os.path.join(state, "sandboxes", sid, "stack",
+                           "manifest.json")) as f:
+        return json.load(f)["version"]
+
+
+def test():
+    top = tmpdir()
+    roots = os.path.join(top, "roots")
+    ws = os.path.join(roots, "ws")
+    os.makedirs(ws)
+    state = os.path.join(top, "state")
+    conf = ("workspace-root %s\nlimit helper-processes %d\n"
+            "limit helper-queue 256\n" % (roots, HELPERS))
+    s = Server(sets=("management", "runtime"), config=conf, state=state)
+    cleanup(lambda: remove_our_containers(state))
+    s.initialize()
+    sid = ok_result(s.call("create_sandbox", {"image": IMAGE,
+                                              "workspace_root": ws}),
+                    "create")["id"]
+    other = ok_result(s.call("create_sandbox", {"image": IMAGE,
+                                                "workspace_root": ws}),
+                      "create another")["id"]
+
+    def run(cmd, box=sid, **kw):
+        args = {"sandbox_id": box, "cmd": cmd, "yield_time_ms": 60000}
+        args.update(kw)
+        return ok_result(s.call("exec_command", args, timeout=90),
+                         "exec %r" % cmd[:40])
+
+    def session():
+        return ok_result(s.call("create_workspace_session", {
+            "sandbox_id": sid}), "session")["workspace_session_id"]
+
+    # 1. Sparse giants.
+    w = session()
+    r = run("truncate -s %d huge && truncate -s %d big && echo end >> big"
+            " && truncate -s %d sparse32 && echo made" % (1 << 40, 8 << 30,
+                                                          32 << 30),
+            workspace_session_id=w)
+    check_eq(r["output"], "made\n", "the sparse files")
+    rid = 500
+    s.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "publish_workspace_session", "arguments": {
+                "sandbox_id": sid, "workspace_session_id": w}}})
+    t0 = time.time()
+    r = ok_result(s.call("file_write", {"sandbox_id": sid,
+                                        "path": "meanwhile.txt",
+                                        "content": "x\n"}), "write")
+    waited = time.time() - t0
+    check(waited < 5, "a write waited %.1f s behind a publish" % waited)
+    m = s.wait(rid, timeout=60)
+    took = time.time() - t0
+    p = ok_result(m["result"], "publish of sparse files")
+    check(sorted(p["publish"]["changed_paths"]) ==
+          ["big", "huge", "sparse32"], "published: %r" % p["publish"])
+    check(took < 30, "the publish took %.1f s" % took)
+    b = ok_result(s.call("file_blame", {"sandbox_id": sid, "path": "big"}),
+                  "blame of big")
+    check_eq(b["ranges"], [{"start_line": 1, "line_count": 1,
+                            "owner": "workspace_session:" + w}],
+             "whole-file ownership of a large file")
+
+    # 2. Four reads of a 32 GiB sparse file at once, in a session.
+    w = session()
+    t0 = time.time()
+    ids = []
+    for i in range(4):
+        rid += 1
+        ids.append(rid)
+        s.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                "params": {"name": "file_read", "arguments": {
+                    "sandbox_id": sid, "workspace_session_id": w,
+                    "path": "sparse32"}}})
+    for i in ids:
+        m = s.wait(i, timeout=60)
+        e = err_result(m["result"], "invalid_request", "read of a hole")
+        check_in("not UTF-8 text", e["message"], "why")
+    took = time.time() - t0
+    check(took < 10, "four reads of a sparse file took %.1f s" % took)
+    ok_result(s.call("destroy_workspace_session", {
+        "sandbox_id": sid, "workspace_session_id": w}), "destroy")
+
+    # 3. 400 pipelined sessionless writes (every one is a helper).
+    body = "y\n"
+    ids = []
+    for i in range(400):
+        rid += 1
+        ids.append(rid)
+        s.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                "params": {"name": "file_write", "arguments": {
+                    "sandbox_id": sid, "path": "burst/f%03d" % i,
+                    "content": body}}})
+    peak = 0
+    pending = set(ids)
+    written = []
+    busy = 0
+    while pending:
+        peak = max(peak, len(children(s.proc.pid)))
+        m = s.recv(timeout=120)
+        if m.get("id") not in pending:
+            continue
+        pending.discard(m["id"])
+        res = m["result"]
+        if res["isError"]:
+            e = res["structuredContent"]["error"]
+            check_eq(e["kind"], "server_busy", "a refused write")
+            check_eq(e["details"].get("limit"), "helper-queue",
+                     "the limit named")
+            busy += 1
+        else:
+            written.append(res["structuredContent"]["path"])
+    # The sandbox's zygote and a session's init may be children too.
+    check(peak <= HELPERS + 3, "%d children at once (cap %d)"
+          % (peak, HELPERS))
+    check(len(written) >= 256, "%d writes done, %d refused"
+          % (len(written), busy))
+    r = run("ls burst | wc -l")
+    check_eq(r["output"].strip(), str(len(written)), "every write there")
+
+    # 4. The publishing process: charged, confined, and dies with us.
+    w = session()
+    run("dd if=/dev/zero of=zeros bs=1M count=1536 2>/dev/null; echo ok",
+        workspace_session_id=w)
+    before = manifest_version(state, sid)
+    rid += 1
+    s.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "publish_workspace_session", "arguments": {
+                "sandbox_id": sid, "workspace_session_id": w}}})
+    helper = None
+    end = time.time() + 20
+    while time.time() < end and helper is None:
+        pids = helper_pids(sid)
+        if pids:
+            helper = pids[0]
+        time.sleep(0.002)
+    check(helper is not None, "a helper in the sandbox's group")
+    try:
+        root = os.listdir("/proc/%d/root" % helper)
+        with open("/proc/%d/status" % helper) as f:
+            status = f.read()
+        with open("/proc/%d/mountinfo" % helper) as f:
+            mounts = f.read().splitlines()
+    except OSError as e:
+        check(False, "the helper ended too soon to be looked at: %r" % e)
+    first = state.strip("/").split("/")[0]
+    check_eq(sorted(root), [first], "the helper's root holds only the"
+             " way to its sandbox")
+    check_in("NoNewPrivs:\t1", status, "no_new_privs")
+    check_in("Seccomp:\t2", status, "a seccomp filter")
+    check(len(mounts) <= 4, "the helper's mounts: %r" % mounts)
+    os.kill(s.proc.pid, signal.SIGKILL)
+    s.proc.wait()
+    end = time.time() + 10
+    while time.time() < end and os.path.exists("/proc/%d" % helper):
+        time.sleep(0.01)
+    check(not os.path.exists("/proc/%d" % helper),
+          "the helper died with the server")
+    check_eq(manifest_version(state, sid), before,
+             "nothing committed after the server died")
+    s2 = Server(sets=("management", "runtime"), config=conf, state=state)
+    s2.initialize()
+    r = ok_result(s2.call("exec_command", {"sandbox_id": sid,
+                                           "cmd": "ls zeros 2>&1; echo ok",
+                                           "yield_time_ms": 60000},
+                          timeout=90), "after the restart")
+    check_in("No such file", r["output"], "the killed publish left nothing")
+    s = s2
+
+    # 5. 600 managed sessions.
+    made = 0
+    refused = None
+    for i in range(600):
+        res = s.call("create_workspace_session", {"sandbox_id": sid},
+                     timeout=60)
+        if res["isError"]:
+            refused = res["structuredContent"]["error"]
+            break
+        made += 1
+    check(refused is not None, "%d sessions made, none refused" % made)
+    check_eq(refused["kind"], "server_busy", "the refusal")
+    check_eq(refused["details"].get("limit"), "sessions-per-sandbox",
+             "the limit named")
+    check_eq(made, 64, "sessions made before the limit")
+    r = ok_result(s.call("exec_command", {"sandbox_id": other,
+                                          "cmd": "echo still",
+                                          "yield_time_ms": 60000},
+                         timeout=90), "another sandbox")
+    check_eq(r["output"], "still\n", "another sandbox runs commands")
+
+
+if __name__ == "__main__":
+    main(test)
