@@ -584,7 +584,7 @@ transport_http_host_ok(struct http_conn *c)
 	if (!http.loopback)
 		return (1);
 	if (host == NULL)
-		return (1);	/* HTTP/1.1 without Host is refused earlier */
+		return (0);	/* the parser refuses it already */
 	len = transport_http_host_len(host);
 	return (transport_http_loopback_name(host, len) &&
 	    transport_http_port_ok(host + len));
@@ -694,11 +694,6 @@ transport_http_head(struct http_conn *c)
 
 	c->keepalive = http_msg_keepalive(req);
 	transport_http_path(c, path, sizeof path);
-	if (req->minor == 1 && http_msg_header(req, "Host") == NULL) {
-		c->close_after = 1;
-		transport_http_plain(c, 400, NULL);
-		return;
-	}
 	if (http.loopback && !transport_http_host_ok(c)) {
 		log_info("http client %u refused: Host \"%.64s\" on loopback"
 		    " peer=%s", c->id, http_msg_header(req, "Host") != NULL ?
