@@ -121,6 +121,7 @@ extern int			 opt_sets;
 void		 proc_init(void);
 void		 proc_loop(void);
 void		 proc_check_exit(void);
+void		 proc_nofile_restore(void);
 
 /* cfg.c */
 struct cfg	*cfg_new(void);
