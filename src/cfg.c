@@ -67,7 +67,7 @@ static const struct cfg_limit_entry {
 	[LIMIT_MAX_SESSIONS] = { "max-sessions", CFG_LIMIT_COUNT,
 	    1, 1000000, 4096 },
 	[LIMIT_HEADER_TIMEOUT] = { "header-timeout", CFG_LIMIT_SECONDS,
-	    1, 3600, 10 },
+	    1, 3600, 5 },
 	[LIMIT_BODY_TIMEOUT] = { "body-timeout", CFG_LIMIT_SECONDS,
 	    1, 3600, 60 },
 	[LIMIT_IDLE_TIMEOUT] = { "idle-timeout", CFG_LIMIT_SECONDS,
@@ -100,6 +100,10 @@ static const struct cfg_limit_entry {
 	    1024, 16 * 1024 * 1024, 64 * 1024 },
 	[LIMIT_SESSION_POOL] = { "session-pool", CFG_LIMIT_COUNT,
 	    0, 1024, 32 },
+	[LIMIT_MAX_SESSIONS_PER_KEY] = { "max-sessions-per-key",
+	    CFG_LIMIT_COUNT, 1, 1000000, 256 },
+	[LIMIT_MAX_CONNECTIONS_PER_ADDRESS] = { "max-connections-per-address",
+	    CFG_LIMIT_COUNT, 1, 65536, 128 },
 };
 
 static const struct {

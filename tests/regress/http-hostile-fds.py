@@ -44,10 +44,17 @@ def test():
     check(re.search(r"open files limit 256 raised to %d" % hard, s.log()),
           "the raise is logged: " + s.log()[-1000:])
 
-    # 400 connections at once, each with a request answered, all held.
+    # 400 connections at once, each with a request answered, all held
+    # (from four addresses, each under max-connections-per-address).
     conns = []
     for i in range(400):
-        c = Http(s.port, timeout=10)
+        c = Http.__new__(Http)
+        c.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        c.sock.bind(("127.0.0.%d" % (1 + i % 4), 0))
+        c.sock.settimeout(10)
+        c.sock.connect(("127.0.0.1", s.port))
+        c.buf = b""
+        cleanup(c.close)
         st, h, b = c.request("GET", "/health")
         check_eq(st, 200, "connection %d of 400" % (i + 1))
         conns.append(c)
