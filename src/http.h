@@ -97,7 +97,7 @@ struct http_msg {
 	int			 chunked;
 	int64_t			 content_length; /* -1 when absent */
 	uint64_t		 remaining;	/* of the body or chunk */
-	uint64_t		 body_bytes;	/* so far, chunk lines too */
+	uint64_t		 body_bytes;	/* so far, chunk lines in */
 	uint64_t		 max_body;
 	int			 no_body;	/* e.g. a reply to HEAD */
 	struct evbuffer		*body;		/* decoded body bytes */

@@ -103,7 +103,7 @@ struct http_client {
 	char				*name;
 	unsigned int			 conns;
 	unsigned int			 nsessions;
-	struct http_session_lru		 sessions; /* least recently used first */
+	struct http_session_lru		 sessions; /* least recent use first */
 	LIST_ENTRY(http_client)		 entry;
 };
 LIST_HEAD(http_clients, http_client);
@@ -139,8 +139,8 @@ struct http_conn {
 	TAILQ_ENTRY(http_conn)		 entry;
 	char				 addr_name[HTTP_CLIENT_NAME];
 	struct http_client		*client; /* the address charged */
-	int				 client_request; /* for one request */
-	int				 proxied; /* the peer is a trusted proxy */
+	int				 client_request; /* for a request */
+	int				 proxied; /* a trusted proxy's */
 	int				 authed; /* a request passed auth */
 	int				 evictable;
 	TAILQ_ENTRY(http_conn)		 evict_entry;

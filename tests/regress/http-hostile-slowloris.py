@@ -122,8 +122,10 @@ def test():
     # 2. The per-address cap, exactly: with 4, a fifth connection from the
     # same address gets 503; the four admitted are still served, and
     # another address is unaffected.
-    s2 = Server(config="limit max-connections-per-address 4\n",
-                listen="127.0.0.1:0", stdio=False)
+    # (A long head deadline here and below, so that it plays no part.)
+    s2 = Server(config="limit max-connections-per-address 4\n"
+                "limit header-timeout 60\n", listen="127.0.0.1:0",
+                stdio=False)
     four = [connect_from("127.0.0.2", s2.port) for _ in range(4)]
     for f in four:
         f.send(b"GET /he")
@@ -146,7 +148,8 @@ def test():
     # 3. The total cap: the newcomer evicts the oldest idle connection
     # that has not authenticated; an authenticated idle one stays.
     s3 = Server(config=line + "\nlimit max-connections 16\n"
-                "limit max-connections-per-address 8\n",
+                "limit max-connections-per-address 8\n"
+                "limit header-timeout 60\n",
                 listen="127.0.0.1:0", stdio=False)
     keyed, khdr = http_session(s3.port, key=key)        # authenticated
     anon = Http(s3.port)
