@@ -114,6 +114,7 @@ trap 'exit 130' INT TERM
 start() {
 	local name=$1 log=$2 i port
 	shift 2
+	: >"$log"	# there before the child opens it, for the sed below
 	"$@" </dev/null >"$log.out" 2>"$log" &
 	srv_pid=$!
 	pids="$pids $srv_pid"
