@@ -26,7 +26,6 @@
 
 #include <signal.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <event2/event.h>
 
@@ -38,6 +37,7 @@ int			 opt_sets;
 
 static struct event	*proc_sigint, *proc_sigterm, *proc_sighup, *proc_sigchld;
 static struct rlimit	 proc_nofile;	/* as we were started */
+static int		 proc_nofile_raised;
 
 /* libevent's own warnings, into our log. */
 static void
@@ -84,7 +84,6 @@ proc_nofile_raise(void)
 
 	if (getrlimit(RLIMIT_NOFILE, &proc_nofile) != 0) {
 		log_warn("getrlimit RLIMIT_NOFILE");
-		memset(&proc_nofile, 0, sizeof proc_nofile);
 		return;
 	}
 	rl = proc_nofile;
@@ -100,6 +99,7 @@ proc_nofile_raise(void)
 		    (unsigned long long)rl.rlim_max);
 		return;
 	}
+	proc_nofile_raised = 1;
 	log_debug("open files limit %llu raised to %llu",
 	    (unsigned long long)proc_nofile.rlim_cur,
 	    (unsigned long long)rl.rlim_cur);
@@ -114,7 +114,7 @@ proc_nofile_raise(void)
 void
 proc_nofile_restore(void)
 {
-	if (proc_nofile.rlim_max != 0)
+	if (proc_nofile_raised)
 		(void)setrlimit(RLIMIT_NOFILE, &proc_nofile);
 }
 
