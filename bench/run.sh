@@ -7,6 +7,10 @@
 #          without) and against a minimal server on the official MCP
 #          TypeScript SDK serving the same tool list.
 #   stdio: 10,000 sequential ping round trips over the server's stdio.
+#   slowloris: /health and tools/list from 127.0.0.1 while 1,100
+#          connections trickle bytes (from one address, then from 20),
+#          against the same requests with no attack (bench/slowloris.py;
+#          needs python3).
 #   lifecycle: create_sandbox (count 1 warm and cold, count 8) and
 #          destroy_sandbox against docker run -d / docker rm -f of the
 #          same images, on a generated 1,000-file, 16 MiB workspace
@@ -24,6 +28,8 @@
 #   SANDBOX_MCP_BUILDDIR, SANDBOX_MCP_SRCDIR   default: this script's ../
 #   BENCH_DURATION (10s) BENCH_CONNECTIONS (64) BENCH_THREADS (2)
 #   BENCH_WARMUP (2s; 0 to skip) BENCH_PINGS (10000) BENCH_SKIP_SDK (unset)
+#   BENCH_SKIP_SLOWLORIS (unset) BENCH_SLOWLORIS_REQUESTS
+#   BENCH_SLOWLORIS_CONNECTIONS (see bench/slowloris.py)
 #   BENCH_SKIP_LIFECYCLE (unset) BENCH_LIFECYCLE_IMAGES BENCH_LIFECYCLE_WARM
 #   BENCH_LIFECYCLE_COLD BENCH_LIFECYCLE_BATCH BENCH_LIFECYCLE_BASELINE
 #   (see bench/lifecycle.py)
@@ -34,9 +40,9 @@
 #   BENCH_FILES_DOCKER BENCH_FILES_PAUSE (see bench/files.py)
 #
 # Results: printed, and written to $SANDBOX_MCP_BUILDDIR/bench/results/
-# (http.txt, stdio.txt, lifecycle.txt and lifecycle.json, exec.txt and
-# exec.json, files.txt and files.json, and the raw wrk output of each
-# run).  Exit status
+# (http.txt, stdio.txt, slowloris.txt and slowloris.json, lifecycle.txt
+# and lifecycle.json, exec.txt and exec.json, files.txt and files.json,
+# and the raw wrk output of each run).  Exit status
 # 0 when every target is met, 1 when one is missed or a run is broken
 # (non-200 responses, socket errors, a server that would not start).
 
@@ -108,6 +114,7 @@ trap 'exit 130' INT TERM
 start() {
 	local name=$1 log=$2 i port
 	shift 2
+	: >"$log"	# there before the child opens it, for the sed below
 	"$@" </dev/null >"$log.out" 2>"$log" &
 	srv_pid=$!
 	pids="$pids $srv_pid"
@@ -364,6 +371,20 @@ ping_row() {
 	fi
 } >"$results/stdio.txt"
 cat "$results/stdio.txt"
+
+# ----------------------------------------------------------- slowloris
+# bench/slowloris.py prints its table, writes slowloris.txt and
+# slowloris.json, and exits 1 when the target is missed or the run is
+# broken.
+if [ -z "${BENCH_SKIP_SLOWLORIS:-}" ]; then
+	echo
+	say "bench: slowloris: legitimate requests under 1,100 slow connections"
+	command -v python3 >/dev/null 2>&1 || die "python3 is needed"
+	if ! SANDBOX_MCP_BUILDDIR=$builddir python3 "$bench/slowloris.py"; then
+		say "bench: slowloris: the target missed or the run broken"
+		failed=1
+	fi
+fi
 
 # ----------------------------------------------------------- lifecycle
 # bench/lifecycle.py prints its table, writes lifecycle.txt and

@@ -67,7 +67,7 @@ static const struct cfg_limit_entry {
 	[LIMIT_MAX_SESSIONS] = { "max-sessions", CFG_LIMIT_COUNT,
 	    1, 1000000, 4096 },
 	[LIMIT_HEADER_TIMEOUT] = { "header-timeout", CFG_LIMIT_SECONDS,
-	    1, 3600, 10 },
+	    1, 3600, 5 },
 	[LIMIT_BODY_TIMEOUT] = { "body-timeout", CFG_LIMIT_SECONDS,
 	    1, 3600, 60 },
 	[LIMIT_IDLE_TIMEOUT] = { "idle-timeout", CFG_LIMIT_SECONDS,
@@ -116,6 +116,10 @@ static const struct cfg_limit_entry {
 	    CFG_LIMIT_COUNT, 1, 65536, 64 },
 	[LIMIT_SESSIONS_TOTAL] = { "sessions-total", CFG_LIMIT_COUNT,
 	    1, 1000000, 4096 },
+	[LIMIT_MAX_SESSIONS_PER_KEY] = { "max-sessions-per-key",
+	    CFG_LIMIT_COUNT, 1, 1000000, 256 },
+	[LIMIT_MAX_CONNECTIONS_PER_ADDRESS] = { "max-connections-per-address",
+	    CFG_LIMIT_COUNT, 1, 65536, 128 },
 };
 
 static const struct {

@@ -112,16 +112,16 @@ http_msg_fail(struct http_msg *msg, enum http_msg_error error,
 }
 
 /*
- * Take one line off the buffer if a whole one is there, counting it
- * against the head limit. Returns 1 with a line, 0 for more bytes, -1 when
- * the limit is passed.
+ * Take one line off the buffer if a whole one is there, at most left
+ * bytes long with its end. Returns 1 with a line, 0 for more bytes, -1
+ * when the line would be longer; *used has the bytes taken.
  */
 static int
-http_msg_line(struct http_msg *msg, struct evbuffer *in, char **line)
+http_msg_take_line(struct evbuffer *in, size_t left, char **line,
+    size_t *used)
 {
 	struct evbuffer_ptr	 p;
 	size_t			 len, avail = evbuffer_get_length(in);
-	size_t			 left = msg->max_head - msg->head_bytes;
 
 	p = evbuffer_search_eol(in, NULL, &len, EVBUFFER_EOL_LF);
 	if (p.pos == -1) {
@@ -131,7 +131,7 @@ http_msg_line(struct http_msg *msg, struct evbuffer *in, char **line)
 	}
 	if ((size_t)p.pos + 1 > left)
 		return (-1);
-	msg->head_bytes += p.pos + 1;
+	*used = p.pos + 1;
 	*line = xmalloc(p.pos + 1);
 	evbuffer_remove(in, *line, p.pos);
 	(*line)[p.pos] = '\0';
@@ -139,6 +139,43 @@ http_msg_line(struct http_msg *msg, struct evbuffer *in, char **line)
 	if (p.pos > 0 && (*line)[p.pos - 1] == '\r')
 		(*line)[p.pos - 1] = '\0';
 	return (1);
+}
+
+/* A line of the head (or of the trailers), counted against max_head. */
+static int
+http_msg_line(struct http_msg *msg, struct evbuffer *in, char **line)
+{
+	size_t	used;
+	int	r;
+
+	r = http_msg_take_line(in, msg->max_head - msg->head_bytes, line,
+	    &used);
+	if (r == 1)
+		msg->head_bytes += used;
+	return (r);
+}
+
+/*
+ * A line of chunked framing (a chunk-size line or the end of a chunk's
+ * data): part of the body, so its bytes count against max_body, and no
+ * longer than HTTP_CHUNK_LINE_MAX. Returns 1 with a line, 0 for more
+ * bytes, -1 for a line too long, -2 when the body would pass max_body.
+ */
+static int
+http_msg_chunk_line(struct http_msg *msg, struct evbuffer *in, char **line)
+{
+	uint64_t	left = msg->max_body - msg->body_bytes;
+	size_t		used, max = HTTP_CHUNK_LINE_MAX;
+	int		r;
+
+	if (left < max)
+		max = (size_t)left;
+	r = http_msg_take_line(in, max, line, &used);
+	if (r == -1)
+		return (left < HTTP_CHUNK_LINE_MAX ? -2 : -1);
+	if (r == 1)
+		msg->body_bytes += used;
+	return (r);
 }
 
 static int
@@ -243,11 +280,20 @@ http_msg_end_head(struct http_msg *msg)
 {
 	struct http_header	*h;
 	const char		*te = NULL, *errstr;
-	int64_t			 cl = -1, v;
+	int64_t			 cl = -1, v = 0;
+	int			 hosts = 0;
 
 	TAILQ_FOREACH(h, &msg->headers, entry) {
+		if (strcasecmp(h->name, "Host") == 0)
+			hosts++;
 		if (strcasecmp(h->name, "Content-Length") == 0) {
-			v = strtonum(h->value, 0, INT64_MAX, &errstr);
+			/* Digits only: no sign, no blank, no list. */
+			errstr = NULL;
+			if (h->value[0] == '\0' || strlen(h->value) > 18 ||
+			    h->value[strspn(h->value, "0123456789")] != '\0')
+				errstr = "not a number";
+			else
+				v = strtonum(h->value, 0, INT64_MAX, &errstr);
 			if (errstr != NULL) {
 				snprintf(msg->errbuf, sizeof msg->errbuf,
 				    "bad Content-Length");
@@ -267,6 +313,12 @@ http_msg_end_head(struct http_msg *msg)
 			}
 			te = h->value;
 		}
+	}
+	/* A request names exactly one host, whatever its version. */
+	if (msg->kind == HTTP_MSG_REQUEST && hosts != 1) {
+		snprintf(msg->errbuf, sizeof msg->errbuf, hosts == 0 ?
+		    "no Host header" : "more than one Host header");
+		return (-1);
 	}
 	if (te != NULL) {
 		if (strcasecmp(te, "chunked") != 0) {
@@ -406,11 +458,16 @@ http_msg_parse(struct http_msg *msg, struct evbuffer *in)
 			msg->state = HTTP_MSG_CHUNK_END;
 			continue;
 		case HTTP_MSG_CHUNK_END:
-			r = http_msg_line(msg, in, &line);
+			r = http_msg_chunk_line(msg, in, &line);
 			if (r == 0)
 				return (HTTP_PARSE_MORE);
+			if (r == -2)
+				return (http_msg_fail(msg,
+				    HTTP_ERR_BODY_TOO_LARGE,
+				    "body is over the limit"));
 			if (r == -1 || *line != '\0') {
-				free(line);
+				if (r == 1)
+					free(line);
 				return (http_msg_fail(msg, HTTP_ERR_SYNTAX,
 				    "malformed chunk end"));
 			}
@@ -418,9 +475,13 @@ http_msg_parse(struct http_msg *msg, struct evbuffer *in)
 			msg->state = HTTP_MSG_CHUNK_SIZE;
 			continue;
 		case HTTP_MSG_CHUNK_SIZE:
-			r = http_msg_line(msg, in, &line);
+			r = http_msg_chunk_line(msg, in, &line);
 			if (r == 0)
 				return (HTTP_PARSE_MORE);
+			if (r == -2)
+				return (http_msg_fail(msg,
+				    HTTP_ERR_BODY_TOO_LARGE,
+				    "body is over the limit"));
 			if (r == -1)
 				return (http_msg_fail(msg, HTTP_ERR_SYNTAX,
 				    "chunk size line is too long"));

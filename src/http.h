@@ -32,6 +32,9 @@
 
 struct evbuffer;
 
+/* The longest chunk-size line (extensions included) or chunk end. */
+#define HTTP_CHUNK_LINE_MAX	4096
+
 enum http_msg_kind {
 	HTTP_MSG_REQUEST,
 	HTTP_MSG_RESPONSE
@@ -94,7 +97,7 @@ struct http_msg {
 	int			 chunked;
 	int64_t			 content_length; /* -1 when absent */
 	uint64_t		 remaining;	/* of the body or chunk */
-	uint64_t		 body_bytes;	/* seen so far */
+	uint64_t		 body_bytes;	/* so far, chunk lines in */
 	uint64_t		 max_body;
 	int			 no_body;	/* e.g. a reply to HEAD */
 	struct evbuffer		*body;		/* decoded body bytes */

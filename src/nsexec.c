@@ -410,6 +410,7 @@ nsexec_spawn_child(void *arg)
 	    dup2(sp->fds[1], STDERR_FILENO) == -1)
 		goto fail;
 	closefrom(3);
+	proc_nofile_restore();
 	signal(SIGCHLD, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
 	sigemptyset(&none);

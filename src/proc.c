@@ -22,6 +22,7 @@
 #include "config.h"
 
 #include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include <signal.h>
 #include <stdlib.h>
@@ -35,6 +36,8 @@ struct cfg		*cfg;
 int			 opt_sets;
 
 static struct event	*proc_sigint, *proc_sigterm, *proc_sighup, *proc_sigchld;
+static struct rlimit	 proc_nofile;	/* as we were started */
+static int		 proc_nofile_raised;
 
 /* libevent's own warnings, into our log. */
 static void
@@ -68,12 +71,61 @@ proc_signal_cb(evutil_socket_t sig, short events, void *arg)
 }
 
 /*
+ * Raise the soft limit on open files to the hard one: every HTTP
+ * connection, Docker request, command pipe and session socket is a
+ * descriptor, and the usual soft limit of 1024 is reached by a few
+ * hundred sessions. The limit we were started with is kept for commands
+ * (proc_nofile_restore).
+ */
+static void
+proc_nofile_raise(void)
+{
+	struct rlimit	rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &proc_nofile) != 0) {
+		log_warn("getrlimit RLIMIT_NOFILE");
+		return;
+	}
+	rl = proc_nofile;
+	if (rl.rlim_cur == rl.rlim_max) {
+		log_debug("open files limit %llu, the hard limit",
+		    (unsigned long long)rl.rlim_cur);
+		return;
+	}
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+		log_warn("cannot raise the open files limit from %llu to %llu",
+		    (unsigned long long)proc_nofile.rlim_cur,
+		    (unsigned long long)rl.rlim_max);
+		return;
+	}
+	proc_nofile_raised = 1;
+	log_debug("open files limit %llu raised to %llu",
+	    (unsigned long long)proc_nofile.rlim_cur,
+	    (unsigned long long)rl.rlim_cur);
+}
+
+/*
+ * Give a command the open files limit the server was started with:
+ * programs that select(2) or close every descriptor up to the limit
+ * expect the usual figure. A bare system call, for a child that shares
+ * our memory until it execs.
+ */
+void
+proc_nofile_restore(void)
+{
+	if (proc_nofile_raised)
+		(void)setrlimit(RLIMIT_NOFILE, &proc_nofile);
+}
+
+/*
  * Create the event loop; SIGPIPE is ignored so writes report EPIPE, and
  * SIGCHLD is watched from the start so no child goes unreaped.
  */
 void
 proc_init(void)
 {
+	proc_nofile_raise();
 	signal(SIGPIPE, SIG_IGN);
 	/* Sessions' init processes are adopted by us when their holder ends. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)

@@ -83,6 +83,8 @@ enum limit {
 	LIMIT_HELPER_PIDS,
 	LIMIT_SESSIONS_PER_SANDBOX,
 	LIMIT_SESSIONS_TOTAL,
+	LIMIT_MAX_SESSIONS_PER_KEY,
+	LIMIT_MAX_CONNECTIONS_PER_ADDRESS,
 	LIMIT__COUNT
 };
 
@@ -129,6 +131,7 @@ extern int			 opt_sets;
 void		 proc_init(void);
 void		 proc_loop(void);
 void		 proc_check_exit(void);
+void		 proc_nofile_restore(void);
 
 /* cfg.c */
 struct cfg	*cfg_new(void);

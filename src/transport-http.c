@@ -28,6 +28,15 @@
  * layer has the request; reading is bounded by a watermark), WRITING (the
  * response drains; a client that does not read times out). Limits and
  * refusals answer once with a status and close that connection alone.
+ *
+ * Clients are counted by address (IPv6 by /64; behind a trusted proxy,
+ * the address it forwards for) and by API key: an address may hold
+ * max-connections-per-address connections, a key (with no keys, an
+ * address) max-sessions-per-key MCP sessions, past which its least
+ * recently used idle one ends. When max-connections are open, a newcomer
+ * evicts the connection that has waited longest without ever passing
+ * authentication, so a crowd of slow or idle strangers cannot keep the
+ * listener shut.
  */
 
 #include "config.h"
@@ -55,6 +64,9 @@
 #include "sandbox-mcp.h"
 
 #define HTTP_SESSION_BUCKETS	256
+#define HTTP_CLIENT_BUCKETS	1024
+#define HTTP_CLIENT_NAME	80
+#define HTTP_RETRY_AFTER	"5"	/* seconds, after a 503 for a cap */
 #define HTTP_SESSION_SWEEP	60
 #define HTTP_ACCEPT_RETRY	1
 #define HTTP_LINGER		2
@@ -75,8 +87,26 @@ struct http_session {
 	const struct cfg_apikey		*key;
 	uint64_t			 last_ms;
 	LIST_ENTRY(http_session)	 entry;
+	struct http_client		*owner;	/* key, or address */
+	int				 listed; /* in the table */
+	TAILQ_ENTRY(http_session)	 owner_entry;
 };
 LIST_HEAD(http_sessions, http_session);
+TAILQ_HEAD(http_session_lru, http_session);
+
+/*
+ * Whom limits are counted for: an address ("a" and the address), for its
+ * connections and, with no key configured, its MCP sessions; or an API
+ * key ("k" and its name), for its sessions. Kept while anything counts.
+ */
+struct http_client {
+	char				*name;
+	unsigned int			 conns;
+	unsigned int			 nsessions;
+	struct http_session_lru		 sessions; /* least recent use first */
+	LIST_ENTRY(http_client)		 entry;
+};
+LIST_HEAD(http_clients, http_client);
 
 /* A per-sandbox route waiting for the engine; outlives its connection. */
 struct http_route {
@@ -107,6 +137,13 @@ struct http_conn {
 	uint64_t			 tunnel_down; /* bytes from upstream */
 	uint64_t			 requests;
 	TAILQ_ENTRY(http_conn)		 entry;
+	char				 addr_name[HTTP_CLIENT_NAME];
+	struct http_client		*client; /* the address charged */
+	int				 client_request; /* for a request */
+	int				 proxied; /* a trusted proxy's */
+	int				 authed; /* a request passed auth */
+	int				 evictable;
+	TAILQ_ENTRY(http_conn)		 evict_entry;
 };
 TAILQ_HEAD(http_conns, http_conn);
 
@@ -124,6 +161,11 @@ static struct {
 	unsigned int		 next_id;
 	struct http_sessions	 sessions[HTTP_SESSION_BUCKETS];
 	unsigned int		 nsessions;
+	struct http_conns	 evictable; /* longest waiting first */
+	int			 accepting;
+	int			 full_logged;
+	struct http_clients	 clients[HTTP_CLIENT_BUCKETS];
+	uint32_t		 client_seed;
 } http;
 
 static void	transport_http_close(struct http_conn *, const char *);
@@ -135,6 +177,10 @@ static void	transport_http_tunnel_pump(struct http_conn *,
 		    struct bufferevent *, struct bufferevent *);
 static void	transport_http_tunnel_client_eof(struct http_conn *);
 static void	transport_http_tunnel_drained(struct http_conn *);
+static void	transport_http_evictable(struct http_conn *);
+static void	transport_http_respond(struct http_conn *, int, const char *,
+		    const char *, size_t, const char *);
+static void	transport_http_listen_update(void);
 
 int
 transport_http_active(void)
@@ -162,6 +208,252 @@ transport_http_set_state(struct http_conn *c, enum http_conn_state state)
 	log_trace(TRACE_HTTP, "http client %u %s -> %s", c->id,
 	    names[c->state], names[state]);
 	c->state = state;
+	transport_http_evictable(c);
+}
+
+/*
+ * Keep the list of connections a newcomer may evict when max-connections
+ * are open: those waiting for a request, or in the middle of its head,
+ * that have never passed authentication; the longest waiting first.
+ */
+static void
+transport_http_evictable(struct http_conn *c)
+{
+	int	want = c->state == HTTP_CONN_HEAD && !c->authed;
+
+	if (want == c->evictable)
+		return;
+	c->evictable = want;
+	if (want)
+		TAILQ_INSERT_TAIL(&http.evictable, c, evict_entry);
+	else
+		TAILQ_REMOVE(&http.evictable, c, evict_entry);
+	transport_http_listen_update();
+}
+
+/*
+ * Accept while there is room or a connection to evict; otherwise leave
+ * newcomers in the kernel's queue until one of the two holds again.
+ */
+static void
+transport_http_listen_update(void)
+{
+	int	want;
+
+	if (http.listener == NULL || http.accept_retry == NULL ||
+	    evtimer_pending(http.accept_retry, NULL))
+		return;		/* accept failed: the timer re-enables */
+	if (http.nconns < (unsigned int)cfg_limit(LIMIT_MAX_CONNECTIONS))
+		http.full_logged = 0;
+	want = http.nconns < (unsigned int)cfg_limit(LIMIT_MAX_CONNECTIONS) ||
+	    !TAILQ_EMPTY(&http.evictable);
+	if (want == http.accepting)
+		return;
+	http.accepting = want;
+	if (want)
+		evconnlistener_enable(http.listener);
+	else {
+		if (!http.full_logged)
+			log_info("http: %u connections open, not accepting"
+			    " more until one closes or waits for a request"
+			    " unauthenticated", http.nconns);
+		http.full_logged = 1;
+		evconnlistener_disable(http.listener);
+	}
+}
+
+/* The clients table, hashed by name with a seed of our own. */
+static struct http_clients *
+transport_http_client_bucket(const char *name)
+{
+	uint32_t	h = 2166136261U ^ http.client_seed;
+
+	for (; *name != '\0'; name++) {
+		h ^= (unsigned char)*name;
+		h *= 16777619U;
+	}
+	return (&http.clients[h % HTTP_CLIENT_BUCKETS]);
+}
+
+static struct http_client *
+transport_http_client_find(const char *name)
+{
+	struct http_client	*cl;
+
+	LIST_FOREACH(cl, transport_http_client_bucket(name), entry) {
+		if (strcmp(cl->name, name) == 0)
+			return (cl);
+	}
+	return (NULL);
+}
+
+/* The client of that name, made if new; count something before a put. */
+static struct http_client *
+transport_http_client_get(const char *name)
+{
+	struct http_client	*cl;
+
+	if ((cl = transport_http_client_find(name)) != NULL)
+		return (cl);
+	cl = xcalloc(1, sizeof *cl);
+	cl->name = xstrdup(name);
+	TAILQ_INIT(&cl->sessions);
+	LIST_INSERT_HEAD(transport_http_client_bucket(name), cl, entry);
+	return (cl);
+}
+
+/* Forget a client once nothing is counted for it. */
+static void
+transport_http_client_put(struct http_client *cl)
+{
+	if (cl->conns != 0 || cl->nsessions != 0)
+		return;
+	LIST_REMOVE(cl, entry);
+	free(cl->name);
+	free(cl);
+}
+
+/* How a client is named in messages: its address or its key's name. */
+static const char *
+transport_http_client_label(struct http_client *cl)
+{
+	return (cl->name + 1);
+}
+
+/* Stop counting a connection (or its request) for its address. */
+static void
+transport_http_discharge(struct http_conn *c)
+{
+	if (c->client == NULL)
+		return;
+	c->client->conns--;
+	transport_http_client_put(c->client);
+	c->client = NULL;
+	c->client_request = 0;
+}
+
+/*
+ * The name an address is counted under: "a" and the address, IPv4 as it
+ * is (an IPv4-mapped IPv6 one too), IPv6 by its /64 prefix, the block a
+ * host is usually given.
+ */
+static void
+transport_http_addr_name(const struct sockaddr *sa, char *buf, size_t len)
+{
+	const struct sockaddr_in6	*sin6;
+	struct in6_addr			 a;
+	char				 tmp[INET6_ADDRSTRLEN];
+
+	switch (sa->sa_family) {
+	case AF_INET:
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr,
+		    tmp, sizeof tmp);
+		snprintf(buf, len, "a%s", tmp);
+		return;
+	case AF_INET6:
+		sin6 = (const struct sockaddr_in6 *)sa;
+		if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+			inet_ntop(AF_INET, &sin6->sin6_addr.s6_addr[12], tmp,
+			    sizeof tmp);
+			snprintf(buf, len, "a%s", tmp);
+			return;
+		}
+		a = sin6->sin6_addr;
+		memset(&a.s6_addr[8], 0, 8);
+		inet_ntop(AF_INET6, &a, tmp, sizeof tmp);
+		snprintf(buf, len, "a%s/64", tmp);
+		return;
+	default:
+		snprintf(buf, len, "a?");
+		return;
+	}
+}
+
+/* Whether an address is a configured trusted-proxy. */
+static int
+transport_http_proxy(const char *addr)
+{
+	struct cfg_word	*w;
+
+	TAILQ_FOREACH(w, &cfg->proxies, entry) {
+		if (strcmp(w->word, addr) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * One X-Forwarded-For entry, blanks and any port taken off, into addr
+ * (NUL-terminated, at most len - 1 bytes).
+ */
+static void
+transport_http_xff_entry(const char *p, size_t n, char *addr, size_t len)
+{
+	char	*e;
+	size_t	 i;
+
+	while (n > 0 && (*p == ' ' || *p == '\t')) {
+		p++;
+		n--;
+	}
+	while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--;
+	if (n >= len)
+		n = len - 1;
+	memcpy(addr, p, n);
+	addr[n] = '\0';
+	if (addr[0] == '[' && (e = strchr(addr, ']')) != NULL) {
+		*e = '\0';
+		memmove(addr, addr + 1, strlen(addr + 1) + 1);
+	} else if ((e = strchr(addr, ':')) != NULL &&
+	    strchr(e + 1, ':') == NULL)
+		*e = '\0';		/* IPv4 with a port */
+	for (i = 0; addr[i] != '\0'; i++) {
+		if ((unsigned char)addr[i] <= 0x20 ||
+		    (unsigned char)addr[i] >= 0x7f)
+			addr[i] = '?';
+	}
+}
+
+/*
+ * The name of the client a trusted proxy forwards for: the last entry of
+ * X-Forwarded-For that is not itself a trusted proxy (the peer that
+ * proxy saw; entries before it are the client's own word), or the first
+ * entry when all are proxies. -1 when the header names no one.
+ */
+static int
+transport_http_xff_name(const char *xff, char *buf, size_t len)
+{
+	struct sockaddr_storage	 ss;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
+	const char		*end = xff + strlen(xff), *p;
+	char			 addr[64], found[64];
+
+	found[0] = '\0';
+	while (end > xff) {
+		for (p = end; p > xff && p[-1] != ','; p--)
+			;
+		transport_http_xff_entry(p, end - p, addr, sizeof addr);
+		end = p > xff ? p - 1 : xff;
+		if (addr[0] == '\0')
+			continue;
+		strlcpy(found, addr, sizeof found);
+		if (!transport_http_proxy(addr))
+			break;
+	}
+	if (found[0] == '\0')
+		return (-1);
+	memset(&ss, 0, sizeof ss);
+	if (inet_pton(AF_INET, found, &sin->sin_addr) == 1) {
+		ss.ss_family = AF_INET;
+		transport_http_addr_name((struct sockaddr *)&ss, buf, len);
+	} else if (inet_pton(AF_INET6, found, &sin6->sin6_addr) == 1) {
+		ss.ss_family = AF_INET6;
+		transport_http_addr_name((struct sockaddr *)&ss, buf, len);
+	} else
+		snprintf(buf, len, "a%s", found);
+	return (0);
 }
 
 static void
@@ -202,6 +494,10 @@ static void
 transport_http_session_free(struct http_session *s, const char *reason)
 {
 	log_debug("http session %.8s ended reason=%s", s->id, reason);
+	if (s->listed)
+		TAILQ_REMOVE(&s->owner->sessions, s, owner_entry);
+	s->owner->nsessions--;
+	transport_http_client_put(s->owner);
 	mcp_session_free(s->mcp);
 	free(s);
 }
@@ -234,17 +530,52 @@ transport_http_sweep_cb(evutil_socket_t fd, short events, void *arg)
 static const char *
 transport_http_forwarded(struct http_conn *c)
 {
-	struct cfg_word	*w;
 	const char	*xff;
 
 	if (c->req == NULL || c->req->state == HTTP_MSG_START ||
-	    (xff = http_msg_header(c->req, "X-Forwarded-For")) == NULL)
+	    (xff = http_msg_header(c->req, "X-Forwarded-For")) == NULL ||
+	    !transport_http_proxy(c->peer_addr))
 		return (NULL);
-	TAILQ_FOREACH(w, &cfg->proxies, entry) {
-		if (strcmp(w->word, c->peer_addr) == 0)
-			return (xff);
+	return (xff);
+}
+
+/*
+ * Count a request that came through a trusted proxy for the client it
+ * forwards for (the proxy's own connections count for no one): the same
+ * cap on connections per address applies, request by request. 0, or -1
+ * once the request is answered with 503.
+ */
+static int
+transport_http_charge_forwarded(struct http_conn *c)
+{
+	struct http_client	*cl;
+	const char		*xff;
+	char			 name[HTTP_CLIENT_NAME], *text;
+	cJSON			*body;
+
+	xff = http_msg_header(c->req, "X-Forwarded-For");
+	if (xff == NULL || transport_http_xff_name(xff, name, sizeof name) != 0)
+		strlcpy(name, c->addr_name, sizeof name);
+	if ((cl = transport_http_client_find(name)) != NULL && cl->conns >=
+	    (unsigned int)cfg_limit(LIMIT_MAX_CONNECTIONS_PER_ADDRESS)) {
+		log_debug("http client %u refused: %s has %u connections open,"
+		    " the limit max-connections-per-address peer=%s", c->id,
+		    name + 1, cl->conns, c->peer);
+		body = cJSON_CreateObject();
+		cJSON_AddStringToObject(body, "error", "too many connections"
+		    " from this address: the limit max-connections-per-address"
+		    " is reached");
+		text = util_json_print(body);
+		cJSON_Delete(body);
+		transport_http_respond(c, 503, "application/json", text,
+		    strlen(text), "Retry-After: " HTTP_RETRY_AFTER "\r\n");
+		free(text);
+		return (-1);
 	}
-	return (NULL);
+	c->client = transport_http_client_get(name);
+	c->client->conns++;
+	c->client_request = 1;
+	return (0);
 }
 
 /*
@@ -367,6 +698,8 @@ transport_http_write_cb(struct bufferevent *bev, void *arg)
 	}
 	http_msg_reset(c->req);
 	c->key = NULL;
+	if (c->client_request)
+		transport_http_discharge(c);	/* a proxy's next client */
 	transport_http_set_state(c, HTTP_CONN_HEAD);
 	c->idle = 1;
 	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
@@ -500,11 +833,12 @@ transport_http_close(struct http_conn *c, const char *reason)
 		c->route->c = NULL;	/* the engine's answer is dropped */
 	if (c->upstream != NULL)
 		bufferevent_free(c->upstream);
+	if (c->evictable)
+		TAILQ_REMOVE(&http.evictable, c, evict_entry);
+	transport_http_discharge(c);
 	TAILQ_REMOVE(&http.conns, c, entry);
-	if (http.nconns-- == (unsigned int)cfg_limit(LIMIT_MAX_CONNECTIONS) &&
-	    http.listener != NULL && http.accept_retry != NULL &&
-	    !evtimer_pending(http.accept_retry, NULL))
-		evconnlistener_enable(http.listener);
+	http.nconns--;
+	transport_http_listen_update();
 	event_free(c->timer);
 	bufferevent_free(c->bev);
 	http_msg_free(c->req);
@@ -584,7 +918,7 @@ transport_http_host_ok(struct http_conn *c)
 	if (!http.loopback)
 		return (1);
 	if (host == NULL)
-		return (1);	/* HTTP/1.1 without Host is refused earlier */
+		return (0);	/* the parser refuses it already */
 	len = transport_http_host_len(host);
 	return (transport_http_loopback_name(host, len) &&
 	    transport_http_port_ok(host + len));
@@ -599,8 +933,11 @@ transport_http_auth(struct http_conn *c, int need)
 {
 	const char	*h, *key;
 
-	if (TAILQ_EMPTY(&cfg->apikeys))
+	if (TAILQ_EMPTY(&cfg->apikeys)) {
+		c->authed = 1;		/* nothing to prove */
+		transport_http_evictable(c);
 		return (0);
+	}
 	h = http_msg_header(c->req, "Authorization");
 	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0) {
 		transport_http_refuse(c, 401, -32001,
@@ -632,6 +969,8 @@ transport_http_auth(struct http_conn *c, int need)
 		    " tool sets");
 		return (-1);
 	}
+	c->authed = 1;
+	transport_http_evictable(c);
 	return (0);
 }
 
@@ -694,11 +1033,8 @@ transport_http_head(struct http_conn *c)
 
 	c->keepalive = http_msg_keepalive(req);
 	transport_http_path(c, path, sizeof path);
-	if (req->minor == 1 && http_msg_header(req, "Host") == NULL) {
-		c->close_after = 1;
-		transport_http_plain(c, 400, NULL);
+	if (c->proxied && transport_http_charge_forwarded(c) != 0)
 		return;
-	}
 	if (http.loopback && !transport_http_host_ok(c)) {
 		log_info("http client %u refused: Host \"%.64s\" on loopback"
 		    " peer=%s", c->id, http_msg_header(req, "Host") != NULL ?
@@ -794,6 +1130,8 @@ transport_http_reply_cb(struct mcp_reply *reply, cJSON *response, void *arg)
 			LIST_INSERT_HEAD(transport_http_bucket(s->id), s,
 			    entry);
 			http.nsessions++;
+			TAILQ_INSERT_TAIL(&s->owner->sessions, s, owner_entry);
+			s->listed = 1;
 			snprintf(extra, sizeof extra, "Mcp-Session-Id: %s\r\n",
 			    s->id);
 			log_debug("http session %.8s created key=%s peer=%s",
@@ -820,12 +1158,72 @@ transport_http_delete(struct http_conn *c, struct http_session *s)
 	transport_http_respond(c, 204, NULL, NULL, 0, NULL);
 }
 
+/*
+ * Count one more MCP session for the request's key (with no key
+ * configured, for its client address). Past max-sessions-per-key the
+ * least recently used idle session of that same key ends; when none is
+ * idle, or the server holds max-sessions, the request gets 503. Returns
+ * the client the new session counts for, or NULL once answered.
+ */
+static struct http_client *
+transport_http_session_admit(struct http_conn *c)
+{
+	struct http_client	*owner;
+	struct http_session	*s;
+	char			*name;
+	unsigned int		 cap;
+
+	if (c->key != NULL) {
+		xasprintf(&name, "k%s", c->key->name);
+		owner = transport_http_client_get(name);
+		free(name);
+	} else if ((owner = c->client) == NULL)
+		owner = transport_http_client_get(c->addr_name);
+	owner->nsessions++;	/* counted first: it is kept while we look */
+	cap = (unsigned int)cfg_limit(LIMIT_MAX_SESSIONS_PER_KEY);
+	if (owner->nsessions > cap) {
+		TAILQ_FOREACH(s, &owner->sessions, owner_entry) {
+			if (mcp_session_pending(s->mcp) == 0)
+				break;
+		}
+		if (s == NULL) {
+			owner->nsessions--;
+			transport_http_refuse(c, 503, JSONRPC_INTERNAL_ERROR,
+			    "Retry-After: " HTTP_RETRY_AFTER "\r\n",
+			    "server busy: the %s %s has %u MCP sessions open,"
+			    " the limit max-sessions-per-key, and each has a"
+			    " call running; end one with DELETE /mcp or try"
+			    " again later", c->key != NULL ? "API key" :
+			    "address", transport_http_client_label(owner),
+			    owner->nsessions);
+			transport_http_client_put(owner);
+			return (NULL);
+		}
+		LIST_REMOVE(s, entry);
+		http.nsessions--;
+		transport_http_session_free(s, "max-sessions-per-key reached,"
+		    " least recently used");
+	}
+	if (http.nsessions >= (unsigned int)cfg_limit(LIMIT_MAX_SESSIONS))
+		transport_http_sweep_cb(-1, 0, NULL);
+	if (http.nsessions >= (unsigned int)cfg_limit(LIMIT_MAX_SESSIONS)) {
+		owner->nsessions--;
+		transport_http_refuse(c, 503, JSONRPC_INTERNAL_ERROR,
+		    "Retry-After: 60\r\n", "server busy: the limit of %lld"
+		    " open sessions is reached", cfg_limit(LIMIT_MAX_SESSIONS));
+		transport_http_client_put(owner);
+		return (NULL);
+	}
+	return (owner);
+}
+
 /* The whole request is in: hand it to the protocol layer. */
 static void
 transport_http_body_done(struct http_conn *c)
 {
 	struct http_msg		*req = c->req;
 	struct http_session	*s = NULL;
+	struct http_client	*owner;
 	const char		*sid, *pv;
 	const char		*body;
 	size_t			 len;
@@ -846,6 +1244,8 @@ transport_http_body_done(struct http_conn *c)
 			return;
 		}
 		s->last_ms = now_ms();
+		TAILQ_REMOVE(&s->owner->sessions, s, owner_entry);
+		TAILQ_INSERT_TAIL(&s->owner->sessions, s, owner_entry);
 	}
 	if (strcmp(req->method, "DELETE") == 0) {
 		if (s == NULL) {
@@ -867,20 +1267,10 @@ transport_http_body_done(struct http_conn *c)
 			    " required (send initialize first to get one)");
 			return;
 		}
-		if (http.nsessions >= (unsigned int)cfg_limit(
-		    LIMIT_MAX_SESSIONS)) {
-			transport_http_sweep_cb(-1, 0, NULL);
-			if (http.nsessions >= (unsigned int)cfg_limit(
-			    LIMIT_MAX_SESSIONS)) {
-				transport_http_refuse(c, 503,
-				    JSONRPC_INTERNAL_ERROR, "Retry-After: 60\r\n",
-				    "server busy: the limit of %lld open"
-				    " sessions is reached",
-				    cfg_limit(LIMIT_MAX_SESSIONS));
-				return;
-			}
-		}
+		if ((owner = transport_http_session_admit(c)) == NULL)
+			return;
 		s = xcalloc(1, sizeof *s);
+		s->owner = owner;
 		util_random_hex(s->id, 32);
 		s->key = c->key;
 		s->last_ms = now_ms();
@@ -1279,22 +1669,90 @@ transport_http_sandbox(struct http_conn *c, const char *path)
 	sandbox_lookup(id, transport_http_route_cb, r);
 }
 
-/* A new connection: admit it, or stop accepting when full. */
+/*
+ * Answer a connection we do not take with 503 and close it. The request
+ * is not read; what has come of it is discarded first, so that the
+ * close does not reset the answer away.
+ */
+static void
+transport_http_refuse_fd(evutil_socket_t fd, const char *why)
+{
+	char	buf[512], drain[4096];
+	int	len, i;
+
+	len = snprintf(buf, sizeof buf, "HTTP/1.1 503 %s\r\n"
+	    "Content-Type: application/json\r\nContent-Length: %zu\r\n"
+	    "Cache-Control: no-store\r\nRetry-After: %s\r\n"
+	    "Connection: close\r\n\r\n{\"error\":\"%s\"}",
+	    http_status_text(503), strlen(why) + 12, HTTP_RETRY_AFTER, why);
+	if (len > 0 && (size_t)len < sizeof buf &&
+	    write(fd, buf, len) != len)
+		log_debug("http: a refused connection took no answer");
+	shutdown(fd, SHUT_WR);
+	for (i = 0; i < 4 && read(fd, drain, sizeof drain) > 0; i++)
+		;
+	evutil_closesocket(fd);
+}
+
+/*
+ * A new connection: refused when its address has its share of
+ * connections; when max-connections are open it takes the place of the
+ * one that has waited longest unauthenticated, or is refused if there is
+ * none (the listener is then off until there is).
+ */
 static void
 transport_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
-	struct http_conn	*c;
+	struct http_conn	*c, *victim;
+	struct http_client	*cl;
 	char			 host[NI_MAXHOST], serv[NI_MAXSERV];
+	char			 name[HTTP_CLIENT_NAME];
+	int			 proxied;
+
+	if (getnameinfo(sa, salen, host, sizeof host, serv, sizeof serv,
+	    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+		strlcpy(host, "?", sizeof host);
+		strlcpy(serv, "?", sizeof serv);
+	}
+	transport_http_addr_name(sa, name, sizeof name);
+	proxied = transport_http_proxy(host);
+	if (!proxied && (cl = transport_http_client_find(name)) != NULL &&
+	    cl->conns >= (unsigned int)cfg_limit(
+	    LIMIT_MAX_CONNECTIONS_PER_ADDRESS)) {
+		log_debug("http: refused a connection from %s:%s: %u open from"
+		    " %s, the limit max-connections-per-address", host, serv,
+		    cl->conns, name + 1);
+		transport_http_refuse_fd(fd, "too many connections from this"
+		    " address: the limit max-connections-per-address is"
+		    " reached");
+		return;
+	}
+	if (http.nconns >= (unsigned int)cfg_limit(LIMIT_MAX_CONNECTIONS)) {
+		if ((victim = TAILQ_FIRST(&http.evictable)) == NULL) {
+			log_debug("http: refused a connection from %s:%s: the"
+			    " limit max-connections", host, serv);
+			transport_http_refuse_fd(fd, "server busy: the limit"
+			    " max-connections is reached");
+			transport_http_listen_update();
+			return;
+		}
+		log_debug("http client %u evicted for a new connection:"
+		    " max-connections reached peer=%s", victim->id,
+		    victim->peer);
+		transport_http_close(victim, "evicted");
+	}
 
 	c = xcalloc(1, sizeof *c);
 	c->id = ++http.next_id;
-	if (getnameinfo(sa, salen, host, sizeof host, serv, sizeof serv,
-	    NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
-		strlcpy(c->peer_addr, host, sizeof c->peer_addr);
-		snprintf(c->peer, sizeof c->peer, "%s:%s", host, serv);
-	} else
-		strlcpy(c->peer, "?", sizeof c->peer);
+	strlcpy(c->peer_addr, host, sizeof c->peer_addr);
+	snprintf(c->peer, sizeof c->peer, "%s:%s", host, serv);
+	strlcpy(c->addr_name, name, sizeof c->addr_name);
+	c->proxied = proxied;
+	if (!proxied) {
+		c->client = transport_http_client_get(name);
+		c->client->conns++;
+	}
 	c->bev = bufferevent_socket_new(ev_base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->bev == NULL)
 		fatalx("%s: bufferevent_socket_new", __func__);
@@ -1311,11 +1769,9 @@ transport_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	c->idle = 0;
 	transport_http_arm(c, cfg_limit(LIMIT_HEADER_TIMEOUT));
 	TAILQ_INSERT_TAIL(&http.conns, c, entry);
-	if (++http.nconns >= (unsigned int)cfg_limit(LIMIT_MAX_CONNECTIONS)) {
-		log_info("http: %u connections open, not accepting more until"
-		    " one closes", http.nconns);
-		evconnlistener_disable(l);
-	}
+	http.nconns++;
+	transport_http_evictable(c);
+	transport_http_listen_update();
 	log_trace(TRACE_HTTP, "http client %u connected peer=%s", c->id,
 	    c->peer);
 }
@@ -1323,9 +1779,7 @@ transport_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 static void
 transport_http_accept_retry_cb(evutil_socket_t fd, short events, void *arg)
 {
-	if (http.listener != NULL && http.nconns <
-	    (unsigned int)cfg_limit(LIMIT_MAX_CONNECTIONS))
-		evconnlistener_enable(http.listener);
+	transport_http_listen_update();
 }
 
 /* accept(2) failed, e.g. out of descriptors: back off and retry. */
@@ -1338,6 +1792,7 @@ transport_http_accept_error_cb(struct evconnlistener *l, void *arg)
 	log_warnx("http: accept: %s; pausing for %d s", strerror(err),
 	    HTTP_ACCEPT_RETRY);
 	evconnlistener_disable(l);
+	http.accepting = 0;
 	evtimer_add(http.accept_retry, &tv);
 }
 
@@ -1351,7 +1806,7 @@ transport_http_start(const char *listen, int sets, char **cause)
 	struct addrinfo		*res;
 	struct sockaddr_storage	 ss;
 	socklen_t		 sslen = sizeof ss;
-	char			 h[NI_MAXHOST], p[NI_MAXSERV];
+	char			 h[NI_MAXHOST], p[NI_MAXSERV], seed[9];
 	int			 i;
 
 	if ((res = cfg_listen_resolve(listen, cause)) == NULL)
@@ -1365,8 +1820,13 @@ transport_http_start(const char *listen, int sets, char **cause)
 	}
 	http.sets = sets;
 	TAILQ_INIT(&http.conns);
+	TAILQ_INIT(&http.evictable);
 	for (i = 0; i < HTTP_SESSION_BUCKETS; i++)
 		LIST_INIT(&http.sessions[i]);
+	for (i = 0; i < HTTP_CLIENT_BUCKETS; i++)
+		LIST_INIT(&http.clients[i]);
+	util_random_hex(seed, 8);
+	http.client_seed = (uint32_t)strtoul(seed, NULL, 16);
 	http.listener = evconnlistener_new_bind(ev_base,
 	    transport_http_accept_cb, NULL, LEV_OPT_CLOSE_ON_FREE |
 	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 511, res->ai_addr,
@@ -1378,6 +1838,7 @@ transport_http_start(const char *listen, int sets, char **cause)
 		return (-1);
 	}
 	freeaddrinfo(res);
+	http.accepting = 1;
 	evconnlistener_set_error_cb(http.listener,
 	    transport_http_accept_error_cb);
 	http.accept_retry = evtimer_new(ev_base,

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # HTTP limits: a 17 MiB body gets 413, 100 KiB of headers 431, slow
 # clients time out per phase (header, body, idle keep-alive), and the
-# connection cap holds new clients back until one closes. None of it
-# stalls other clients.
+# connection cap holds new clients back until one closes (when none may
+# be evicted: see http-hostile-slowloris). None of it stalls other
+# clients.
 
 import json
 import socket
@@ -99,12 +100,17 @@ def test():
                                            "method": "ping"}, hdr)
     check_eq(st, 200, "first session still served")
 
-    # Connection cap: with 4 open, a fifth waits until one closes.
+    # Connection cap: with 4 open, each having made a request to /mcp (so
+    # none may be evicted: with no keys configured that is as good as
+    # authenticated), a fifth waits until one closes.
     s2 = Server(config="limit max-connections 4\n", listen="127.0.0.1:0",
                 stdio=False)
     held = [Http(s2.port) for _ in range(4)]
     for i, h4 in enumerate(held):
-        check_eq(h4.request("GET", "/health")[0], 200, "held %d" % i)
+        check_eq(h4.request("POST", "/mcp", {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18"}})[0], 200,
+            "held %d" % i)
     fifth = socket.create_connection(("127.0.0.1", s2.port), 5)
     fifth.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
     fifth.settimeout(0.5)

@@ -141,7 +141,7 @@ def test():
     check("mcp-session-id" not in h, "no session for a failed initialize")
     # HTTP/1.0 without keep-alive closes after the answer.
     c4 = Http(s.port)
-    c4.send_raw(b"GET /health HTTP/1.0\r\n\r\n")
+    c4.send_raw(b"GET /health HTTP/1.0\r\nHost: localhost\r\n\r\n")
     st, h, b = c4.response()
     check_eq((st, h.get("connection")), (200, "close"), "HTTP/1.0")
     check(c4.closed(), "HTTP/1.0 connection closed")

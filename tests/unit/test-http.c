@@ -21,6 +21,8 @@
 
 #include "config.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/buffer.h>
@@ -86,7 +88,8 @@ test_request_no_body(void)
 	struct http_msg	*m;
 
 	m = http_msg_new(HTTP_MSG_REQUEST, 65536, 1024);
-	CHECK_INT(feed(m, "GET /health HTTP/1.0\n\n", 0), HTTP_PARSE_DONE);
+	CHECK_INT(feed(m, "GET /health HTTP/1.0\nHost: a\n\n", 0),
+	    HTTP_PARSE_DONE);
 	CHECK_INT(m->minor, 0);
 	CHECK_INT(http_msg_keepalive(m), 0);
 	http_msg_free(m);
@@ -156,16 +159,16 @@ test_request_limits(void)
 
 	/* A declared body over the limit is refused before it is read. */
 	m = http_msg_new(HTTP_MSG_REQUEST, 1024, 1024);
-	CHECK_INT(feed(m, "POST /mcp HTTP/1.1\r\nContent-Length: 17825792"
-	    "\r\n\r\n", 0), HTTP_PARSE_ERROR);
+	CHECK_INT(feed(m, "POST /mcp HTTP/1.1\r\nHost: a\r\n"
+	    "Content-Length: 17825792\r\n\r\n", 0), HTTP_PARSE_ERROR);
 	CHECK_INT(m->error, HTTP_ERR_BODY_TOO_LARGE);
 	http_msg_free(m);
 
 	/* A chunked body growing over the limit. */
 	m = http_msg_new(HTTP_MSG_REQUEST, 1024, 8);
-	CHECK_INT(feed(m, "POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked"
-	    "\r\n\r\n5\r\nabcde\r\n5\r\nabcde\r\n0\r\n\r\n", 0),
-	    HTTP_PARSE_ERROR);
+	CHECK_INT(feed(m, "POST /mcp HTTP/1.1\r\nHost: a\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n5\r\nabcde"
+	    "\r\n0\r\n\r\n", 0), HTTP_PARSE_ERROR);
 	CHECK_INT(m->error, HTTP_ERR_BODY_TOO_LARGE);
 	http_msg_free(m);
 	evbuffer_free(in);
@@ -178,17 +181,15 @@ test_request_malformed(void)
 	static const char *bad[] = {
 		"GARBAGE\r\n\r\n",
 		"GET\r\n\r\n",
-		"GET / HTTP/1.1\r\nNo-Colon\r\n\r\n",
-		"GET / HTTP/1.1\r\nA: b\r\n folded\r\n\r\n",
-		"GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
-		"GET / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n",
-		"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-		"GET / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
-		"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+		"GET / HTTP/1.1\r\nHost: a\r\nNo-Colon\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nA: b\r\n folded\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
 		    "Content-Length: 3\r\n\r\n",
-		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-		"GE(T / HTTP/1.1\r\n\r\n",
-		"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+		    "\r\nzz\r\n",
+		"GE(T / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nBad Name: x\r\n\r\n",
 		NULL
 	};
 	struct http_msg	*m;
@@ -203,9 +204,207 @@ test_request_malformed(void)
 		http_msg_free(m);
 	}
 	m = http_msg_new(HTTP_MSG_REQUEST, 1024, 1024);
-	CHECK_INT(feed(m, "GET / HTTP/2.0\r\n\r\n", 0), HTTP_PARSE_ERROR);
+	CHECK_INT(feed(m, "GET / HTTP/2.0\r\nHost: a\r\n\r\n", 0),
+	    HTTP_PARSE_ERROR);
 	CHECK_INT(m->error, HTTP_ERR_VERSION);
 	http_msg_free(m);
+	return (0);
+}
+
+/* A request carries exactly one Host header, whatever its version. */
+static int
+test_request_host(void)
+{
+	static const struct {
+		const char		*text;
+		enum http_parse_result	 want;
+	} cases[] = {
+		{ "GET / HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_PARSE_DONE },
+		{ "GET / HTTP/1.0\r\nHost: a\r\n\r\n", HTTP_PARSE_DONE },
+		{ "GET / HTTP/1.1\r\nhost: a\r\n\r\n", HTTP_PARSE_DONE },
+		{ "GET / HTTP/1.1\r\n\r\n", HTTP_PARSE_ERROR },
+		{ "GET / HTTP/1.0\r\n\r\n", HTTP_PARSE_ERROR },
+		{ "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+		    HTTP_PARSE_ERROR },
+		{ "GET / HTTP/1.1\r\nHost: a\r\nHOST: a\r\n\r\n",
+		    HTTP_PARSE_ERROR },
+		{ "GET / HTTP/1.0\r\nHost: a\r\nX: 1\r\nHost: a\r\n\r\n",
+		    HTTP_PARSE_ERROR },
+	};
+	struct http_msg	*m;
+	size_t		 i;
+	int		 bytewise;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		for (bytewise = 0; bytewise < 2; bytewise++) {
+			m = http_msg_new(HTTP_MSG_REQUEST, 1024, 1024);
+			if (feed(m, cases[i].text, bytewise) !=
+			    cases[i].want) {
+				fprintf(stderr, "case %zu: %s\n", i,
+				    cases[i].text);
+				return (1);
+			}
+			if (cases[i].want == HTTP_PARSE_ERROR)
+				CHECK_INT(m->error, HTTP_ERR_SYNTAX);
+			http_msg_free(m);
+		}
+	}
+	/* A response needs none. */
+	m = http_msg_new(HTTP_MSG_RESPONSE, 1024, 1024);
+	CHECK_INT(feed(m, "HTTP/1.1 204 No Content\r\n\r\n", 0),
+	    HTTP_PARSE_DONE);
+	http_msg_free(m);
+	return (0);
+}
+
+/* Content-Length is digits alone; repeated, it must agree. */
+static int
+test_request_content_length(void)
+{
+	static const struct {
+		const char	*headers;
+		int		 length;	/* -1: refused */
+	} cases[] = {
+		{ "Content-Length: 4\r\n", 4 },
+		{ "Content-Length: 0004\r\n", 4 },
+		{ "Content-Length:4 \r\n", 4 },
+		{ "Content-Length: 4\r\ncontent-length: 4\r\n", 4 },
+		{ "Content-Length: +4\r\n", -1 },
+		{ "Content-Length: -1\r\n", -1 },
+		{ "Content-Length: -0\r\n", -1 },
+		{ "Content-Length: 4x\r\n", -1 },
+		{ "Content-Length: 0x4\r\n", -1 },
+		{ "Content-Length: 4 4\r\n", -1 },
+		{ "Content-Length: 4,4\r\n", -1 },
+		{ "Content-Length: 4, 4\r\n", -1 },
+		{ "Content-Length: 4.0\r\n", -1 },
+		{ "Content-Length: \r\n", -1 },
+		{ "Content-Length: 1e3\r\n", -1 },
+		{ "Content-Length: 99999999999999999999\r\n", -1 },
+		{ "Content-Length: 4\r\nContent-Length: 5\r\n", -1 },
+		{ "Content-Length: 4\r\nContent-Length: +4\r\n", -1 },
+	};
+	struct http_msg	*m;
+	char		 text[256];
+	size_t		 i;
+	int		 bytewise;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(text, sizeof text, "POST / HTTP/1.1\r\nHost: a\r\n"
+		    "%s\r\nabcd", cases[i].headers);
+		for (bytewise = 0; bytewise < 2; bytewise++) {
+			m = http_msg_new(HTTP_MSG_REQUEST, 1024, 1024);
+			if (feed(m, text, bytewise) != (cases[i].length == -1 ?
+			    HTTP_PARSE_ERROR : HTTP_PARSE_DONE)) {
+				fprintf(stderr, "case %zu: %s\n", i,
+				    cases[i].headers);
+				return (1);
+			}
+			if (cases[i].length == -1)
+				CHECK_INT(m->error, HTTP_ERR_SYNTAX);
+			else
+				CHECK_INT(evbuffer_get_length(m->body),
+				    cases[i].length);
+			http_msg_free(m);
+		}
+	}
+	return (0);
+}
+
+/* A chunked body of n chunks of one byte each ("a"). */
+static char *
+chunks(int n)
+{
+	struct evbuffer	*b = evbuffer_new();
+	char		*text;
+	size_t		 len;
+	int		 i;
+
+	evbuffer_add_printf(b, "POST / HTTP/1.1\r\nHost: a\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n");
+	for (i = 0; i < n; i++)
+		evbuffer_add(b, "1\r\na\r\n", 6);
+	evbuffer_add_printf(b, "0\r\n\r\n");
+	len = evbuffer_get_length(b);
+	text = xmalloc(len + 1);
+	evbuffer_remove(b, text, len);
+	text[len] = '\0';
+	evbuffer_free(b);
+	return (text);
+}
+
+/*
+ * Chunk-size lines and chunk ends are body: they count against the body
+ * limit, not the header limit, and a chunk's data running past its size
+ * is an error, in one buffer or byte by byte.
+ */
+static int
+test_request_chunk_lines(void)
+{
+	struct http_msg	*m;
+	char		*text, big[6000];
+	int		 bytewise;
+
+	/* 20,000 chunks: 120,003 bytes of body, 1 KiB of header limit. */
+	text = chunks(20000);
+	m = http_msg_new(HTTP_MSG_REQUEST, 1024, 128 * 1024);
+	CHECK_INT(feed(m, text, 0), HTTP_PARSE_DONE);
+	CHECK_INT(evbuffer_get_length(m->body), 20000);
+	CHECK_INT(m->body_bytes, 120003);
+	CHECK_INT(m->head_bytes, 58);
+	http_msg_free(m);
+	free(text);
+
+	/* 30,000: 30,000 bytes of data, but 180,003 on the wire. */
+	text = chunks(30000);
+	m = http_msg_new(HTTP_MSG_REQUEST, 1024, 128 * 1024);
+	CHECK_INT(feed(m, text, 0), HTTP_PARSE_ERROR);
+	CHECK_INT(m->error, HTTP_ERR_BODY_TOO_LARGE);
+	http_msg_free(m);
+	free(text);
+
+	/* Exactly at the limit, and one byte over. */
+	text = chunks(10);
+	m = http_msg_new(HTTP_MSG_REQUEST, 1024, 63);
+	CHECK_INT(feed(m, text, 1), HTTP_PARSE_DONE);
+	http_msg_free(m);
+	m = http_msg_new(HTTP_MSG_REQUEST, 1024, 62);
+	CHECK_INT(feed(m, text, 1), HTTP_PARSE_ERROR);
+	CHECK_INT(m->error, HTTP_ERR_BODY_TOO_LARGE);
+	http_msg_free(m);
+	free(text);
+
+	for (bytewise = 0; bytewise < 2; bytewise++) {
+		/* A chunk-size line longer than HTTP_CHUNK_LINE_MAX. */
+		memset(big, 'e', sizeof big - 1);
+		big[sizeof big - 1] = '\0';
+		text = NULL;
+		xasprintf(&text, "POST / HTTP/1.1\r\nHost: a\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n1;%s\r\na\r\n0\r\n\r\n",
+		    big);
+		m = http_msg_new(HTTP_MSG_REQUEST, 1024, 1024 * 1024);
+		CHECK_INT(feed(m, text, bytewise), HTTP_PARSE_ERROR);
+		CHECK_INT(m->error, HTTP_ERR_SYNTAX);
+		http_msg_free(m);
+		free(text);
+
+		/* Data running past the chunk's size, with and without
+		 * an end of line in sight. */
+		xasprintf(&text, "POST / HTTP/1.1\r\nHost: a\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n1\r\nab\r\n0\r\n\r\n");
+		m = http_msg_new(HTTP_MSG_REQUEST, 1024, 1024);
+		CHECK_INT(feed(m, text, bytewise), HTTP_PARSE_ERROR);
+		CHECK_INT(m->error, HTTP_ERR_SYNTAX);
+		http_msg_free(m);
+		free(text);
+		xasprintf(&text, "POST / HTTP/1.1\r\nHost: a\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n1\r\na%s", big);
+		m = http_msg_new(HTTP_MSG_REQUEST, 1024, 1024 * 1024);
+		CHECK_INT(feed(m, text, bytewise), HTTP_PARSE_ERROR);
+		CHECK_INT(m->error, HTTP_ERR_SYNTAX);
+		http_msg_free(m);
+		free(text);
+	}
 	return (0);
 }
 
@@ -312,6 +511,9 @@ const struct unit_case unit_http_cases[] = {
 	{ "http/request-pipelined", test_request_pipelined },
 	{ "http/request-limits", test_request_limits },
 	{ "http/request-malformed", test_request_malformed },
+	{ "http/request-host", test_request_host },
+	{ "http/request-content-length", test_request_content_length },
+	{ "http/request-chunk-lines", test_request_chunk_lines },
 	{ "http/response-length", test_response_length },
 	{ "http/response-chunked", test_response_chunked },
 	{ "http/response-eof", test_response_eof },
