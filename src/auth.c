@@ -15,10 +15,18 @@
  */
 
 /*
- * API keys. The configuration stores only the SHA-256 of each key; a
- * presented key is hashed and compared with every stored hash in constant
- * time, so neither the match nor its position shows in the timing. Keys
- * themselves are never logged.
+ * API keys and ownership. The configuration stores only the SHA-256 of
+ * each key; a presented key is hashed and compared with every stored hash
+ * in constant time, so neither the match nor its position shows in the
+ * timing. Keys themselves are never logged.
+ *
+ * Every key belongs to a tenant: its own name, or the name its api-key
+ * line groups it under. A sandbox records the tenant that created it, and
+ * a caller sees only its own tenant's sandboxes: another tenant's id reads
+ * exactly as an unknown one, so ids cannot be probed. Peers on stdio (and
+ * HTTP peers when no key is configured) are the local operator, "local",
+ * who sees every sandbox; records older than the tenant field are the
+ * local operator's.
  */
 
 #include "config.h"
@@ -26,6 +34,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
@@ -50,10 +59,11 @@ auth_lookup(const char *key)
 
 /*
  * Make a new key: "smcp_" and 43 base64url characters (256 random bits).
- * Print the key, then the configuration line that grants it the sets.
+ * Print the key, then the configuration line that grants it the sets (and
+ * puts it in a tenant when one is given).
  */
 int
-auth_keygen(const char *name, int sets)
+auth_keygen(const char *name, int sets, const char *tenant)
 {
 	unsigned char	 raw[32], hash[32];
 	char		 b64[64], hex[65], key[80], *list;
@@ -66,10 +76,73 @@ auth_keygen(const char *name, int sets)
 	util_hex(hash, sizeof hash, hex);
 	list = cfg_sets_string(sets);
 	printf("%s\n", key);
-	printf("api-key %s sha256:%s sets %s\n", name, hex, list);
+	if (tenant != NULL)
+		printf("api-key %s sha256:%s sets %s tenant %s\n", name, hex,
+		    list, tenant);
+	else
+		printf("api-key %s sha256:%s sets %s\n", name, hex, list);
 	fflush(stdout);
 	free(list);
 	explicit_bzero(raw, sizeof raw);
 	explicit_bzero(key, sizeof key);
 	return (0);
+}
+
+/* Whether a key or tenant name is 1 to 64 of [A-Za-z0-9._-]. */
+int
+auth_tenant_name_valid(const char *name)
+{
+	size_t	n = strlen(name);
+
+	return (n > 0 && n <= 64 && name[strspn(name,
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789._-")] == '\0');
+}
+
+/* The tenant a caller acts for: its key's, or the local operator. */
+const char *
+auth_tenant(const struct cfg_apikey *k)
+{
+	return (k != NULL ? k->tenant : AUTH_LOCAL);
+}
+
+/* The tenant a sandbox record names; a record without one is local. */
+const char *
+auth_record_tenant(cJSON *rec)
+{
+	cJSON	*v = cJSON_GetObjectItem(rec, "tenant");
+
+	return (cJSON_IsString(v) ? v->valuestring : AUTH_LOCAL);
+}
+
+/* Whether a caller of one tenant sees what another tenant owns. */
+int
+auth_sees(const char *caller, const char *owner)
+{
+	return (strcmp(caller, AUTH_LOCAL) == 0 || strcmp(caller, owner) == 0);
+}
+
+/*
+ * Whether sandbox id exists and belongs to a tenant the caller does not
+ * see. Then *message holds what an unknown id is answered with, and the
+ * caller answers not_found with it, details {"sandbox_id": id}, at the
+ * point where it would find the id unknown. An invalid or unknown id is
+ * not hidden: the usual checks answer it.
+ */
+int
+auth_sandbox_hidden(const char *tenant, const char *id, char **message)
+{
+	cJSON	*rec;
+	int	 hidden;
+
+	if (strcmp(tenant, AUTH_LOCAL) == 0 || id == NULL ||
+	    !util_id_valid(id))
+		return (0);
+	if ((rec = state_record_read(id)) == NULL)
+		return (0);
+	hidden = !auth_sees(tenant, auth_record_tenant(rec));
+	cJSON_Delete(rec);
+	if (hidden)
+		xasprintf(message, "no sandbox %s", id);
+	return (hidden);
 }

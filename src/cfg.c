@@ -164,14 +164,14 @@ static const struct cfg_keyword {
 	int		(*fn)(struct cfg_parse *, int, char **);
 } cfg_keywords[] = {
 	{ "allow-origin", 1, 1, cfg_kw_allow_origin },
-	{ "api-key", 4, 4, cfg_kw_api_key },
+	{ "api-key", 4, 6, cfg_kw_api_key },
 	{ "docker-host", 1, 1, cfg_kw_docker_host },
 	{ "limit", 2, 2, cfg_kw_limit },
 	{ "listen", 1, 1, cfg_kw_listen },
 	{ "profile", 2, 8, cfg_kw_profile },
 	{ "state-dir", 1, 1, cfg_kw_state_dir },
 	{ "trusted-proxy", 1, 1, cfg_kw_trusted_proxy },
-	{ "workspace-root", 1, 1, cfg_kw_workspace_root },
+	{ "workspace-root", 1, 3, cfg_kw_workspace_root },
 };
 
 /* A configuration holding the defaults. */
@@ -205,6 +205,10 @@ cfg_words_free(struct cfg_words *words)
 
 	while ((w = TAILQ_FIRST(words)) != NULL) {
 		TAILQ_REMOVE(words, w, entry);
+		if (w->tenants != NULL) {
+			cfg_words_free(w->tenants);
+			free(w->tenants);
+		}
 		free(w->word);
 		free(w);
 	}
@@ -223,6 +227,7 @@ cfg_free(struct cfg *c)
 	while ((k = TAILQ_FIRST(&c->apikeys)) != NULL) {
 		TAILQ_REMOVE(&c->apikeys, k, entry);
 		free(k->name);
+		free(k->tenant);
 		explicit_bzero(k->hash, sizeof k->hash);
 		free(k);
 	}
@@ -481,11 +486,66 @@ cfg_kw_docker_host(struct cfg_parse *p, int argc, char **argv)
 	return (0);
 }
 
+/*
+ * A tenant name of the configuration: a key name's alphabet, and not the
+ * local operator's name. what says where it stands, for the error.
+ */
+static int
+cfg_tenant_name(struct cfg_parse *p, const char *what, const char *name)
+{
+	if (!auth_tenant_name_valid(name)) {
+		cfg_error(p, "%s: a tenant name must be 1 to 64 letters,"
+		    " digits, dots, dashes or underscores: \"%s\"", what, name);
+		return (-1);
+	}
+	if (strcmp(name, AUTH_LOCAL) == 0) {
+		cfg_error(p, "%s: the name \"%s\" is reserved for the local"
+		    " operator (stdio), who sees every tenant", what,
+		    AUTH_LOCAL);
+		return (-1);
+	}
+	return (0);
+}
+
+/* tenants a,b,...: the tenants a workspace root serves. */
+static struct cfg_words *
+cfg_root_tenants(struct cfg_parse *p, const char *path, int argc,
+    char **argv)
+{
+	struct cfg_words	*list;
+	char			*copy, *s, *name, *what;
+
+	if (argc != 3 || strcmp(argv[1], "tenants") != 0) {
+		cfg_error(p, "workspace-root %s: expected \"tenants\" and a"
+		    " comma-separated list of tenants after the path", path);
+		return (NULL);
+	}
+	list = xcalloc(1, sizeof *list);
+	TAILQ_INIT(list);
+	xasprintf(&what, "workspace-root %s", path);
+	copy = s = xstrdup(argv[2]);
+	while ((name = strsep(&s, ",")) != NULL) {
+		if (cfg_tenant_name(p, what, name) != 0) {
+			cfg_words_free(list);
+			free(list);
+			list = NULL;
+			break;
+		}
+		if (!cfg_words_has(list, name))
+			cfg_words_add(list, name);
+	}
+	free(copy);
+	free(what);
+	return (list);
+}
+
+/* workspace-root PATH [tenants LIST] */
 static int
 cfg_kw_workspace_root(struct cfg_parse *p, int argc, char **argv)
 {
-	char	*path;
-	size_t	 len;
+	struct cfg_words	*tenants = NULL;
+	char			*path;
+	size_t			 len;
 
 	if (cfg_absolute_path(p, "workspace-root", argv[0]) != 0)
 		return (-1);
@@ -498,7 +558,13 @@ cfg_kw_workspace_root(struct cfg_parse *p, int argc, char **argv)
 		free(path);
 		return (-1);
 	}
+	if (argc > 1 && (tenants = cfg_root_tenants(p, path, argc,
+	    argv)) == NULL) {
+		free(path);
+		return (-1);
+	}
 	cfg_words_add(&p->cfg->roots, path);
+	TAILQ_LAST(&p->cfg->roots, cfg_words)->tenants = tenants;
 	free(path);
 	return (0);
 }
@@ -531,14 +597,14 @@ cfg_hexval(int c)
 	return (-1);
 }
 
-/* api-key NAME sha256:HEX sets LIST */
+/* api-key NAME sha256:HEX sets LIST [tenant NAME] */
 static int
 cfg_kw_api_key(struct cfg_parse *p, int argc, char **argv)
 {
 	struct cfg_apikey	*k;
 	unsigned char		 hash[32];
-	const char		*hex;
-	char			*cause;
+	const char		*hex, *tenant;
+	char			*cause, *what;
 	int			 sets = 0, i, hi, lo;
 	size_t			 n;
 
@@ -582,6 +648,19 @@ cfg_kw_api_key(struct cfg_parse *p, int argc, char **argv)
 		cfg_error(p, "api-key %s grants no set", argv[0]);
 		return (-1);
 	}
+	if (argc > 4 && (argc != 6 || strcmp(argv[4], "tenant") != 0)) {
+		cfg_error(p, "api-key %s: expected \"tenant\" and a tenant name"
+		    " after the set list", argv[0]);
+		return (-1);
+	}
+	tenant = argc == 6 ? argv[5] : argv[0];
+	xasprintf(&what, "api-key %s", argv[0]);
+	if (cfg_tenant_name(p, what, argv[0]) != 0 ||
+	    (tenant != argv[0] && cfg_tenant_name(p, what, tenant) != 0)) {
+		free(what);
+		return (-1);
+	}
+	free(what);
 	TAILQ_FOREACH(k, &p->cfg->apikeys, entry) {
 		if (strcmp(k->name, argv[0]) == 0) {
 			cfg_error(p, "api-key %s is given twice", argv[0]);
@@ -597,6 +676,7 @@ cfg_kw_api_key(struct cfg_parse *p, int argc, char **argv)
 	k->name = xstrdup(argv[0]);
 	memcpy(k->hash, hash, sizeof hash);
 	k->sets = sets;
+	k->tenant = xstrdup(tenant);
 	TAILQ_INSERT_TAIL(&p->cfg->apikeys, k, entry);
 	return (0);
 }

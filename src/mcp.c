@@ -57,6 +57,7 @@ struct mcp_session {
 	int			 transport;
 	int			 sets;
 	char			*key;
+	char			*tenant;
 	int			 initialized;
 	int			 notified;	/* got notifications/initialized */
 	char			 version[16];
@@ -114,18 +115,22 @@ mcp_negotiate_version(const char *requested)
 
 /*
  * A session for one peer: the stdio peer, or one HTTP client that sent
- * initialize. sets are those it may use; key names its API key (HTTP).
+ * initialize. sets are those it may use; key names its API key (HTTP);
+ * tenant is whom its tool calls act for (auth.c).
  */
 struct mcp_session *
-mcp_session_new(int transport, int sets, const char *key)
+mcp_session_new(int transport, int sets, const char *key, const char *tenant)
 {
 	struct mcp_session	*s;
 
+	if (tenant == NULL)
+		fatalx("%s: a session with no tenant", __func__);
 	s = xcalloc(1, sizeof *s);
 	s->transport = transport;
 	s->sets = sets;
 	if (key != NULL)
 		s->key = xstrdup(key);
+	s->tenant = xstrdup(tenant);
 	s->log_level = 1;
 	s->references = 1;
 	TAILQ_INIT(&s->inflight);
@@ -138,6 +143,7 @@ mcp_session_unref(struct mcp_session *s)
 	if (--s->references > 0)
 		return;
 	free(s->key);
+	free(s->tenant);
 	free(s);
 }
 
@@ -173,6 +179,12 @@ const char *
 mcp_session_key(struct mcp_session *s)
 {
 	return (s->key);
+}
+
+const char *
+mcp_session_tenant(struct mcp_session *s)
+{
+	return (s->tenant);
 }
 
 const char *
@@ -252,8 +264,9 @@ mcp_initialize(struct mcp_session *s, const cJSON *id, cJSON *params)
 	if (cJSON_IsObject(v) && cJSON_IsString(cJSON_GetObjectItem(v,
 	    "name")))
 		log_debug("mcp session initialized client=\"%.64s\" version=%s"
-		    " key=%s", cJSON_GetObjectItem(v, "name")->valuestring,
-		    version, s->key != NULL ? s->key : "-");
+		    " key=%s tenant=%s", cJSON_GetObjectItem(v,
+		    "name")->valuestring, version, s->key != NULL ? s->key :
+		    "-", s->tenant);
 
 	result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "protocolVersion", version);
@@ -353,7 +366,8 @@ mcp_tools_call(struct mcp_session *s, struct mcp_reply *reply,
 	r->reply = reply;
 	r->id = cJSON_Duplicate(id, 1);
 	TAILQ_INSERT_TAIL(&s->inflight, r, entry);
-	call = tool_call_start(name, args, s->sets, mcp_tool_done, r);
+	call = tool_call_start(name, args, s->sets, s->tenant, mcp_tool_done,
+	    r);
 	if (call != NULL)
 		r->call = call;	/* else r is already answered and freed */
 }

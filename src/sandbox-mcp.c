@@ -41,6 +41,7 @@ enum {
 	OPT_NO_STDIO,
 	OPT_SET,
 	OPT_STATE_DIR,
+	OPT_TENANT,
 	OPT_VERSION
 };
 
@@ -51,6 +52,7 @@ static const struct option sandbox_mcp_options[] = {
 	{ "no-stdio", no_argument, NULL, OPT_NO_STDIO },
 	{ "set", required_argument, NULL, OPT_SET },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "tenant", required_argument, NULL, OPT_TENANT },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 }
 };
@@ -59,7 +61,8 @@ static const char sandbox_mcp_usage[] =
     "usage: sandbox-mcp [-nv] [--help] [--no-stdio] [--version] [-f config]\n"
     "                   [--docker-host url] [--listen address:port]\n"
     "                   [--state-dir directory] --set set [--set set ...]\n"
-    "       sandbox-mcp keygen name --set set [--set set ...]\n";
+    "       sandbox-mcp keygen name [--tenant tenant] --set set"
+    " [--set set ...]\n";
 
 static __dead void
 usage(void)
@@ -92,9 +95,10 @@ help(void)
 static int
 sandbox_mcp_keygen(int argc, char **argv)
 {
-	char	*cause;
-	int	 ch, sets = 0;
-	size_t	 n;
+	const char	*tenant = NULL;
+	char		*cause;
+	int		 ch, sets = 0;
+	size_t		 n;
 
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", sandbox_mcp_options,
@@ -106,6 +110,9 @@ sandbox_mcp_keygen(int argc, char **argv)
 				free(cause);
 				usage();
 			}
+			break;
+		case OPT_TENANT:
+			tenant = optarg;
 			break;
 		default:
 			usage();
@@ -123,7 +130,18 @@ sandbox_mcp_keygen(int argc, char **argv)
 		    " digits, dots, dashes or underscores\n");
 		return (2);
 	}
-	if (auth_keygen(argv[0], sets) != 0) {
+	if (tenant != NULL && !auth_tenant_name_valid(tenant)) {
+		fprintf(stderr, "sandbox-mcp: a tenant name is 1 to 64"
+		    " letters, digits, dots, dashes or underscores\n");
+		return (2);
+	}
+	if (strcmp(argv[0], AUTH_LOCAL) == 0 || (tenant != NULL &&
+	    strcmp(tenant, AUTH_LOCAL) == 0)) {
+		fprintf(stderr, "sandbox-mcp: the name \"%s\" is reserved for"
+		    " the local operator (stdio)\n", AUTH_LOCAL);
+		return (2);
+	}
+	if (auth_keygen(argv[0], sets, tenant) != 0) {
 		fprintf(stderr, "sandbox-mcp: the random generator failed\n");
 		return (1);
 	}

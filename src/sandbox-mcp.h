@@ -88,9 +88,11 @@ enum limit {
 	LIMIT__COUNT
 };
 
+struct cfg_words;
 struct cfg_word {
 	char			*word;
 	TAILQ_ENTRY(cfg_word)	 entry;
+	struct cfg_words	*tenants;	/* NULL: a root for all */
 };
 TAILQ_HEAD(cfg_words, cfg_word);
 
@@ -99,6 +101,7 @@ struct cfg_apikey {
 	unsigned char		 hash[32];
 	int			 sets;
 	TAILQ_ENTRY(cfg_apikey)	 entry;
+	char			*tenant;	/* the name unless grouped */
 };
 TAILQ_HEAD(cfg_apikeys, cfg_apikey);
 
@@ -485,7 +488,7 @@ typedef void (*sandbox_cb)(struct cJSON *, const char *, const char *,
 		     struct cJSON *, void *);
 struct cJSON	*sandbox_record_public(struct cJSON *);
 void		 sandbox_create(struct tspan *, const char *, const char *,
-		     long long, sandbox_cb, void *);
+		     long long, const char *, sandbox_cb, void *);
 struct cJSON	*sandbox_list(void);
 struct cJSON	*sandbox_inspect(const char *, const char **, char **);
 void		 sandbox_destroy(struct tspan *, const char *, sandbox_cb,
@@ -496,8 +499,14 @@ void		 sandbox_trash_soon(void);
 void		 sandbox_recover(void);
 
 /* auth.c */
+#define AUTH_LOCAL		"local"	/* the tenant of stdio peers */
 const struct cfg_apikey *auth_lookup(const char *);
-int		 auth_keygen(const char *, int);
+int		 auth_keygen(const char *, int, const char *);
+int		 auth_tenant_name_valid(const char *);
+const char	*auth_tenant(const struct cfg_apikey *);
+const char	*auth_record_tenant(struct cJSON *);
+int		 auth_sees(const char *, const char *);
+int		 auth_sandbox_hidden(const char *, const char *, char **);
 
 /* telemetry.c */
 void		 telemetry_init(void);
@@ -551,10 +560,11 @@ int		 jsonrpc_id_valid(const struct cJSON *);
 struct mcp_session;
 struct mcp_reply;
 typedef void (*mcp_reply_cb)(struct mcp_reply *, struct cJSON *, void *);
-struct mcp_session *mcp_session_new(int, int, const char *);
+struct mcp_session *mcp_session_new(int, int, const char *, const char *);
 void		 mcp_session_free(struct mcp_session *);
 int		 mcp_session_sets(struct mcp_session *);
 const char	*mcp_session_key(struct mcp_session *);
+const char	*mcp_session_tenant(struct mcp_session *);
 const char	*mcp_session_version(struct mcp_session *);
 int		 mcp_session_initialized(struct mcp_session *);
 unsigned int	 mcp_session_pending(struct mcp_session *);
@@ -616,7 +626,7 @@ typedef void (*tool_done_cb)(struct tool_call *, struct cJSON *, void *);
 struct cJSON	*tool_list(int);
 const struct tool_entry *tool_find(const char *, int);
 struct tool_call *tool_call_start(const char *, struct cJSON *, int,
-		     tool_done_cb, void *);
+		     const char *, tool_done_cb, void *);
 void		 tool_call_cancel(struct tool_call *);
 void		 tool_call_done(struct tool_call *, struct cJSON *);
 void		 tool_call_error(struct tool_call *, const char *,
@@ -624,6 +634,9 @@ void		 tool_call_error(struct tool_call *, const char *,
 		     __attribute__((__format__ (printf, 4, 5)));
 const char	*tool_call_name(struct tool_call *);
 const char	*tool_call_request_id(struct tool_call *);
+const char	*tool_call_tenant(struct tool_call *);
+void		 tool_sandbox_get(struct tool_call *, rt_cb, void *);
+int		 tool_sandbox_hidden(struct tool_call *, const char *);
 struct tspan	*tool_call_span(struct tool_call *);
 void		*tool_call_data(struct tool_call *);
 void		 tool_call_set_data(struct tool_call *, void *);
@@ -662,12 +675,13 @@ extern const struct tool_entry tool_file_blame_entry;
 /* workspace.c */
 struct workspace_list;
 typedef void (*workspace_list_cb)(struct cJSON *, void *);
-struct workspace_list *workspace_list_start(const char *, workspace_list_cb,
-		     void *, const char **, char **, struct cJSON **);
+struct workspace_list *workspace_list_start(const char *, const char *,
+		     workspace_list_cb, void *, const char **, char **,
+		     struct cJSON **);
 void		 workspace_list_cancel(struct workspace_list *);
-struct cJSON	*workspace_roots(char **);
-char		*workspace_resolve(const char *, const char *, const char **,
-		     char **);
+struct cJSON	*workspace_roots(const char *, char **);
+char		*workspace_resolve(const char *, const char *, const char *,
+		     const char **, char **);
 
 /* transport-stdio.c */
 void		 transport_stdio_start(int);

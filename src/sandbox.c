@@ -75,6 +75,7 @@ struct sandbox_create {
 	char			*image;
 	char			*workspace;
 	char			*root_hash;
+	char			*tenant;
 	int			 count;
 	struct sandbox_member	*m;
 	int			 pending;
@@ -122,7 +123,10 @@ sandbox_id_check(const char *id, const char **kind, char **message)
 	return (0);
 }
 
-/* The record as callers see it: without the bookkeeping fields. */
+/*
+ * The record as callers see it: without the bookkeeping fields, and with
+ * the tenant a record made before tenants had (auth.c).
+ */
 cJSON *
 sandbox_record_public(cJSON *rec)
 {
@@ -131,6 +135,10 @@ sandbox_record_public(cJSON *rec)
 	pub = cJSON_Duplicate(rec, 1);
 	cJSON_DeleteItemFromObject(pub, "owner");
 	cJSON_DeleteItemFromObject(pub, "batch");
+	if (!cJSON_IsString(cJSON_GetObjectItem(pub, "tenant"))) {
+		cJSON_DeleteItemFromObject(pub, "tenant");
+		cJSON_AddStringToObject(pub, "tenant", auth_record_tenant(rec));
+	}
 	return (pub);
 }
 
@@ -215,6 +223,7 @@ sandbox_record_new(struct sandbox_create *sc, const char *id)
 	    (double)cfg->profile.memory_max);
 	cJSON_AddNumberToObject(rp, "pids", (double)cfg->profile.pids);
 	cJSON_AddNullToObject(rec, "container_id");
+	cJSON_AddStringToObject(rec, "tenant", sc->tenant);
 	cJSON_AddStringToObject(rec, "batch", sc->batch);
 	cJSON_AddItemToObject(rec, "owner", state_owner_self());
 	return (rec);
@@ -285,6 +294,7 @@ sandbox_create_free(struct sandbox_create *sc)
 	free(sc->image);
 	free(sc->workspace);
 	free(sc->root_hash);
+	free(sc->tenant);
 	free(sc->error);
 	cJSON_Delete(sc->details);
 	free(sc);
@@ -595,12 +605,13 @@ sandbox_image_ok(const char *image)
 
 /*
  * create_sandbox: check everything, build or reuse the shared base, then
- * create and start count containers; cb gets one record (count 1), or
- * {"sandboxes": [...]}, or the first error after a full rollback.
+ * create and start count containers for tenant; cb gets one record
+ * (count 1), or {"sandboxes": [...]}, or the first error after a full
+ * rollback.
  */
 void
 sandbox_create(struct tspan *parent, const char *image, const char *root,
-    long long count, sandbox_cb cb, void *arg)
+    long long count, const char *tenant, sandbox_cb cb, void *arg)
 {
 	struct sandbox_create	*sc;
 	const char		*kind;
@@ -624,7 +635,7 @@ sandbox_create(struct tspan *parent, const char *image, const char *root,
 		free(message);
 		return;
 	}
-	if ((canon = workspace_resolve("workspace_root", root, &kind,
+	if ((canon = workspace_resolve("workspace_root", root, tenant, &kind,
 	    &message)) == NULL) {
 		cb(NULL, kind, message, tool_details("workspace_root", root),
 		    arg);
@@ -637,6 +648,7 @@ sandbox_create(struct tspan *parent, const char *image, const char *root,
 	sc->arg = arg;
 	sc->image = xstrdup(image);
 	sc->workspace = canon;
+	sc->tenant = xstrdup(tenant);
 	sc->count = (int)count;
 	sc->m = xcalloc(sc->count, sizeof *sc->m);
 	for (i = 0; i < sc->count; i++)

@@ -329,7 +329,7 @@ tool_file_read_exec(struct tool_call *tc)
 	tf = tool_file_new(tc, FILES_READ, rel);
 	tf->op.offset = offset < 1 ? 1 : offset;
 	tf->op.limit = limit;
-	rt_sandbox_get(tool_arg_string(tc, "sandbox_id"), tool_file_sb, tf);
+	tool_sandbox_get(tc, tool_file_sb, tf);
 }
 
 /* A sessionless write or edit's child reported. */
@@ -434,8 +434,7 @@ tool_file_write_exec(struct tool_call *tc)
 	tf = tool_file_new(tc, FILES_WRITE, rel);
 	tf->op.content = tool_arg_string(tc, "content");
 	tf->op.len = strlen(tf->op.content);
-	rt_sandbox_get(tool_arg_string(tc, "sandbox_id"), tool_file_change_sb,
-	    tf);
+	tool_sandbox_get(tc, tool_file_change_sb, tf);
 }
 
 static void
@@ -459,8 +458,7 @@ tool_file_edit_exec(struct tool_call *tc)
 	}
 	tf = tool_file_new(tc, FILES_EDIT, rel);
 	tf->op.edits = tool_arg(tc, "edits");
-	rt_sandbox_get(tool_arg_string(tc, "sandbox_id"), tool_file_change_sb,
-	    tf);
+	tool_sandbox_get(tc, tool_file_change_sb, tf);
 }
 
 static void
@@ -494,6 +492,6 @@ tool_file_blame_exec(struct tool_call *tc)
 
 	if ((rel = tool_file_path(tc, 0)) == NULL)
 		return;
-	rt_sandbox_get(tool_arg_string(tc, "sandbox_id"), tool_file_blame_sb,
-	    tool_file_new(tc, FILES_READ, rel));
+	tool_sandbox_get(tc, tool_file_blame_sb, tool_file_new(tc, FILES_READ,
+	    rel));
 }

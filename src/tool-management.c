@@ -19,7 +19,8 @@
  * list_workspace_directories) and the sandbox lifecycle (create_sandbox,
  * list_sandboxes, inspect_sandbox, destroy_sandbox). Schemas follow the
  * published tool reference; the handlers are thin and call docker.c,
- * workspace.c and sandbox.c.
+ * workspace.c and sandbox.c. A caller sees only its tenant's sandboxes
+ * and workspace roots (auth.c).
  */
 
 #include "config.h"
@@ -148,7 +149,8 @@ tool_list_workspace_directories_exec(struct tool_call *tc)
 	cJSON			*result, *details = NULL;
 
 	if ((path = tool_arg_string(tc, "path")) == NULL) {
-		if ((result = workspace_roots(&message)) == NULL) {
+		if ((result = workspace_roots(tool_call_tenant(tc),
+		    &message)) == NULL) {
 			tool_call_error(tc, TOOL_ERR_FAILED, NULL, "%s",
 			    message);
 			free(message);
@@ -157,8 +159,8 @@ tool_list_workspace_directories_exec(struct tool_call *tc)
 		tool_call_done(tc, result);
 		return;
 	}
-	wl = workspace_list_start(path, tool_list_workspace_directories_cb,
-	    tc, &kind, &message, &details);
+	wl = workspace_list_start(path, tool_call_tenant(tc),
+	    tool_list_workspace_directories_cb, tc, &kind, &message, &details);
 	if (wl == NULL) {
 		tool_call_error(tc, kind, details, "%s", message);
 		free(message);
@@ -267,13 +269,25 @@ tool_create_sandbox_exec(struct tool_call *tc)
 {
 	sandbox_create(tool_call_span(tc), tool_arg_string(tc, "image"),
 	    tool_arg_string(tc, "workspace_root"), tool_arg_integer(tc,
-	    "count"), tool_sandbox_cb, tc);
+	    "count"), tool_call_tenant(tc), tool_sandbox_cb, tc);
 }
 
+/* Every record the caller's tenant sees. */
 static void
 tool_list_sandboxes_exec(struct tool_call *tc)
 {
-	tool_call_done(tc, sandbox_list());
+	const char	*tenant = tool_call_tenant(tc);
+	cJSON		*result, *list, *rec, *next;
+
+	result = sandbox_list();
+	list = cJSON_GetObjectItem(result, "sandboxes");
+	for (rec = list != NULL ? list->child : NULL; rec != NULL;
+	    rec = next) {
+		next = rec->next;
+		if (!auth_sees(tenant, auth_record_tenant(rec)))
+			cJSON_Delete(cJSON_DetachItemViaPointer(list, rec));
+	}
+	tool_call_done(tc, result);
 }
 
 static void
@@ -283,6 +297,8 @@ tool_inspect_sandbox_exec(struct tool_call *tc)
 	char		*message;
 	cJSON		*rec;
 
+	if (tool_sandbox_hidden(tc, id))
+		return;
 	if ((rec = sandbox_inspect(id, &kind, &message)) == NULL) {
 		tool_call_error(tc, kind, tool_details("sandbox_id", id), "%s",
 		    message);
@@ -295,6 +311,9 @@ tool_inspect_sandbox_exec(struct tool_call *tc)
 static void
 tool_destroy_sandbox_exec(struct tool_call *tc)
 {
-	sandbox_destroy(tool_call_span(tc), tool_arg_string(tc, "sandbox_id"),
-	    tool_sandbox_cb, tc);
+	const char	*id = tool_arg_string(tc, "sandbox_id");
+
+	if (tool_sandbox_hidden(tc, id))
+		return;
+	sandbox_destroy(tool_call_span(tc), id, tool_sandbox_cb, tc);
 }

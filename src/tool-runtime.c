@@ -19,8 +19,8 @@
  * read_command_lines) and managed workspace sessions
  * (create_workspace_session, publish_workspace_session,
  * destroy_workspace_session). Every tool takes sandbox_id first; the
- * handlers find the sandbox's runtime view, then call command.c or
- * session.c.
+ * handlers find the sandbox's runtime view (of the caller's tenant's
+ * sandboxes only, tool_sandbox_get), then call command.c or session.c.
  */
 
 #include "config.h"
@@ -259,8 +259,7 @@ tool_exec_command_sb(struct rt_sandbox *sb, const char *kind,
 static void
 tool_exec_command_exec(struct tool_call *tc)
 {
-	rt_sandbox_get(tool_arg_string(tc, "sandbox_id"),
-	    tool_exec_command_sb, tool_rt_new(tc));
+	tool_sandbox_get(tc, tool_exec_command_sb, tool_rt_new(tc));
 }
 
 static void
@@ -282,8 +281,7 @@ tool_write_command_stdin_sb(struct rt_sandbox *sb, const char *kind,
 static void
 tool_write_command_stdin_exec(struct tool_call *tc)
 {
-	rt_sandbox_get(tool_arg_string(tc, "sandbox_id"),
-	    tool_write_command_stdin_sb, tool_rt_new(tc));
+	tool_sandbox_get(tc, tool_write_command_stdin_sb, tool_rt_new(tc));
 }
 
 static void
@@ -305,8 +303,7 @@ tool_read_command_lines_sb(struct rt_sandbox *sb, const char *kind,
 static void
 tool_read_command_lines_exec(struct tool_call *tc)
 {
-	rt_sandbox_get(tool_arg_string(tc, "sandbox_id"),
-	    tool_read_command_lines_sb, tool_rt_new(tc));
+	tool_sandbox_get(tc, tool_read_command_lines_sb, tool_rt_new(tc));
 }
 
 static void
@@ -364,8 +361,8 @@ tool_create_workspace_session_sb(struct rt_sandbox *sb, const char *kind,
 static void
 tool_create_workspace_session_exec(struct tool_call *tc)
 {
-	rt_sandbox_get(tool_arg_string(tc, "sandbox_id"),
-	    tool_create_workspace_session_sb, tool_rt_new(tc));
+	tool_sandbox_get(tc, tool_create_workspace_session_sb,
+	    tool_rt_new(tc));
 }
 
 /*
@@ -471,8 +468,8 @@ tool_publish_workspace_session_sb(struct rt_sandbox *sb, const char *kind,
 static void
 tool_publish_workspace_session_exec(struct tool_call *tc)
 {
-	rt_sandbox_get(tool_arg_string(tc, "sandbox_id"),
-	    tool_publish_workspace_session_sb, tool_rt_new(tc));
+	tool_sandbox_get(tc, tool_publish_workspace_session_sb,
+	    tool_rt_new(tc));
 }
 
 static void
@@ -509,6 +506,6 @@ tool_destroy_workspace_session_sb(struct rt_sandbox *sb, const char *kind,
 static void
 tool_destroy_workspace_session_exec(struct tool_call *tc)
 {
-	rt_sandbox_get(tool_arg_string(tc, "sandbox_id"),
-	    tool_destroy_workspace_session_sb, tool_rt_new(tc));
+	tool_sandbox_get(tc, tool_destroy_workspace_session_sb,
+	    tool_rt_new(tc));
 }

@@ -25,6 +25,11 @@
  *
  * Each call is a root telemetry span "tool.<name>" whose trace id is the
  * call's request id.
+ *
+ * A call acts for a tenant (auth.c). The handlers take a sandbox_id
+ * through tool_sandbox_get or tool_sandbox_hidden, which answer another
+ * tenant's sandbox exactly as an unknown one, at the point where an
+ * unknown id is found.
  */
 
 #include "config.h"
@@ -60,6 +65,7 @@ static const struct tool_entry *tool_table[] = {
 struct tool_call {
 	const struct tool_entry	*entry;
 	char			 request_id[33];
+	char			*tenant;
 	cJSON			*args;
 	struct tspan		*span;
 	tool_done_cb		 done;
@@ -347,6 +353,7 @@ static void
 tool_call_free(struct tool_call *tc)
 {
 	cJSON_Delete(tc->args);
+	free(tc->tenant);
 	free(tc);
 }
 
@@ -382,18 +389,22 @@ tool_call_finish(struct tool_call *tc, cJSON *sc, int is_error)
 
 /*
  * Start a call of tool name with args (NULL for none) for a peer granted
- * sets. done receives the envelope exactly once. Returns the call while
- * it is running, or NULL when it has already answered.
+ * sets, acting for tenant. done receives the envelope exactly once.
+ * Returns the call while it is running, or NULL when it has already
+ * answered.
  */
 struct tool_call *
-tool_call_start(const char *name, cJSON *args, int sets, tool_done_cb done,
-    void *arg)
+tool_call_start(const char *name, cJSON *args, int sets, const char *tenant,
+    tool_done_cb done, void *arg)
 {
 	struct tool_call	*tc;
 	cJSON			*details = NULL;
 	char			*message = NULL, *sname;
 
+	if (tenant == NULL)
+		fatalx("%s: a call of %s with no tenant", __func__, name);
 	tc = xcalloc(1, sizeof *tc);
+	tc->tenant = xstrdup(tenant);
 	tc->done = done;
 	tc->arg = arg;
 	tc->starting = 1;
@@ -470,6 +481,49 @@ const char *
 tool_call_request_id(struct tool_call *tc)
 {
 	return (tc->request_id);
+}
+
+/* The tenant the call acts for. */
+const char *
+tool_call_tenant(struct tool_call *tc)
+{
+	return (tc->tenant);
+}
+
+/*
+ * If the call's sandbox_id names another tenant's sandbox, answer as for
+ * an unknown id and return 1; else return 0 and let the handler go on.
+ */
+int
+tool_sandbox_hidden(struct tool_call *tc, const char *id)
+{
+	char	*message;
+
+	if (!auth_sandbox_hidden(tc->tenant, id, &message))
+		return (0);
+	tool_call_error(tc, TOOL_ERR_NOT_FOUND, tool_details("sandbox_id", id),
+	    "%s", message);
+	free(message);
+	return (1);
+}
+
+/*
+ * The runtime view of the call's sandbox_id (rt_sandbox_get), with
+ * another tenant's sandbox answered to cb as an unknown one.
+ */
+void
+tool_sandbox_get(struct tool_call *tc, rt_cb cb, void *arg)
+{
+	const char	*id = tool_arg_string(tc, "sandbox_id");
+	char		*message;
+
+	if (auth_sandbox_hidden(tc->tenant, id, &message)) {
+		cb(NULL, TOOL_ERR_NOT_FOUND, message, tool_details("sandbox_id",
+		    id), arg);
+		free(message);
+		return;
+	}
+	rt_sandbox_get(id, cb, arg);
 }
 
 struct tspan *

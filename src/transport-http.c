@@ -1276,7 +1276,7 @@ transport_http_body_done(struct http_conn *c)
 		s->last_ms = now_ms();
 		s->mcp = mcp_session_new(MCP_TRANSPORT_HTTP,
 		    transport_http_sets(c), c->key != NULL ? c->key->name :
-		    NULL);
+		    NULL, auth_tenant(c->key));
 		c->pending_session = s;
 	} else if ((pv = http_msg_header(req, "MCP-Protocol-Version")) !=
 	    NULL && !mcp_version_supported(pv)) {
@@ -1290,7 +1290,8 @@ transport_http_body_done(struct http_conn *c)
 /*
  * Per-sandbox routes: GET /sandboxes/{id}/health and
  * ANY /sandboxes/{id}/forward/{port}/{path...}, behind the same API key
- * as /mcp with a grant of the runtime set.
+ * as /mcp with a grant of the runtime set, for the key's tenant's
+ * sandboxes only (auth.c).
  */
 
 static void
@@ -1604,7 +1605,7 @@ transport_http_sandbox(struct http_conn *c, const char *path)
 {
 	struct http_route	*r;
 	const char		*p = path + 11, *slash, *origin, *errstr;
-	char			 id[65], port[8];
+	char			 id[65], port[8], *msg;
 	size_t			 len;
 
 	if ((origin = http_msg_header(c->req, "Origin")) != NULL &&
@@ -1666,6 +1667,12 @@ transport_http_sandbox(struct http_conn *c, const char *path)
 	evtimer_del(c->timer);
 	bufferevent_setwatermark(c->bev, EV_READ, 0,
 	    (size_t)cfg_limit(LIMIT_MAX_HEADER));
+	/* Another tenant's sandbox is answered as an unknown one. */
+	if (auth_sandbox_hidden(auth_tenant(c->key), id, &msg)) {
+		transport_http_route_cb(NULL, TOOL_ERR_NOT_FOUND, msg, NULL, r);
+		free(msg);
+		return;
+	}
 	sandbox_lookup(id, transport_http_route_cb, r);
 }
 

@@ -361,7 +361,8 @@ transport_stdio_start(int sets)
 {
 	memset(&stdio, 0, sizeof stdio);
 	stdio.active = 1;
-	stdio.session = mcp_session_new(MCP_TRANSPORT_STDIO, sets, NULL);
+	stdio.session = mcp_session_new(MCP_TRANSPORT_STDIO, sets, NULL,
+	    AUTH_LOCAL);
 
 	if (transport_stdio_pollable(STDOUT_FILENO)) {
 		util_set_nonblock(STDOUT_FILENO);

@@ -21,6 +21,12 @@
  * iteration, so a directory of a million entries never stalls the loop;
  * only the first entries by name (the configured cap, 500 by default) are
  * kept while reading.
+ *
+ * A root may serve only some tenants (workspace-root DIR tenants a,b). The
+ * deepest root that holds a path decides whether a caller may use it, so
+ * a root limited to other tenants is hidden even inside a root that
+ * serves everyone; to such a caller it is exactly a path under no root.
+ * The local operator uses every root.
  */
 
 #include "config.h"
@@ -51,12 +57,15 @@ struct workspace_dir {
 struct workspace_list {
 	char			*path;		/* canonical */
 	char			*parent;	/* NULL at a root */
+	char			*tenant;
 	DIR			*dir;
 	struct event		*ev;
 	struct workspace_dir	*kept;		/* sorted by name */
 	size_t			 nkept;
 	size_t			 cap;
 	int			 truncated;
+	char			**hidden;	/* roots not the caller's */
+	size_t			 nhidden;
 	workspace_list_cb	 cb;
 	void			*arg;
 };
@@ -72,47 +81,92 @@ workspace_under(const char *p, const char *r)
 	return (strncmp(p, r, len) == 0 && (p[len] == '\0' || p[len] == '/'));
 }
 
-/*
- * The root (canonical, allocated) that holds canonical path p, or NULL.
- * Roots that do not resolve are skipped.
- */
-static char *
-workspace_root_of(const char *p)
-{
-	struct cfg_word	*w;
-	char		*r;
-
-	TAILQ_FOREACH(w, &cfg->roots, entry) {
-		if ((r = realpath(w->word, NULL)) == NULL)
-			continue;
-		if (workspace_under(p, r))
-			return (r);
-		free(r);
-	}
-	return (NULL);
-}
-
-/* Whether a path, taken as written, lies under a configured root. */
+/* Whether a configured root serves a tenant: all when it names none. */
 static int
-workspace_lexically_under(const char *p)
+workspace_root_serves(struct cfg_word *w, const char *tenant)
 {
-	struct cfg_word	*w;
+	struct cfg_word	*t;
 
-	TAILQ_FOREACH(w, &cfg->roots, entry) {
-		if (workspace_under(p, w->word))
+	if (w->tenants == NULL || strcmp(tenant, AUTH_LOCAL) == 0)
+		return (1);
+	TAILQ_FOREACH(t, w->tenants, entry) {
+		if (strcmp(t->word, tenant) == 0)
 			return (1);
 	}
 	return (0);
 }
 
 /*
+ * The root that decides over path p for tenant: the deepest of those
+ * holding p, compared canonically (resolve set: roots that do not resolve
+ * are skipped) or as written. Returns it allocated when it serves the
+ * tenant (among equally deep ones, when any does), else NULL.
+ */
+static char *
+workspace_root_decides(const char *p, const char *tenant, int resolve)
+{
+	struct cfg_word	*w;
+	char		*r, *best = NULL;
+	size_t		 len, bestlen = 0;
+	int		 serves = 0;
+
+	TAILQ_FOREACH(w, &cfg->roots, entry) {
+		if (!resolve)
+			r = xstrdup(w->word);
+		else if ((r = realpath(w->word, NULL)) == NULL)
+			continue;
+		len = strlen(r);
+		if (!workspace_under(p, r) || (best != NULL && len < bestlen)) {
+			free(r);
+			continue;
+		}
+		if (best == NULL || len > bestlen) {
+			free(best);
+			best = r;
+			bestlen = len;
+			serves = workspace_root_serves(w, tenant);
+		} else {
+			serves |= workspace_root_serves(w, tenant);
+			free(r);
+		}
+	}
+	if (!serves) {
+		free(best);
+		return (NULL);
+	}
+	return (best);
+}
+
+/*
+ * The root (canonical, allocated) that holds canonical path p for a
+ * tenant, or NULL.
+ */
+static char *
+workspace_root_of(const char *p, const char *tenant)
+{
+	return (workspace_root_decides(p, tenant, 1));
+}
+
+/* Whether a path, taken as written, lies under a root of a tenant. */
+static int
+workspace_lexically_under(const char *p, const char *tenant)
+{
+	char	*r;
+
+	if ((r = workspace_root_decides(p, tenant, 0)) == NULL)
+		return (0);
+	free(r);
+	return (1);
+}
+
+/*
  * Resolve a caller's absolute path (the argument arg) to a canonical
- * directory under a configured root. On failure return NULL with the
- * error kind and a message naming the argument and the path.
+ * directory under a root of the caller's tenant. On failure return NULL
+ * with the error kind and a message naming the argument and the path.
  */
 char *
-workspace_resolve(const char *arg, const char *path, const char **kind,
-    char **message)
+workspace_resolve(const char *arg, const char *path, const char *tenant,
+    const char **kind, char **message)
 {
 	struct stat	 st;
 	char		*canon, *root;
@@ -138,7 +192,7 @@ workspace_resolve(const char *arg, const char *path, const char **kind,
 	}
 	if ((canon = realpath(path, NULL)) == NULL) {
 		if ((errno == ENOENT || errno == ENOTDIR) &&
-		    workspace_lexically_under(path)) {
+		    workspace_lexically_under(path, tenant)) {
 			*kind = TOOL_ERR_NOT_FOUND;
 			xasprintf(message, "no such directory: %.200s", path);
 		} else if (errno == ENOENT || errno == ENOTDIR) {
@@ -152,7 +206,7 @@ workspace_resolve(const char *arg, const char *path, const char **kind,
 		}
 		return (NULL);
 	}
-	if ((root = workspace_root_of(canon)) == NULL) {
+	if ((root = workspace_root_of(canon, tenant)) == NULL) {
 		*kind = TOOL_ERR_INVALID;
 		if (strcmp(canon, path) != 0)
 			xasprintf(message, "%.200s is outside the workspace"
@@ -183,13 +237,13 @@ workspace_basename(const char *p)
 	return (xstrdup(s + 1));
 }
 
-/* The configured roots that resolve, as the path-less listing. */
+/* The roots of a tenant that resolve, as the path-less listing. */
 cJSON *
-workspace_roots(char **message)
+workspace_roots(const char *tenant, char **message)
 {
 	struct cfg_word	*w;
 	cJSON		*result, *dirs, *d;
-	char		*canon, *name;
+	char		*canon, *name, *root;
 
 	if (TAILQ_EMPTY(&cfg->roots)) {
 		xasprintf(message, "no workspace roots are configured (add"
@@ -208,6 +262,12 @@ workspace_roots(char **message)
 			    w->word, strerror(errno));
 			continue;
 		}
+		if (!workspace_root_serves(w, tenant) ||
+		    (root = workspace_root_of(canon, tenant)) == NULL) {
+			free(canon);
+			continue;
+		}
+		free(root);
 		name = workspace_basename(canon);
 		d = cJSON_CreateObject();
 		cJSON_AddStringToObject(d, "name", name);
@@ -233,8 +293,12 @@ workspace_list_free(struct workspace_list *wl)
 		free(wl->kept[i].path);
 	}
 	free(wl->kept);
+	for (i = 0; i < wl->nhidden; i++)
+		free(wl->hidden[i]);
+	free(wl->hidden);
 	free(wl->path);
 	free(wl->parent);
+	free(wl->tenant);
 	free(wl);
 }
 
@@ -270,6 +334,22 @@ workspace_list_keep(struct workspace_list *wl, const char *name,
 	wl->nkept++;
 }
 
+/*
+ * Whether a subdirectory of the listed one is a root the caller may not
+ * use: nothing else below a usable directory can be hidden from it.
+ */
+static int
+workspace_list_hidden(struct workspace_list *wl, const char *path)
+{
+	size_t	i;
+
+	for (i = 0; i < wl->nhidden; i++) {
+		if (strcmp(wl->hidden[i], path) == 0)
+			return (1);
+	}
+	return (0);
+}
+
 /* Look at one directory entry: keep it if it is a visible directory. */
 static void
 workspace_list_entry(struct workspace_list *wl, struct dirent *de)
@@ -286,7 +366,10 @@ workspace_list_entry(struct workspace_list *wl, struct dirent *de)
 	else
 		xasprintf(&full, "%s/%s", wl->path, de->d_name);
 	if (de->d_type == DT_DIR) {
-		workspace_list_keep(wl, de->d_name, full);
+		if (workspace_list_hidden(wl, full))
+			free(full);
+		else
+			workspace_list_keep(wl, de->d_name, full);
 		return;
 	}
 	if (de->d_type != DT_LNK && de->d_type != DT_UNKNOWN) {
@@ -298,7 +381,10 @@ workspace_list_entry(struct workspace_list *wl, struct dirent *de)
 		return;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		workspace_list_keep(wl, de->d_name, full);
+		if (workspace_list_hidden(wl, full))
+			free(full);
+		else
+			workspace_list_keep(wl, de->d_name, full);
 		return;
 	}
 	if (!S_ISLNK(st.st_mode) || stat(full, &st) != 0 ||
@@ -307,8 +393,8 @@ workspace_list_entry(struct workspace_list *wl, struct dirent *de)
 		return;
 	}
 	free(full);
-	if ((root = workspace_root_of(canon)) == NULL) {
-		free(canon);	/* leaves every root: hidden */
+	if ((root = workspace_root_of(canon, wl->tenant)) == NULL) {
+		free(canon);	/* leaves the caller's roots: hidden */
 		return;
 	}
 	free(root);
@@ -357,29 +443,45 @@ workspace_list_slice_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * Begin listing the subdirectories of a caller's path. Returns NULL with
- * an error kind, message and details when the path is refused; otherwise
- * the callback gets the result from the loop later.
+ * Begin listing the subdirectories of a caller's path for a tenant.
+ * Returns NULL with an error kind, message and details when the path is
+ * refused; otherwise the callback gets the result from the loop later.
  */
 struct workspace_list *
-workspace_list_start(const char *path, workspace_list_cb cb, void *arg,
-    const char **kind, char **message, cJSON **details)
+workspace_list_start(const char *path, const char *tenant,
+    workspace_list_cb cb, void *arg, const char **kind, char **message,
+    cJSON **details)
 {
 	struct workspace_list	*wl;
-	char			*canon, *root, *slash;
+	struct cfg_word		*w;
+	char			*canon, *root, *slash, *r;
 
-	if ((canon = workspace_resolve("path", path, kind, message)) ==
-	    NULL) {
+	if ((canon = workspace_resolve("path", path, tenant, kind,
+	    message)) == NULL) {
 		*details = tool_details("path", path);
 		return (NULL);
 	}
 	wl = xcalloc(1, sizeof *wl);
 	wl->path = canon;
+	wl->tenant = xstrdup(tenant);
 	wl->cb = cb;
 	wl->arg = arg;
 	wl->cap = (size_t)cfg_limit(LIMIT_LIST_DIRECTORIES);
 	wl->kept = xcalloc(wl->cap, sizeof wl->kept[0]);
-	root = workspace_root_of(canon);
+	TAILQ_FOREACH(w, &cfg->roots, entry) {
+		if (workspace_root_serves(w, tenant) ||
+		    (r = realpath(w->word, NULL)) == NULL)
+			continue;
+		if ((root = workspace_root_of(r, tenant)) != NULL) {
+			free(root);
+			free(r);
+			continue;
+		}
+		wl->hidden = xreallocarray(wl->hidden, wl->nhidden + 1,
+		    sizeof *wl->hidden);
+		wl->hidden[wl->nhidden++] = r;
+	}
+	root = workspace_root_of(canon, tenant);
 	if (root != NULL && strcmp(root, canon) != 0) {
 		wl->parent = xstrdup(canon);
 		slash = strrchr(wl->parent, '/');

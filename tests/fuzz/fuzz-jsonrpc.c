@@ -69,7 +69,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cfg->docker_socket = strdup("/nonexistent/docker.sock");
 		ev_base = event_base_new();
 	}
-	s = mcp_session_new(MCP_TRANSPORT_STDIO, TOOLSET_ALL, NULL);
+	s = mcp_session_new(MCP_TRANSPORT_STDIO, TOOLSET_ALL, NULL, AUTH_LOCAL);
 	reply = mcp_receive(s, init, sizeof init - 1, fuzz_reply_cb, NULL);
 	reply = mcp_receive(s, (const char *)data, size, fuzz_reply_cb, NULL);
 	if (reply != NULL)

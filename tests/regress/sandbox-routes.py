@@ -4,7 +4,8 @@
 # grant of the runtime set. A forward reaches a server started inside
 # the sandbox's network, streams both ways (an echo server returns 8 MiB
 # as it was sent), never passes our Authorization header on, and says 502
-# when nothing listens.
+# when nothing listens. The sandbox is made with the same key, as routes
+# serve only the key's own tenant (http-tenants.py tests the refusals).
 
 import json
 import os
@@ -12,7 +13,7 @@ import socket
 import time
 
 from lib import (IMAGE, Http, Server, check, check_eq, check_in, cleanup,
-                 docker, http_json, keygen, main, ok_result,
+                 docker, http_json, http_session, keygen, main, ok_result,
                  remove_our_containers, tmpdir)
 
 
@@ -43,9 +44,13 @@ def test():
     state = s.state
     cleanup(lambda: remove_our_containers(state))
     s.initialize()
-    rec = ok_result(s.call("create_sandbox", {"image": IMAGE,
-                                              "workspace_root": ws}),
-                    "create")
+    conn, hdr = http_session(s.port, key=key_rt)
+    st, h, b = conn.request("POST", "/mcp", {
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "create_sandbox", "arguments": {
+            "image": IMAGE, "workspace_root": ws}}}, hdr)
+    check_eq(st, 200, "create status")
+    rec = ok_result(http_json(b)["result"], "create")
     sid = rec["id"]
     want = {"host": "127.0.0.1", "port": s.port}
     check_eq((rec["daemon"], rec["daemon_http"]), (want, want),

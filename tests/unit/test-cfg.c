@@ -26,8 +26,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "sandbox-mcp.h"
 #include "unit.h"
+
+#define KEYHASH	"0123456789abcdef0123456789abcdef" \
+		"0123456789abcdef0123456789abcdef"
 
 static char	errbuf[8192];
 
@@ -143,6 +148,37 @@ test_errors(void)
 		{ "listen 8080\n", "listen needs ADDRESS:PORT" },
 		{ "workspace-root /x\nworkspace-root /x/\n",
 		    "test.conf:2: workspace-root /x is given twice" },
+		{ "\n\napi-key local sha256:" KEYHASH " sets runtime\n",
+		    "test.conf:3: api-key local: the name \"local\" is reserved"
+		    " for the local operator" },
+		{ "api-key k sha256:" KEYHASH " sets runtime tenant local\n",
+		    "test.conf:1: api-key k: the name \"local\" is reserved" },
+		{ "api-key local sha256:" KEYHASH " sets runtime tenant t\n",
+		    "test.conf:1: api-key local: the name \"local\" is"
+		    " reserved" },
+		{ "api-key k sha256:" KEYHASH " sets runtime tenant\n",
+		    "test.conf:1: api-key k: expected \"tenant\" and a tenant"
+		    " name after the set list" },
+		{ "api-key k sha256:" KEYHASH " sets runtime group blue\n",
+		    "api-key k: expected \"tenant\"" },
+		{ "api-key k sha256:" KEYHASH " sets runtime tenant a/b\n",
+		    "api-key k: a tenant name must be 1 to 64 letters" },
+		{ "api-key k sha256:" KEYHASH " sets runtime tenant \"\"\n",
+		    "api-key k: a tenant name must be 1 to 64 letters" },
+		{ "api-key k sha256:" KEYHASH " sets runtime tenant a b\n",
+		    "api-key takes 4 to 6 arguments, not 7" },
+		{ "workspace-root /x tenants\n", "test.conf:1: workspace-root"
+		    " /x: expected \"tenants\" and a comma-separated list" },
+		{ "workspace-root /x/ for a\n", "workspace-root /x: expected"
+		    " \"tenants\"" },
+		{ "workspace-root /x tenants a,local\n", "test.conf:1:"
+		    " workspace-root /x: the name \"local\" is reserved" },
+		{ "workspace-root /x tenants a,,b\n", "workspace-root /x: a"
+		    " tenant name must be 1 to 64" },
+		{ "workspace-root /x tenants \"a b\"\n", "workspace-root /x:"
+		    " a tenant name must be 1 to 64" },
+		{ "workspace-root /x tenants a b\n", "workspace-root takes 1 to"
+		    " 3 arguments, not 4" },
 		{ NULL, NULL }
 	};
 	struct cfg	*c;
@@ -158,6 +194,129 @@ test_errors(void)
 		}
 		cfg_free(c);
 	}
+	return (0);
+}
+
+/* The tenant of each key and the tenants of each workspace root. */
+static int
+test_tenants(void)
+{
+	static const struct {
+		const char	*key;
+		const char	*tenant;
+	} keys[] = {
+		{ "alice", "alice" },		/* its own name */
+		{ "bob", "blue" },
+		{ "carol", "alice" },		/* grouped with alice */
+		{ "Local", "Local" },		/* only "local" is reserved */
+		{ "dave", "blue" },
+		{ NULL, NULL }
+	};
+	static const struct {
+		const char	*path;
+		const char	*tenants;	/* joined; NULL: every tenant */
+	} roots[] = {
+		{ "/open", NULL },
+		{ "/a", "alice" },
+		{ "/b", "blue,alice" },		/* repeats dropped */
+		{ "/with space", "x.y_z-1" },
+		{ NULL, NULL }
+	};
+	struct cfg		*c = cfg_new();
+	struct cfg_apikey	*k;
+	struct cfg_word		*w, *t;
+	char			 joined[256];
+	int			 i;
+
+	CHECK_INT(parse(c,
+	    "api-key alice sha256:0000000000000000000000000000000000000000"
+	    "000000000000000000000001 sets management,runtime\n"
+	    "api-key bob sha256:0000000000000000000000000000000000000000"
+	    "000000000000000000000002 sets runtime tenant blue\n"
+	    "api-key carol sha256:000000000000000000000000000000000000000"
+	    "0000000000000000000000003 sets runtime tenant alice\n"
+	    "api-key Local sha256:000000000000000000000000000000000000000"
+	    "0000000000000000000000004 sets runtime\n"
+	    "api-key dave sha256:0000000000000000000000000000000000000000"
+	    "000000000000000000000005 sets runtime   tenant   blue  # team\n"
+	    "workspace-root /open\n"
+	    "workspace-root /a/ tenants alice\n"
+	    "workspace-root /b tenants blue,alice,blue\n"
+	    "workspace-root \"/with space\" tenants x.y_z-1\n"), 0);
+	k = TAILQ_FIRST(&c->apikeys);
+	for (i = 0; keys[i].key != NULL; i++) {
+		CHECK(k != NULL);
+		CHECK_STR(k->name, keys[i].key);
+		CHECK_STR(k->tenant, keys[i].tenant);
+		k = TAILQ_NEXT(k, entry);
+	}
+	CHECK(k == NULL);
+	w = TAILQ_FIRST(&c->roots);
+	for (i = 0; roots[i].path != NULL; i++) {
+		CHECK(w != NULL);
+		CHECK_STR(w->word, roots[i].path);
+		if (roots[i].tenants == NULL)
+			CHECK(w->tenants == NULL);
+		else {
+			CHECK(w->tenants != NULL);
+			joined[0] = '\0';
+			TAILQ_FOREACH(t, w->tenants, entry) {
+				if (joined[0] != '\0')
+					strlcat(joined, ",", sizeof joined);
+				strlcat(joined, t->word, sizeof joined);
+			}
+			CHECK_STR(joined, roots[i].tenants);
+		}
+		w = TAILQ_NEXT(w, entry);
+	}
+	CHECK(w == NULL);
+	cfg_free(c);
+	return (0);
+}
+
+/* Who sees what: the local operator everything, a tenant its own. */
+static int
+test_tenant_sees(void)
+{
+	static const struct {
+		const char	*caller;
+		const char	*owner;
+		int		 sees;
+	} cases[] = {
+		{ "local", "local", 1 },
+		{ "local", "alice", 1 },
+		{ "alice", "alice", 1 },
+		{ "alice", "bob", 0 },
+		{ "alice", "local", 0 },	/* records before tenants */
+		{ "alice", "Alice", 0 },
+		{ "alice", "alice2", 0 },
+		{ NULL, NULL, 0 }
+	};
+	cJSON	*rec;
+	int	 i;
+
+	for (i = 0; cases[i].caller != NULL; i++) {
+		if (auth_sees(cases[i].caller, cases[i].owner) !=
+		    cases[i].sees) {
+			fprintf(stderr, "%s sees %s: wanted %d\n",
+			    cases[i].caller, cases[i].owner, cases[i].sees);
+			return (1);
+		}
+	}
+	rec = cJSON_Parse("{\"id\": \"sbox-0\"}");
+	CHECK_STR(auth_record_tenant(rec), "local");
+	cJSON_AddStringToObject(rec, "tenant", "blue");
+	CHECK_STR(auth_record_tenant(rec), "blue");
+	cJSON_Delete(rec);
+	CHECK_STR(auth_tenant(NULL), "local");
+	CHECK(auth_tenant_name_valid("a.b_c-D9"));
+	CHECK(!auth_tenant_name_valid(""));
+	CHECK(!auth_tenant_name_valid("a/b"));
+	CHECK(!auth_tenant_name_valid("a b"));
+	CHECK(auth_tenant_name_valid("x123456789012345678901234567890123456"
+	    "789012345678901234567890123"));
+	CHECK(!auth_tenant_name_valid("x1234567890123456789012345678901234567"
+	    "890123456789012345678901234"));
 	return (0);
 }
 
@@ -219,6 +378,8 @@ test_nul_and_long_lines(void)
 const struct unit_case unit_cfg_cases[] = {
 	{ "cfg/full", test_full },
 	{ "cfg/errors", test_errors },
+	{ "cfg/tenants", test_tenants },
+	{ "cfg/tenant-sees", test_tenant_sees },
 	{ "cfg/counts-every-error", test_counts_every_error },
 	{ "cfg/sizes-and-sets", test_sizes_and_sets },
 	{ "cfg/nul-and-long-lines", test_nul_and_long_lines },

@@ -69,7 +69,8 @@ initialized(const char *version)
 	char			 buf[256];
 
 	unit_setup();
-	s = mcp_session_new(MCP_TRANSPORT_STDIO, TOOLSET_MANAGEMENT, NULL);
+	s = mcp_session_new(MCP_TRANSPORT_STDIO, TOOLSET_MANAGEMENT, NULL,
+	    AUTH_LOCAL);
 	snprintf(buf, sizeof buf, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
 	    "\"initialize\",\"params\":{\"protocolVersion\":\"%s\","
 	    "\"capabilities\":{},\"clientInfo\":{\"name\":\"t\","
@@ -127,7 +128,8 @@ test_before_initialize(void)
 	cJSON			*r;
 
 	unit_setup();
-	s = mcp_session_new(MCP_TRANSPORT_STDIO, TOOLSET_MANAGEMENT, NULL);
+	s = mcp_session_new(MCP_TRANSPORT_STDIO, TOOLSET_MANAGEMENT, NULL,
+	    AUTH_LOCAL);
 	r = send_msg(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
 	    "\"tools/list\"}");
 	CHECK_INT(error_code(r), JSONRPC_NOT_INITIALIZED);
@@ -147,7 +149,8 @@ test_initialize(void)
 	cJSON			*r, *res;
 
 	unit_setup();
-	s = mcp_session_new(MCP_TRANSPORT_STDIO, TOOLSET_MANAGEMENT, NULL);
+	s = mcp_session_new(MCP_TRANSPORT_STDIO, TOOLSET_MANAGEMENT, NULL,
+	    AUTH_LOCAL);
 	r = send_msg(s, "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":"
 	    "\"initialize\",\"params\":{\"protocolVersion\":\"1999-01-01\"}}");
 	res = cJSON_GetObjectItem(r, "result");
