@@ -6,7 +6,6 @@
 # empty directories, the .wh. reserve, and isolated networking.
 
 import os
-import subprocess
 import time
 
 from lib import (IMAGE, Server, check, check_eq, check_in, cleanup,
@@ -222,14 +221,27 @@ def test():
     other.initialize()
     ok_result(other.call("destroy_sandbox", {"sandbox_id": sid}),
               "destroyed by another process")
+    def our_inits():
+        """Session inits among this server's children (it adopts them)."""
+        out = []
+        for task in os.listdir("/proc/%d/task" % s.proc.pid):
+            with open("/proc/%d/task/%s/children" % (s.proc.pid,
+                                                     task)) as f:
+                for c in f.read().split():
+                    try:
+                        with open("/proc/%s/cmdline" % c, "rb") as g:
+                            if b"sandbox-mcp: session" in g.read():
+                                out.append(c)
+                    except OSError:
+                        pass
+        return out
     deadline = time.time() + 15
     while time.time() < deadline:
-        out = subprocess.run(["pgrep", "-f", "sandbox-mcp: session"],
-                             capture_output=True, text=True).stdout
-        if not out.strip():
+        left = our_inits()
+        if not left:
             break
         time.sleep(0.5)
-    check_eq(out.strip(), "", "no session init left behind")
+    check_eq(left, [], "no session init left behind")
 
 
 main(test)
