@@ -120,6 +120,10 @@ static const struct cfg_limit_entry {
 	    CFG_LIMIT_COUNT, 1, 1000000, 256 },
 	[LIMIT_MAX_CONNECTIONS_PER_ADDRESS] = { "max-connections-per-address",
 	    CFG_LIMIT_COUNT, 1, 65536, 128 },
+	[LIMIT_SESSIONS_PER_TENANT] = { "sessions-per-tenant",
+	    CFG_LIMIT_COUNT, 1, 1000000, 512 },
+	[LIMIT_COMMANDS_PER_TENANT] = { "commands-per-tenant",
+	    CFG_LIMIT_COUNT, 1, 1000000, 512 },
 };
 
 static const struct {

@@ -154,6 +154,21 @@ command_running(const char *sandbox)
 	return (n);
 }
 
+/* Commands running in the sandboxes of sb's tenant. */
+static unsigned int
+command_running_tenant(struct rt_sandbox *sb)
+{
+	struct command	*c;
+	unsigned int	 n = 0;
+
+	TAILQ_FOREACH(c, &commands, entry) {
+		if (c->state != COMMAND_DONE && c->sb != NULL &&
+		    rt_sandbox_same_tenant(c->sb, sb))
+			n++;
+	}
+	return (n);
+}
+
 static struct command *
 command_find(const char *sandbox, const char *id)
 {
@@ -871,6 +886,16 @@ command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
 	if (cmd[strspn(cmd, " \t\r\n")] == '\0') {
 		cb(NULL, TOOL_ERR_INVALID, "cmd must hold a command, not only"
 		    " blanks", tool_details("argument", "cmd"), arg);
+		return;
+	}
+	if (command_running_tenant(sb) >= cfg_limit(LIMIT_COMMANDS_PER_TENANT)) {
+		xasprintf(&msg, "the sandboxes of tenant %s already run %lld"
+		    " commands (limit commands-per-tenant)", sb->tenant,
+		    cfg_limit(LIMIT_COMMANDS_PER_TENANT));
+		d = tool_details("limit", "commands-per-tenant");
+		cJSON_AddStringToObject(d, "sandbox_id", sb->id);
+		cb(NULL, TOOL_ERR_BUSY, msg, d, arg);
+		free(msg);
 		return;
 	}
 	if (command_running(sb->id) >= cfg_limit(LIMIT_COMMANDS_RUNNING)) {

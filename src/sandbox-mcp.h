@@ -85,6 +85,8 @@ enum limit {
 	LIMIT_SESSIONS_TOTAL,
 	LIMIT_MAX_SESSIONS_PER_KEY,
 	LIMIT_MAX_CONNECTIONS_PER_ADDRESS,
+	LIMIT_SESSIONS_PER_TENANT,
+	LIMIT_COMMANDS_PER_TENANT,
 	LIMIT__COUNT
 };
 
@@ -254,6 +256,7 @@ struct rt_sandbox {
 	char			**cgroups;
 	size_t			 ncgroup;
 	char			*freezer;	/* its freezer group */
+	char			*tenant;	/* whose it is */
 	struct job		*zjob;		/* the zygote */
 	pid_t			 zpid;		/* the container pid it is in */
 	int			 zctl;
@@ -301,6 +304,8 @@ void		 session_create(struct rt_sandbox *, int, int, session_cb,
 		     void *);
 void		 session_end(struct session *, const char *);
 int		 session_full(struct rt_sandbox *, const char **, char **);
+int		 rt_sandbox_same_tenant(struct rt_sandbox *,
+		     struct rt_sandbox *);
 void		 session_when_dead(struct session *,
 		     void (*)(struct session *, void *), void *);
 void		 session_command_done(struct session *);

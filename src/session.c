@@ -97,6 +97,7 @@ static size_t		 session_ncgroups_left;
 
 struct rt_wait {
 	char		 id[65];
+	char		*tenant;
 	rt_cb		 cb;
 	void		*arg;
 };
@@ -224,6 +225,7 @@ rt_sandbox_inspect_cb(cJSON *result, const char *kind, const char *message,
 		w->cb(NULL, kind, message, tool_details("sandbox_id", w->id),
 		    w->arg);
 		cJSON_Delete(details);
+		free(w->tenant);
 		free(w);
 		return;
 	}
@@ -240,6 +242,7 @@ rt_sandbox_inspect_cb(cJSON *result, const char *kind, const char *message,
 		    w->id), w->arg);
 		free(msg);
 		cJSON_Delete(result);
+		free(w->tenant);
 		free(w);
 		return;
 	}
@@ -252,6 +255,9 @@ rt_sandbox_inspect_cb(cJSON *result, const char *kind, const char *message,
 	}
 	free(sb->container);
 	sb->container = xstrdup(id->valuestring);
+	free(sb->tenant);
+	sb->tenant = w->tenant;
+	w->tenant = NULL;
 	if (sb->zjob != NULL && sb->zpid != (pid_t)pid->valuedouble) {
 		/* A new container process: the zygote stood in the old. */
 		job_cancel(sb->zjob);
@@ -331,7 +337,7 @@ rt_sandbox_get(const char *id, rt_cb cb, void *arg)
 	struct rt_sandbox	*sb;
 	struct rt_wait		*w;
 	cJSON			*rec, *state;
-	char			*msg;
+	char			*msg, *tenant;
 
 	rt_sweep_start();
 	if (!util_id_valid(id)) {
@@ -359,14 +365,18 @@ rt_sandbox_get(const char *id, rt_cb cb, void *arg)
 		free(msg);
 		return;
 	}
+	tenant = xstrdup(auth_record_tenant(rec));
 	cJSON_Delete(rec);
 	sb = rt_sandbox_find(id);
 	if (sb != NULL && sb->pid > 0 &&
 	    state_process_start(sb->pid) == sb->pid_start) {
+		free(sb->tenant);
+		sb->tenant = tenant;
 		cb(sb, NULL, NULL, NULL, arg);
 		return;
 	}
 	w = xcalloc(1, sizeof *w);
+	w->tenant = tenant;
 	strlcpy(w->id, id, sizeof w->id);
 	w->cb = cb;
 	w->arg = arg;
@@ -1130,9 +1140,18 @@ session_reuse(struct rt_sandbox *sb, struct layer_stack *head,
 	return (1);
 }
 
+/* Whether two sandboxes belong to the same tenant. */
+int
+rt_sandbox_same_tenant(struct rt_sandbox *a, struct rt_sandbox *b)
+{
+	return (a->tenant != NULL && b->tenant != NULL &&
+	    strcmp(a->tenant, b->tenant) == 0);
+}
+
 /*
  * Whether a sandbox can take no more sessions of this process: at most
- * sessions-per-sandbox in it, and sessions-total in all (fewer when the
+ * sessions-per-sandbox in it, sessions-per-tenant in its tenant's, and
+ * sessions-total in all (fewer when the
  * descriptors we may open would not serve that many: each session holds
  * two). 0, or 1 with the limit's name and a message when asked.
  */
@@ -1140,6 +1159,7 @@ int
 session_full(struct rt_sandbox *sb, const char **limit, char **message)
 {
 	static long long	 fdmax = -1;
+	struct rt_sandbox	*other;
 	struct session		*s;
 	struct rlimit		 rl;
 	unsigned int		 n = 0;
@@ -1157,6 +1177,26 @@ session_full(struct rt_sandbox *sb, const char **limit, char **message)
 			xasprintf(message, "sandbox %s has %u workspace"
 			    " sessions, the most it may have (limit"
 			    " sessions-per-sandbox); end one first", sb->id, n);
+		}
+		return (1);
+	}
+	n = 0;
+	LIST_FOREACH(other, &rt_sandboxes, entry) {
+		if (!rt_sandbox_same_tenant(sb, other))
+			continue;
+		LIST_FOREACH(s, &other->sessions, entry) {
+			if (s->state != SESSION_ENDED &&
+			    s->state != SESSION_IDLE && !s->spare)
+				n++;
+		}
+	}
+	if (n >= cfg_limit(LIMIT_SESSIONS_PER_TENANT)) {
+		if (limit != NULL) {
+			*limit = "sessions-per-tenant";
+			xasprintf(message, "the sandboxes of tenant %s have %u"
+			    " workspace sessions, the most one tenant may have"
+			    " (limit sessions-per-tenant); end one first",
+			    sb->tenant, n);
 		}
 		return (1);
 	}

@@ -15,6 +15,8 @@
 #    sandbox usable.
 # 5. 600 managed sessions in one sandbox: past sessions-per-sandbox the
 #    server answers server_busy, and another sandbox still runs commands.
+# 6. The sandboxes of one tenant share sessions-per-tenant and
+#    commands-per-tenant.
 
 import json
 import os
@@ -239,6 +241,31 @@ def test():
                                           "yield_time_ms": 60000},
                          timeout=90), "another sandbox")
     check_eq(r["output"], "still\n", "another sandbox runs commands")
+
+    # 6. Per tenant: two sandboxes of one tenant share its caps.
+    s3 = Server(sets=("management", "runtime"), state=state,
+                config=conf + "limit sessions-per-tenant 3\n"
+                "limit commands-per-tenant 2\n")
+    s3.initialize()
+    held = {}
+    for box in (sid, sid, other):
+        held[box] = ok_result(s3.call("create_workspace_session", {
+            "sandbox_id": box}), "a session of the tenant")[
+                "workspace_session_id"]
+    e = err_result(s3.call("create_workspace_session",
+                           {"sandbox_id": other}), "server_busy",
+                   "past sessions-per-tenant")
+    check_eq(e["details"].get("limit"), "sessions-per-tenant", "named")
+    for box in (sid, other):
+        r = ok_result(s3.call("exec_command", {
+            "sandbox_id": box, "cmd": "sleep 30", "yield_time_ms": 0,
+            "workspace_session_id": held[box]}), "a running command")
+        check_eq(r["status"], "running", "it runs")
+    e = err_result(s3.call("exec_command", {
+        "sandbox_id": other, "cmd": "true", "yield_time_ms": 0,
+        "workspace_session_id": held[other]}),
+        "server_busy", "past commands-per-tenant")
+    check_eq(e["details"].get("limit"), "commands-per-tenant", "named")
 
 
 if __name__ == "__main__":
