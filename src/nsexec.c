@@ -42,9 +42,9 @@
  * "exec" message with the command's stdin and output descriptors forks
  * the shell; a "kill" message signals a command's process group; every
  * exit it reaps is reported back; "finish" kills and reaps every other
- * process of the session and answers "finished", saying whether /tmp is
- * still empty. When the control socket closes (the
- * server ended or let the session go) the init exits, and the kernel
+ * process of the session and answers "finished". When the control
+ * socket closes (the server ended or let the session go) the init
+ * exits, and the kernel
  * ends every process of the session and with the last of them the mount
  * namespace and its overlay. Being inside the session already, a command
  * costs one clone sharing the init's memory until it execs: no setns,
@@ -67,7 +67,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
@@ -466,24 +465,6 @@ nsexec_init_exec(char **f, int nf, int *fds, char *err, size_t errlen)
 }
 
 /*
- * Whether the session's /tmp is as it was made: empty (its root the only
- * inode, no block used) and still mode 1777, owned by root. A session
- * left so, with nothing in its upper directory either, may serve again.
- */
-static int
-nsexec_tmp_clean(void)
-{
-	struct statvfs	sv;
-	struct stat	st;
-
-	if (statvfs("/tmp", &sv) != 0 || stat("/tmp", &st) != 0)
-		return (0);
-	return (sv.f_files - sv.f_ffree == 1 && sv.f_blocks == sv.f_bfree &&
-	    (st.st_mode & 07777) == 01777 && st.st_uid == 0 &&
-	    st.st_gid == 0);
-}
-
-/*
  * The session's init: pid 1 of its PID namespace. Serves the control
  * socket (fd 3) until it closes.
  */
@@ -628,8 +609,7 @@ nsexec_init_main(const struct nsexec_zygote *z)
 			}
 			ncmds = 0;
 			out[0] = "finished";
-			out[1] = nsexec_tmp_clean() ? "1" : "0";
-			nsexec_send(3, out, 2, NULL, 0);
+			nsexec_send(3, out, 1, NULL, 0);
 		} else if (strcmp(f[0], "kill") == 0 && nf == 3) {
 			k = atoi(f[2]);
 			for (i = 0; i < ncmds; i++) {
