@@ -252,8 +252,8 @@ confine_enter(const char *const *rw, size_t nrw, const char *const *ro,
 		trees[n] = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE |
 		    OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
 		if (trees[n] == -1) {
-			xasprintf(cause, "cannot take %s: %s", path,
-			    strerror(errno));
+			xasprintf(cause, "cannot take directory %zu of its"
+			    " view: %s", k + 1, strerror(errno));
 			goto fail;
 		}
 		n++;
@@ -270,8 +270,8 @@ confine_enter(const char *const *rw, size_t nrw, const char *const *ro,
 		if (confine_mkdirs(root, path) != 0 ||
 		    move_mount(trees[k], "", root, path + 1,
 		    MOVE_MOUNT_F_EMPTY_PATH) != 0) {
-			xasprintf(cause, "cannot bind %s: %s", path,
-			    strerror(errno));
+			xasprintf(cause, "cannot place directory %zu of its"
+			    " view: %s", k + 1, strerror(errno));
 			close(root);
 			goto fail;
 		}
@@ -283,8 +283,9 @@ confine_enter(const char *const *rw, size_t nrw, const char *const *ro,
 			    MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
 			if (mount_setattr(trees[k], "", AT_EMPTY_PATH |
 			    AT_RECURSIVE, &attr, sizeof attr) != 0) {
-				xasprintf(cause, "cannot make %s read-only: %s",
-				    path, strerror(errno));
+				xasprintf(cause, "cannot make directory %zu of"
+				    " its view read-only: %s", k + 1,
+				    strerror(errno));
 				close(root);
 				goto fail;
 			}

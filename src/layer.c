@@ -157,13 +157,14 @@ layer_stack_read(const char *sbox, char **cause)
 
 	path = layer_manifest_path(sbox);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		xasprintf(cause, "cannot read %s: %s", path, strerror(errno));
+		xasprintf(cause, "cannot read the layer stack's manifest of"
+		    " sandbox %s: %s", sbox, strerror(errno));
 		free(path);
 		return (NULL);
 	}
 	if (fstat(fd, &st) != 0 || st.st_size > LAYER_MANIFEST_MAX) {
-		xasprintf(cause, "%s is larger than %d bytes", path,
-		    LAYER_MANIFEST_MAX);
+		xasprintf(cause, "the manifest of sandbox %s is larger than %d"
+		    " bytes", sbox, LAYER_MANIFEST_MAX);
 		close(fd);
 		free(path);
 		return (NULL);
@@ -175,7 +176,7 @@ layer_stack_read(const char *sbox, char **cause)
 	free(buf);
 	v = cJSON_GetObjectItem(m, "version");
 	if (!cJSON_IsNumber(v) || v->valuedouble < 1) {
-		xasprintf(cause, "%s is not a manifest", path);
+		xasprintf(cause, "the manifest of sandbox %s is damaged", sbox);
 		cJSON_Delete(m);
 		free(path);
 		return (NULL);
@@ -356,8 +357,8 @@ layer_resolve(struct layer_stack *ls, const char *rel,
 			if (lstat(full, &st) != 0) {
 				if (errno == ENOENT || errno == ENOTDIR)
 					continue;
-				xasprintf(cause, "cannot read %s: %s", full,
-				    strerror(errno));
+				xasprintf(cause, "cannot read %s in layer %s:"
+				    " %s", copy, ls->ids[i], strerror(errno));
 				free(copy);
 				return (-1);
 			}
