@@ -23,6 +23,11 @@
 #          1,000-file workspace with 20 published layers, against docker
 #          exec cat of the same container (bench/files.py; needs python3
 #          and a Docker Engine).
+#   hostile: a symlink-swap race on publishes, a descriptor passed
+#          between sessions, sparse giants, 400 pipelined writes and 600
+#          sessions, with their targets, and the publish of 1,000 files
+#          (bench/hostile.py; needs python3, a C compiler and a Docker
+#          Engine).
 #
 # Environment (all optional):
 #   SANDBOX_MCP_BUILDDIR, SANDBOX_MCP_SRCDIR   default: this script's ../
@@ -38,11 +43,13 @@
 #   BENCH_EXEC_TMPDIR (see bench/exec.py)
 #   BENCH_SKIP_FILES (unset) BENCH_FILES_IMAGES BENCH_FILES_RUNS
 #   BENCH_FILES_DOCKER BENCH_FILES_PAUSE (see bench/files.py)
+#   BENCH_SKIP_HOSTILE (unset) BENCH_HOSTILE_COMPARE (another binary
+#   to time the publish of 1,000 files against; see bench/hostile.py)
 #
 # Results: printed, and written to $SANDBOX_MCP_BUILDDIR/bench/results/
 # (http.txt, stdio.txt, slowloris.txt and slowloris.json, lifecycle.txt
 # and lifecycle.json, exec.txt and exec.json, files.txt and files.json,
-# and the raw wrk output of each run).  Exit status
+# hostile.txt and hostile.json, and the raw wrk output of each run).  Exit status
 # 0 when every target is met, 1 when one is missed or a run is broken
 # (non-200 responses, socket errors, a server that would not start).
 
@@ -424,6 +431,21 @@ if [ -z "${BENCH_SKIP_FILES:-}" ]; then
 	command -v python3 >/dev/null 2>&1 || die "python3 is needed"
 	if ! SANDBOX_MCP_BUILDDIR=$builddir python3 "$bench/files.py"; then
 		say "bench: files: a target missed or the run broken"
+		failed=1
+	fi
+fi
+
+# ------------------------------------------------------------- hostile
+# bench/hostile.py prints its table, writes hostile.txt and hostile.json,
+# removes every container it made, and exits 1 when a target is missed
+# or the run is broken.
+if [ -z "${BENCH_SKIP_HOSTILE:-}" ]; then
+	echo
+	say "bench: hostile: the sandbox boundary under attack"
+	command -v python3 >/dev/null 2>&1 || die "python3 is needed"
+	if ! SANDBOX_MCP_BUILDDIR=$builddir python3 "$bench/hostile.py" \
+	    ${BENCH_HOSTILE_COMPARE:+--compare "$BENCH_HOSTILE_COMPARE"}; then
+		say "bench: hostile: a target missed or the run broken"
 		failed=1
 	fi
 fi

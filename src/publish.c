@@ -747,7 +747,7 @@ publish_build(struct publish_ctx *x, int sfd, const char *id,
 {
 	struct publish_entry	*e;
 	struct stat		 st;
-	char			 dir[PATH_MAX], target[PATH_MAX];
+	char			 dir[PATH_MAX], last[PATH_MAX], target[PATH_MAX];
 	char			 kind[2], size[32], digest[65], *line, *cause;
 	const char		*leaf;
 	size_t			 i;
@@ -756,8 +756,14 @@ publish_build(struct publish_ctx *x, int sfd, const char *id,
 	for (i = 0; i < x->cap.n; i++) {
 		e = &x->cap.e[i];
 		leaf = publish_split(e->path, dir, sizeof dir);
-		if ((dfd = publish_open_dir(sfd, dir)) == -1)
-			goto fail;
+		/* Entries are sorted: siblings come one after another. */
+		if (dfd == -1 || strcmp(dir, last) != 0) {
+			if (dfd != -1)
+				close(dfd);
+			if ((dfd = publish_open_dir(sfd, dir)) == -1)
+				goto fail;
+			strlcpy(last, dir, sizeof last);
+		}
 		kind[1] = '\0';
 		switch (e->kind) {
 		case PUBLISH_PARENT:
@@ -773,10 +779,8 @@ publish_build(struct publish_ctx *x, int sfd, const char *id,
 				goto fail;
 			close(fd);
 			fd = -1;
-			if (e->kind == PUBLISH_PARENT) {
-				close(dfd);
+			if (e->kind == PUBLISH_PARENT)
 				continue;	/* not a change */
-			}
 			kind[0] = e->kind == PUBLISH_OPAQUE ? 'o' : 'd';
 			break;
 		case PUBLISH_DELETE:
@@ -829,9 +833,9 @@ publish_build(struct publish_ctx *x, int sfd, const char *id,
 			fd = -1;
 		} else if (kind[0] == 'l')
 			EVP_DigestUpdate(md, target, strlen(target) + 1);
-		close(dfd);
-		dfd = -1;
 	}
+	if (dfd != -1)
+		close(dfd);
 	return (0);
 fail:
 	if (x->error == NULL)

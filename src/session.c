@@ -1427,8 +1427,9 @@ session_publish_done(int status, struct evbuffer *report, void *arg)
 static void
 session_publish_start(struct session_publish *sp)
 {
-	job_helper("publish", sp->s->sb->id, publish_child, &sp->a, NULL, 0,
-	    session_publish_done, sp);
+	/* Answered as soon as the report is whole; the reap comes after. */
+	job_early(job_helper("publish", sp->s->sb->id, publish_child, &sp->a,
+	    NULL, 0, session_publish_done, sp));
 }
 
 /* Wait for the session's freezer group to report every process frozen. */
@@ -1591,6 +1592,6 @@ session_upper_size(struct session *s,
 	z->sandbox = xstrdup(s->sb->id);
 	xasprintf(&z->upper, "%s/upper", s->dir);
 	s->publishing = 1;	/* nothing else may start meanwhile */
-	job_helper("session-size", s->sb->id, session_size_child, z, NULL, 0,
-	    session_size_done, z);
+	job_early(job_helper("session-size", s->sb->id, session_size_child, z,
+	    NULL, 0, session_size_done, z));
 }

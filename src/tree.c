@@ -48,6 +48,8 @@
 
 #define TREE_CHUNK	(256 * 1024)
 
+int	tree_sparse(int, off_t);
+
 /*
  * Open path (relative, any depth) beneath dirfd: no symlink, no magic
  * link, no "..", no other file system on the way. -1 with errno (ELOOP
@@ -83,11 +85,15 @@ tree_extents(int fd, off_t size, int (*cb)(off_t, const char *, size_t,
 	off_t	 data, hole, off;
 	ssize_t	 n;
 	size_t	 want;
-	int	 r = 0;
+	int	 r = 0, dense;
 
 	buf = xmalloc(TREE_CHUNK);
+	dense = !tree_sparse(fd, size);
 	for (off = 0; off < size && r == 0; off = hole) {
-		if ((data = lseek(fd, off, SEEK_DATA)) == -1) {
+		if (dense) {
+			data = off;
+			hole = size;
+		} else if ((data = lseek(fd, off, SEEK_DATA)) == -1) {
 			if (errno == ENXIO)
 				break;		/* only a hole is left */
 			data = off;		/* no SEEK_DATA: read it all */
@@ -125,9 +131,13 @@ tree_extents(int fd, off_t size, int (*cb)(off_t, const char *, size_t,
 int
 tree_sparse(int fd, off_t size)
 {
-	off_t	hole, at;
+	struct stat	st;
+	off_t		hole, at;
 
 	if (size == 0)
+		return (0);
+	/* Blocks for every byte: no hole (the common case costs one call). */
+	if (fstat(fd, &st) == 0 && (off_t)st.st_blocks * 512 >= size)
 		return (0);
 	/* The descriptor's offset is the caller's: put it back. */
 	at = lseek(fd, 0, SEEK_CUR);
