@@ -111,10 +111,13 @@ static size_t			 nsexec_argv_len;
 
 /*
  * Build the command filter once (in the server): EPERM for mounting,
- * namespaces, modules, kexec, bpf, perf events and keyrings; ENOSYS for
- * clone3, whose flags a filter cannot read, so the C library falls back
- * to clone, whose namespace flags it can. Also remember where our command
- * line is, for session inits to blank.
+ * namespaces, modules, kexec, bpf, perf events, keyrings, the kernel log,
+ * the clock, raw I/O ports, another process's descriptors and memory
+ * advice, and device nodes; ENOSYS for clone3, whose flags a filter
+ * cannot read, so the C library falls back to clone, whose namespace
+ * flags it can, and for io_uring, whose operations a filter cannot see
+ * at all, so that programs fall back to the calls it can. Also remember
+ * where our command line is, for session inits to blank.
  */
 void
 nsexec_init(int argc, char **argv)
@@ -126,10 +129,16 @@ nsexec_init(int argc, char **argv)
 	    "open_by_handle_at", "fsopen", "fsconfig", "fsmount",
 	    "move_mount", "open_tree", "fspick", "mount_setattr", "swapon",
 	    "swapoff", "reboot", "acct", "quotactl", "lookup_dcookie",
-	    "userfaultfd", "uselib", "personality" };
+	    "userfaultfd", "uselib", "personality", "quotactl_fd",
+	    "fanotify_init", "syslog", "sethostname", "setdomainname",
+	    "settimeofday", "clock_settime", "iopl", "ioperm", "vhangup",
+	    "kcmp", "pidfd_getfd", "process_madvise" };
+	static const char *absent[] = { "clone3", "io_uring_setup",
+	    "io_uring_enter", "io_uring_register" };
 	static const unsigned long nsflags[] = { CLONE_NEWNS, CLONE_NEWUTS,
 	    CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
 	    CLONE_NEWCGROUP, 0x80 /* CLONE_NEWTIME */ };
+	static const unsigned long devices[] = { S_IFCHR, S_IFBLK };
 	scmp_filter_ctx	 ctx;
 	size_t		 i;
 	int		 sys, pipefd[2];
@@ -152,9 +161,22 @@ nsexec_init(int argc, char **argv)
 		    nsflags[i], nsflags[i])) != 0)
 			fatalx("seccomp_rule_add clone failed");
 	}
-	if ((sys = seccomp_syscall_resolve_name("clone3")) != __NR_SCMP_ERROR &&
-	    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), sys, 0) != 0)
-		fatalx("seccomp_rule_add clone3 failed");
+	for (i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+		    SCMP_SYS(mknod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, S_IFMT,
+		    devices[i])) != 0 ||
+		    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+		    SCMP_SYS(mknodat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, S_IFMT,
+		    devices[i])) != 0)
+			fatalx("seccomp_rule_add mknod failed");
+	}
+	for (i = 0; i < sizeof absent / sizeof absent[0]; i++) {
+		if ((sys = seccomp_syscall_resolve_name(absent[i])) ==
+		    __NR_SCMP_ERROR)
+			continue;
+		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), sys, 0) != 0)
+			fatalx("seccomp_rule_add %s failed", absent[i]);
+	}
 	/* Export the BPF program through a pipe; it is small. */
 	if (pipe(pipefd) != 0)
 		fatal("pipe");
