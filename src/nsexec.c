@@ -31,7 +31,9 @@
  * state directory (fsopen, fsconfig lowerdir+ per layer, fsmount; the
  * kernel wants the layers in the builder's mount namespace, so this
  * happens first), enters the container's mount namespace, unshares a
- * private copy of it, moves the overlay onto /workspace, mounts
+ * private copy of it (an isolated session also gets its own IPC
+ * namespace and a root of its own, see nsexec_isolate), moves the
+ * overlay onto /workspace, mounts
  * a private /tmp, unshares a network namespace with loopback only when
  * the session is isolated, unshares a PID namespace and forks its first
  * process: the session init.
@@ -67,14 +69,17 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -96,6 +101,8 @@
 #define NSEXEC_PROC_MOUNTS	64
 #define NSEXEC_BUILDERS_MAX	8
 #define NSEXEC_MOUNTINFO_MAX	(256 * 1024)
+#define NSEXEC_MOUNTS_MAX	256
+#define NSEXEC_SKELETON_MAX	64
 
 /* Docker's default capability set: what a command may keep. */
 static const int nsexec_caps_kept[] = {
@@ -110,10 +117,13 @@ static size_t			 nsexec_argv_len;
 
 /*
  * Build the command filter once (in the server): EPERM for mounting,
- * namespaces, modules, kexec, bpf, perf events and keyrings; ENOSYS for
- * clone3, whose flags a filter cannot read, so the C library falls back
- * to clone, whose namespace flags it can. Also remember where our command
- * line is, for session inits to blank.
+ * namespaces, modules, kexec, bpf, perf events, keyrings, the kernel log,
+ * the clock, raw I/O ports, another process's descriptors and memory
+ * advice, and device nodes; ENOSYS for clone3, whose flags a filter
+ * cannot read, so the C library falls back to clone, whose namespace
+ * flags it can, and for io_uring, whose operations a filter cannot see
+ * at all, so that programs fall back to the calls it can. Also remember
+ * where our command line is, for session inits to blank.
  */
 void
 nsexec_init(int argc, char **argv)
@@ -125,10 +135,16 @@ nsexec_init(int argc, char **argv)
 	    "open_by_handle_at", "fsopen", "fsconfig", "fsmount",
 	    "move_mount", "open_tree", "fspick", "mount_setattr", "swapon",
 	    "swapoff", "reboot", "acct", "quotactl", "lookup_dcookie",
-	    "userfaultfd", "uselib", "personality" };
+	    "userfaultfd", "uselib", "personality", "quotactl_fd",
+	    "fanotify_init", "syslog", "sethostname", "setdomainname",
+	    "settimeofday", "clock_settime", "iopl", "ioperm", "vhangup",
+	    "kcmp", "pidfd_getfd", "process_madvise" };
+	static const char *absent[] = { "clone3", "io_uring_setup",
+	    "io_uring_enter", "io_uring_register" };
 	static const unsigned long nsflags[] = { CLONE_NEWNS, CLONE_NEWUTS,
 	    CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
 	    CLONE_NEWCGROUP, 0x80 /* CLONE_NEWTIME */ };
+	static const unsigned long devices[] = { S_IFCHR, S_IFBLK };
 	scmp_filter_ctx	 ctx;
 	size_t		 i;
 	int		 sys, pipefd[2];
@@ -151,9 +167,22 @@ nsexec_init(int argc, char **argv)
 		    nsflags[i], nsflags[i])) != 0)
 			fatalx("seccomp_rule_add clone failed");
 	}
-	if ((sys = seccomp_syscall_resolve_name("clone3")) != __NR_SCMP_ERROR &&
-	    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), sys, 0) != 0)
-		fatalx("seccomp_rule_add clone3 failed");
+	for (i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+		    SCMP_SYS(mknod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, S_IFMT,
+		    devices[i])) != 0 ||
+		    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+		    SCMP_SYS(mknodat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, S_IFMT,
+		    devices[i])) != 0)
+			fatalx("seccomp_rule_add mknod failed");
+	}
+	for (i = 0; i < sizeof absent / sizeof absent[0]; i++) {
+		if ((sys = seccomp_syscall_resolve_name(absent[i])) ==
+		    __NR_SCMP_ERROR)
+			continue;
+		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), sys, 0) != 0)
+			fatalx("seccomp_rule_add %s failed", absent[i]);
+	}
 	/* Export the BPF program through a pipe; it is small. */
 	if (pipe(pipefd) != 0)
 		fatal("pipe");
@@ -783,6 +812,479 @@ fail:
 }
 
 /*
+ * An isolated session reaches nothing outside it. Its own network
+ * namespace (loopback only) takes TCP and abstract sockets away, its own
+ * IPC namespace SysV objects and message queues; what remains is the file
+ * system, where a shared session may bind a socket, hold a fifo or a pty,
+ * or leave a program for others to run. So the isolated session gets a
+ * root of its own, built from the container's mounts (read by the zygote
+ * from the container's first process): every writable directory mount,
+ * the root first, becomes an overlay with the container's as its lower
+ * layer and a private upper directory in the session's directory (a
+ * socket or a fifo reached through an overlay is not the one bound on the
+ * lower inode: connecting is refused); /dev/pts, /dev/mqueue and /dev/shm
+ * are fresh instances; /proc comes whole (the init covers it with the
+ * session's own); every other mount (sysfs, cgroups, the files Docker
+ * binds in) is a read-only copy. The builder pivots into that root, and
+ * /run and /var/tmp get an empty tmpfs each (/run keeping the names of
+ * its directories).
+ */
+struct nsexec_mount {
+	char		*path;
+	char		*type;
+	char		*opts;	/* the file system's, for a new one */
+	unsigned int	 attr;	/* MOUNT_ATTR_RDONLY, _NOSUID, ... */
+	unsigned int	 major;
+	unsigned int	 minor;
+};
+static struct nsexec_mount	nsexec_mounts[NSEXEC_MOUNTS_MAX];
+static int			nsexec_nmounts;
+static char			*nsexec_mounts_error;
+
+/* File systems that hold no socket, fifo or file of ours: copied. */
+static int
+nsexec_isolate_pseudo(const char *type)
+{
+	static const char	*types[] = { "proc", "sysfs", "cgroup",
+	    "cgroup2", "securityfs", "debugfs", "tracefs", "pstore", "bpf",
+	    "configfs", "fusectl", "binfmt_misc", "efivarfs", "selinuxfs",
+	    "nsfs" };
+	size_t			 i;
+
+	for (i = 0; i < sizeof types / sizeof types[0]; i++) {
+		if (strcmp(type, types[i]) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* The per-mount flags that carry over, from mountinfo's options. */
+static unsigned int
+nsexec_isolate_attr(char *opts)
+{
+	unsigned int	 attr = 0;
+	char		*o;
+
+	while ((o = strsep(&opts, ",")) != NULL) {
+		if (strcmp(o, "ro") == 0)
+			attr |= MOUNT_ATTR_RDONLY;
+		else if (strcmp(o, "nosuid") == 0)
+			attr |= MOUNT_ATTR_NOSUID;
+		else if (strcmp(o, "nodev") == 0)
+			attr |= MOUNT_ATTR_NODEV;
+		else if (strcmp(o, "noexec") == 0)
+			attr |= MOUNT_ATTR_NOEXEC;
+	}
+	return (attr);
+}
+
+/*
+ * The container's mounts but its root and what lies under /proc, parents
+ * before children (a child's mount point is longer than its parent's).
+ * Read once, by the zygote (nobody mounts in a running container); when
+ * they cannot be, isolated sessions fail to build and say why.
+ */
+static void
+nsexec_isolate_mounts(pid_t pid)
+{
+	struct nsexec_mount	 m;
+	char			 path[64], *buf, *line, *next, *f[32];
+	int			 fd, nf, dash, i;
+	size_t			 len = 0;
+	ssize_t			 r;
+
+	snprintf(path, sizeof path, "/proc/%ld/mountinfo", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		xasprintf(&nsexec_mounts_error, "the container's mounts: %s",
+		    strerror(errno));
+		return;
+	}
+	buf = xmalloc(NSEXEC_MOUNTINFO_MAX);
+	while ((r = read(fd, buf + len, NSEXEC_MOUNTINFO_MAX - 1 - len)) > 0)
+		len += r;
+	close(fd);
+	if (r == -1 || len == NSEXEC_MOUNTINFO_MAX - 1) {
+		xasprintf(&nsexec_mounts_error, "the container's mounts: %s",
+		    r == -1 ? strerror(errno) : "too many");
+		goto out;
+	}
+	buf[len] = '\0';
+	for (line = buf; line != NULL && *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		/*
+		 * ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [OPTIONAL...]
+		 * - TYPE SOURCE SUPER-OPTIONS
+		 */
+		nf = 0;
+		while (nf < (int)(sizeof f / sizeof f[0]) &&
+		    (f[nf] = strsep(&line, " ")) != NULL)
+			nf++;
+		for (dash = 6; dash < nf && strcmp(f[dash], "-") != 0; dash++)
+			;
+		if (dash + 3 >= nf)
+			continue;
+		nsexec_unescape(f[4]);
+		if (strcmp(f[4], "/") == 0 || strncmp(f[4], "/proc/", 6) == 0)
+			continue;
+		if (nsexec_nmounts == NSEXEC_MOUNTS_MAX) {
+			xasprintf(&nsexec_mounts_error, "more than %d mounts in"
+			    " the container", NSEXEC_MOUNTS_MAX);
+			goto out;
+		}
+		memset(&m, 0, sizeof m);
+		if (sscanf(f[2], "%u:%u", &m.major, &m.minor) != 2)
+			continue;
+		m.path = xstrdup(f[4]);
+		m.type = xstrdup(f[dash + 1]);
+		m.opts = xstrdup(f[dash + 3]);
+		m.attr = nsexec_isolate_attr(f[5]);
+		/* A mount over another at the same place hides it. */
+		for (i = 0; i < nsexec_nmounts; i++) {
+			if (strcmp(nsexec_mounts[i].path, m.path) == 0)
+				break;
+		}
+		if (i < nsexec_nmounts) {
+			free(nsexec_mounts[i].path);
+			free(nsexec_mounts[i].type);
+			free(nsexec_mounts[i].opts);
+			nsexec_mounts[i] = m;
+			continue;
+		}
+		/* Insert, keeping the order of equal lengths. */
+		for (i = nsexec_nmounts; i > 0 &&
+		    strlen(nsexec_mounts[i - 1].path) > strlen(m.path); i--)
+			nsexec_mounts[i] = nsexec_mounts[i - 1];
+		nsexec_mounts[i] = m;
+		nsexec_nmounts++;
+	}
+out:
+	free(buf);
+}
+
+/*
+ * A mount of the container's, as it stands: the root of a mount of the
+ * same device at that path, reached without a symbolic link (a shared
+ * session may move directories about, never a mount point). An O_PATH
+ * descriptor, its type in mode.
+ */
+static int
+nsexec_isolate_source(const struct nsexec_mount *m, mode_t *mode, char *err,
+    size_t errlen)
+{
+	struct open_how	how;
+	struct statx	stx;
+	int		fd;
+
+	memset(&how, 0, sizeof how);
+	how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+	how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+	if ((fd = syscall(SYS_openat2, AT_FDCWD, m->path, &how,
+	    sizeof how)) == -1) {
+		snprintf(err, errlen, "the container's mount on %.200s: %s",
+		    m->path, strerror(errno));
+		return (-1);
+	}
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_TYPE,
+	    &stx) != 0 || (~stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) ||
+	    stx.stx_dev_major != m->major || stx.stx_dev_minor != m->minor) {
+		snprintf(err, errlen, "the container's mount on %.200s is"
+		    " not there", m->path);
+		close(fd);
+		return (-1);
+	}
+	*mode = stx.stx_mode;
+	return (fd);
+}
+
+/* A detached overlay of lower with upper number n of the session's. */
+static int
+nsexec_isolate_overlay(const char *lower, unsigned int attr, int n,
+    char *err, size_t errlen)
+{
+	char	dir[32], upper[48], work[48];
+	int	fs, t;
+
+	snprintf(dir, sizeof dir, "private/%d", n);
+	snprintf(upper, sizeof upper, "%s/upper", dir);
+	snprintf(work, sizeof work, "%s/work", dir);
+	if (mkdir(dir, 0700) != 0 || mkdir(upper, 0755) != 0 ||
+	    mkdir(work, 0700) != 0) {
+		snprintf(err, errlen, "the session's copy of %.200s: %s",
+		    lower, strerror(errno));
+		return (-1);
+	}
+	if ((fs = fsopen("overlay", FSOPEN_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "fsopen overlay: %s", strerror(errno));
+		return (-1);
+	}
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", "sandbox-mcp",
+	    0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", lower, 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0 ||
+	    (t = fsmount(fs, FSMOUNT_CLOEXEC, attr & ~MOUNT_ATTR_RDONLY)) ==
+	    -1) {
+		snprintf(err, errlen, "the session's copy of %.200s: %s",
+		    lower, strerror(errno));
+		close(fs);
+		return (-1);
+	}
+	close(fs);
+	return (t);
+}
+
+/* A fresh instance of the mount's file system, with its options. */
+static int
+nsexec_isolate_fresh(const struct nsexec_mount *m, char *err, size_t errlen)
+{
+	char	*opts, *o, *v, *copy;
+	int	 fs, t = -1;
+
+	if ((fs = fsopen(m->type, FSOPEN_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "a new %.50s for %.200s: %s", m->type,
+		    m->path, strerror(errno));
+		return (-1);
+	}
+	opts = copy = xstrdup(m->opts);
+	while ((o = strsep(&opts, ",")) != NULL) {
+		if (*o == '\0' || strcmp(o, "rw") == 0 ||
+		    strcmp(o, "ro") == 0 || strcmp(o, "seclabel") == 0)
+			continue;
+		if ((v = strchr(o, '=')) != NULL) {
+			*v++ = '\0';
+			if (fsconfig(fs, FSCONFIG_SET_STRING, o, v, 0) != 0)
+				goto fail;
+		} else if (fsconfig(fs, FSCONFIG_SET_FLAG, o, NULL, 0) != 0)
+			goto fail;
+	}
+	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0 ||
+	    (t = fsmount(fs, FSMOUNT_CLOEXEC, m->attr)) == -1)
+		goto fail;
+	free(copy);
+	close(fs);
+	return (t);
+fail:
+	snprintf(err, errlen, "a new %.50s for %.200s: %s", m->type, m->path,
+	    strerror(errno));
+	free(copy);
+	close(fs);
+	return (-1);
+}
+
+/* The session's own copy of one mount of the container's, detached. */
+static int
+nsexec_isolate_mount(const struct nsexec_mount *m, int *n, char *err,
+    size_t errlen)
+{
+	struct mount_attr	ma;
+	mode_t			mode;
+	int			src, t;
+
+	if (strcmp(m->type, "devpts") == 0 || strcmp(m->type, "mqueue") == 0 ||
+	    strcmp(m->type, "hugetlbfs") == 0 ||
+	    strcmp(m->path, "/dev/shm") == 0)
+		return (nsexec_isolate_fresh(m, err, errlen));
+	if ((src = nsexec_isolate_source(m, &mode, err, errlen)) == -1)
+		return (-1);
+	if (strcmp(m->path, "/proc") == 0)
+		t = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+		    AT_RECURSIVE | AT_EMPTY_PATH);
+	else if (S_ISDIR(mode) && (~m->attr & MOUNT_ATTR_RDONLY) &&
+	    !nsexec_isolate_pseudo(m->type)) {
+		t = nsexec_isolate_overlay(m->path, m->attr, (*n)++, err,
+		    errlen);
+		close(src);
+		return (t);
+	} else {
+		t = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+		    AT_EMPTY_PATH);
+		memset(&ma, 0, sizeof ma);
+		ma.attr_set = MOUNT_ATTR_RDONLY;
+		if (t != -1 && mount_setattr(t, "", AT_EMPTY_PATH, &ma,
+		    sizeof ma) != 0) {
+			close(t);
+			t = -1;
+		}
+	}
+	if (t == -1)
+		snprintf(err, errlen, "copying the mount on %.200s: %s",
+		    m->path, strerror(errno));
+	close(src);
+	return (t);
+}
+
+/*
+ * An empty tmpfs on dir (a directory, not a link), its mode and owner
+ * and the names, modes and owners of its directories kept.
+ */
+static int
+nsexec_isolate_tmp(const char *dir, char *err, size_t errlen)
+{
+	struct {
+		char	name[NAME_MAX + 1];
+		mode_t	mode;
+		uid_t	uid;
+		gid_t	gid;
+	}		 sub[NSEXEC_SKELETON_MAX];
+	struct stat	 st, sst;
+	struct dirent	*de;
+	DIR		*d;
+	char		 v[32];
+	int		 fd, fs, t, i, n = 0;
+
+	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return (0);
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		goto fail;
+	}
+	while ((de = readdir(d)) != NULL && n < NSEXEC_SKELETON_MAX) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0 ||
+		    fstatat(fd, de->d_name, &sst, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISDIR(sst.st_mode))
+			continue;
+		strlcpy(sub[n].name, de->d_name, sizeof sub[n].name);
+		sub[n].mode = sst.st_mode & 07777;
+		sub[n].uid = sst.st_uid;
+		sub[n++].gid = sst.st_gid;
+	}
+	closedir(d);
+	if ((fs = fsopen("tmpfs", FSOPEN_CLOEXEC)) == -1)
+		goto fail;
+	snprintf(v, sizeof v, "%o", (unsigned int)(st.st_mode & 07777));
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "mode", v, 0) != 0)
+		goto fs;
+	snprintf(v, sizeof v, "%u", (unsigned int)st.st_uid);
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "uid", v, 0) != 0)
+		goto fs;
+	snprintf(v, sizeof v, "%u", (unsigned int)st.st_gid);
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "gid", v, 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0 ||
+	    (t = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID |
+	    MOUNT_ATTR_NODEV)) == -1)
+		goto fs;
+	close(fs);
+	for (i = 0; i < n; i++) {
+		if (mkdirat(t, sub[i].name, 0700) != 0 ||
+		    fchownat(t, sub[i].name, sub[i].uid, sub[i].gid,
+		    AT_SYMLINK_NOFOLLOW) != 0 ||
+		    fchmodat(t, sub[i].name, sub[i].mode, 0) != 0) {
+			close(t);
+			goto fail;
+		}
+	}
+	if (move_mount(t, "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+		close(t);
+		goto fail;
+	}
+	close(t);
+	return (0);
+fs:
+	close(fs);
+fail:
+	snprintf(err, errlen, "a private %s: %s", dir, strerror(errno));
+	return (-1);
+}
+
+/*
+ * Before the builder leaves the host's mounts: a detached copy of the
+ * session's directory (an overlay takes its layers from the caller's
+ * mounts or from a detached tree). Returns the copy's descriptor, or -1
+ * with err.
+ */
+static int
+nsexec_isolate_prepare(const char *dir, char *err, size_t errlen)
+{
+	int	t;
+
+	if (nsexec_mounts_error != NULL) {
+		snprintf(err, errlen, "%s", nsexec_mounts_error);
+		return (-1);
+	}
+	if ((t = open_tree(AT_FDCWD, dir, OPEN_TREE_CLONE |
+	    OPEN_TREE_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "cloning the session's directory: %s",
+		    strerror(errno));
+		return (-1);
+	}
+	return (t);
+}
+
+/*
+ * In the session's private copy of the container's mounts: its own IPC
+ * namespace and its own root, built on top of the old one (reached by
+ * absolute paths, the process's root being still the old one) and
+ * entered with pivot_root. Closes scratch.
+ */
+static int
+nsexec_isolate(int scratch, char *err, size_t errlen)
+{
+	struct open_how	 how;
+	int		 root = -1, t, to, i, n = 0, rv = -1;
+
+	if (unshare(CLONE_NEWIPC) != 0) {
+		snprintf(err, errlen, "a private IPC namespace: %s",
+		    strerror(errno));
+		goto out;
+	}
+	if (fchdir(scratch) != 0 || mkdir("private", 0700) != 0) {
+		snprintf(err, errlen, "the session's directory: %s",
+		    strerror(errno));
+		goto out;
+	}
+	if ((root = nsexec_isolate_overlay("/", 0, n++, err, errlen)) == -1)
+		goto out;
+	if (move_mount(root, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) !=
+	    0) {
+		snprintf(err, errlen, "mounting the session's root: %s",
+		    strerror(errno));
+		goto out;
+	}
+	memset(&how, 0, sizeof how);
+	how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+	    RESOLVE_NO_MAGICLINKS;
+	for (i = 0; i < nsexec_nmounts; i++) {
+		if ((t = nsexec_isolate_mount(&nsexec_mounts[i], &n, err,
+		    errlen)) == -1)
+			goto out;
+		if ((to = syscall(SYS_openat2, root, nsexec_mounts[i].path + 1,
+		    &how, sizeof how)) == -1 || move_mount(t, "", to, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+			snprintf(err, errlen, "mounting %.200s: %s",
+			    nsexec_mounts[i].path, strerror(errno));
+			if (to != -1)
+				close(to);
+			close(t);
+			goto out;
+		}
+		close(to);
+		close(t);
+	}
+	if (fchdir(root) != 0 || syscall(SYS_pivot_root, ".", ".") != 0 ||
+	    umount2(".", MNT_DETACH) != 0 || chdir("/") != 0) {
+		snprintf(err, errlen, "entering the session's root: %s",
+		    strerror(errno));
+		goto out;
+	}
+	if (nsexec_isolate_tmp("/run", err, errlen) != 0 ||
+	    nsexec_isolate_tmp("/var/tmp", err, errlen) != 0)
+		goto out;
+	rv = 0;
+out:
+	if (root != -1)
+		close(root);
+	close(scratch);
+	return (rv);
+}
+
+/*
  * The builder: make the session (fields: session ID ISOLATED CGROUP DIR
  * LEASE LOWER..., paths relative to the state directory, fd 4; CGROUP
  * is the cgroup.procs of the session's freezer group, joined before
@@ -795,6 +1297,7 @@ nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
     char *err, size_t errlen)
 {
 	int		 fs, mfd, ready[2], i;
+	int		 isolated = strcmp(f[2], "1") == 0, scratch = -1;
 	char		 upper[PATH_MAX], work[PATH_MAX];
 	pid_t		 init;
 	ssize_t		 n;
@@ -832,6 +1335,9 @@ nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
 	if ((mfd = fsmount(fs, FSMOUNT_CLOEXEC, 0)) == -1)
 		goto overlay;
 	close(fs);
+	if (isolated && (scratch = nsexec_isolate_prepare(f[4], err,
+	    errlen)) == -1)
+		return (-1);
 	if (setns(6, CLONE_NEWNS) != 0) {
 		snprintf(err, errlen, "entering the container's mounts: %s",
 		    strerror(errno));
@@ -842,6 +1348,8 @@ nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
 		snprintf(err, errlen, "private mounts: %s", strerror(errno));
 		return (-1);
 	}
+	if (isolated && nsexec_isolate(scratch, err, errlen) != 0)
+		return (-1);
 	if (mkdir("/workspace", 0755) != 0 && errno != EEXIST) {
 		snprintf(err, errlen, "mkdir /workspace: %s", strerror(errno));
 		return (-1);
@@ -859,7 +1367,7 @@ nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
 		snprintf(err, errlen, "mounting /tmp: %s", strerror(errno));
 		return (-1);
 	}
-	if (strcmp(f[2], "1") == 0 && (unshare(CLONE_NEWNET) != 0 ||
+	if (isolated && (unshare(CLONE_NEWNET) != 0 ||
 	    nsexec_loopback() != 0)) {
 		snprintf(err, errlen, "isolated network: %s", strerror(errno));
 		return (-1);
@@ -949,6 +1457,7 @@ nsexec_zygote(void *arg, int report)
 		dprintf(report, "error %s\n", err);
 		return (125);
 	}
+	nsexec_isolate_mounts(z->container_pid);
 	for (i = 0; i < 3; i++) {
 		if (setns(fds[i], types[i]) != 0) {
 			dprintf(report, "error entering the container (%s):"
