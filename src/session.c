@@ -607,10 +607,7 @@ session_prepare(struct rt_sandbox *sb)
 	unsigned int		 have = 0, want, building = 0;
 	char			*cause = NULL;
 
-	want = sb->spares_wanted;
-	if (want > session_pool_max())
-		want = session_pool_max();
-	if (want == 0)
+	if (sb->spares_wanted == 0 || session_pool_max() == 0)
 		return;
 	if ((head = layer_stack_read(sb->id, &cause)) == NULL) {
 		log_warnx("spare sessions of sandbox %s: %s", sb->id, cause);
@@ -622,8 +619,15 @@ session_prepare(struct rt_sandbox *sb)
 		    s->state == SESSION_STARTING))
 			continue;
 		if (s->lease->version != head->version) {
-			if (s->state == SESSION_IDLE)
+			/*
+			 * Stale before it served: one fewer is wanted (a
+			 * stack that changes often needs few spares).
+			 */
+			if (s->state == SESSION_IDLE) {
+				if (sb->spares_wanted > 0)
+					sb->spares_wanted--;
 				session_end(s, "the stack has changed");
+			}
 			continue;
 		}
 		have++;
@@ -635,6 +639,9 @@ session_prepare(struct rt_sandbox *sb)
 	 * builders), so that sessions asked for now are not kept waiting
 	 * behind them; each one up calls this again.
 	 */
+	want = sb->spares_wanted;
+	if (want > session_pool_max())
+		want = session_pool_max();
 	while (have < want && building < session_build_max() &&
 	    session_full(sb, NULL, NULL) == 0) {
 		session_new(sb, 1, 0, NULL, NULL, NULL, 1);
@@ -1224,8 +1231,9 @@ session_full(struct rt_sandbox *sb, const char **limit, char **message)
  * Start a workspace session on the stack as it is now. cb(session) once
  * it is live, or cb(NULL, kind, message). An automatic one takes a kept
  * spare on the same stack if there is one, or a spare being built on it,
- * before it builds its own; either way spares are built again for the
- * next.
+ * before it builds its own. Spares taken are built again when the
+ * automatic session is over, on the stack its publish leaves (built at
+ * once, most would be stale by then).
  */
 void
 session_create(struct rt_sandbox *sb, int automatic, int isolated,
@@ -1246,7 +1254,6 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 	}
 	if (sb->nidle > 0 && session_reuse(sb, head, isolated, cb, arg)) {
 		layer_stack_free(head);
-		session_prepare(sb);
 		return;
 	}
 	LIST_FOREACH(s, &sb->sessions, entry) {
@@ -1257,7 +1264,6 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 			s->start_cb = cb;
 			s->start_arg = arg;
 			layer_stack_free(head);
-			session_prepare(sb);
 			return;
 		}
 	}
@@ -1378,12 +1384,14 @@ session_publish_end(struct session_publish *sp, cJSON *rep)
 		telemetry_event(sb->id, NULL, NULL, "publish.rejected", attrs);
 	} else
 		cJSON_Delete(attrs);
-	published = cJSON_GetObjectItem(rep, "layer_id") != NULL;
+	published = cJSON_GetObjectItem(rep, "layer_id") != NULL ||
+	    s->automatic;
 	sp->cb(s, rep, sp->arg);
 	cJSON_Delete(rep);
 	free(sp->upper);
 	free(sp->owner);
 	free(sp);
+	/* A new stack, or an automatic session over: spares for the next. */
 	if (published)
 		session_prepare(sb);
 }
@@ -1469,10 +1477,11 @@ session_publish(struct session *s, const char *owner,
     session_publish_cb cb, void *arg)
 {
 	struct session_publish	*sp;
+	struct rt_sandbox	*sb;
 	struct dirent		*de;
 	DIR			*d;
 	char			*upper;
-	int			 empty = 1, fd;
+	int			 empty = 1, fd, automatic;
 	cJSON			*rep;
 
 	xasprintf(&upper, "%s/upper", s->dir);
@@ -1496,8 +1505,12 @@ session_publish(struct session *s, const char *owner,
 		free(upper);
 		rep = cJSON_CreateObject();
 		cJSON_AddNullToObject(rep, "publish");
+		sb = s->sb;
+		automatic = s->automatic;
 		cb(s, rep, arg);
 		cJSON_Delete(rep);
+		if (automatic)
+			session_prepare(sb);
 		return;
 	}
 	sp = xcalloc(1, sizeof *sp);
