@@ -476,6 +476,10 @@ int		 docker_http_status(struct docker_req *);
 const char	*docker_http_error(struct docker_req *);
 struct evbuffer	*docker_http_body(struct docker_req *);
 unsigned int	 docker_http_inflight(void);
+typedef void (*docker_line_cb)(struct docker_req *, const char *, size_t,
+		     void *);
+struct docker_req *docker_http_stream(const char *, size_t, docker_line_cb,
+		     docker_cb, void *);
 
 /* docker.c */
 typedef void (*docker_json_cb)(struct cJSON *, const char *, int, void *);
@@ -485,6 +489,14 @@ struct docker_call *docker_call(const char *, const char *, const char *,
 void		 docker_call_cancel(struct docker_call *);
 char		*docker_error_message(int, struct cJSON *);
 struct cJSON	*docker_image_references(struct cJSON *);
+
+/* docker-events.c */
+typedef void (*docker_event_cb)(const char *, const char *, struct cJSON *,
+		     void *);
+struct docker_events;
+struct docker_events *docker_events_follow(struct cJSON *, docker_event_cb,
+		     void *);
+void		 docker_events_stop(struct docker_events *);
 
 /* jsonrpc.c */
 #define JSONRPC_PARSE_ERROR	-32700
