@@ -224,7 +224,10 @@ def test():
               "destroyed by another process")
     deadline = time.time() + 15
     while time.time() < deadline:
-        out = subprocess.run(["pgrep", "-f", "sandbox-mcp: session"],
+        # Our session inits are children of the server (its subreaper);
+        # other servers on the machine have theirs.
+        out = subprocess.run(["pgrep", "-P", str(s.proc.pid), "-f",
+                              "sandbox-mcp: session"],
                              capture_output=True, text=True).stdout
         if not out.strip():
             break
