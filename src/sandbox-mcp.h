@@ -296,6 +296,8 @@ void		 session_upper_size(struct session *,
 void		 session_publish(struct session *, const char *,
 		     session_publish_cb, void *);
 struct cJSON	*session_publish_fields(struct cJSON *);
+char		**rt_sandbox_lost(const char *, const char *, const char *,
+		     size_t *);
 
 /* command.c */
 struct command_wait;
@@ -313,6 +315,7 @@ struct cJSON	*command_running_in(const char *, const char *);
 void		 command_session_message(struct session *, char **, int);
 void		 command_session_gone(struct session *);
 void		 command_forget_sandbox(const char *);
+void		 command_sandbox_lost(const char *, const char *);
 
 /* publish.c */
 struct publish_args {
@@ -447,6 +450,7 @@ void		 sandbox_lookup(const char *, sandbox_cb, void *);
 void		 sandbox_trash_empty(void);
 void		 sandbox_trash_soon(void);
 void		 sandbox_recover(void);
+void		 sandbox_watch(void);
 
 /* auth.c */
 const struct cfg_apikey *auth_lookup(const char *);
@@ -497,6 +501,9 @@ struct docker_events;
 struct docker_events *docker_events_follow(struct cJSON *, docker_event_cb,
 		     void *);
 void		 docker_events_stop(struct docker_events *);
+
+/* sweep.c */
+void		 sweep_start(const char *, const char *, char **, size_t);
 
 /* jsonrpc.c */
 #define JSONRPC_PARSE_ERROR	-32700
