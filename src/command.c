@@ -59,6 +59,7 @@
 #define COMMAND_STDIN_WAIT_MS	2000
 #define COMMAND_STDIN_HIGH	(1024 * 1024)
 #define COMMAND_CMD_MAX		131071	/* MAX_ARG_STRLEN - 1 */
+#define COMMAND_LOST_MS		500	/* output still open after a death */
 
 enum command_state {
 	COMMAND_STARTING,	/* waiting for its automatic session */
@@ -1089,5 +1090,34 @@ command_forget_sandbox(const char *sandbox)
 			command_signal(c, SIGKILL);
 		else if (c->state == COMMAND_DONE && TAILQ_EMPTY(&c->waits))
 			command_free(c);
+	}
+}
+
+/*
+ * The sandbox's container has died and this process's sessions there
+ * are ended: every command still running in it ends now, as killed
+ * (128 + SIGKILL), with why at the end of its output, rather than wait
+ * for an exit report that its session's init can no longer send. Its
+ * result comes when its output closes, which the death of its session
+ * brings at once; if something still holds the output, a little later.
+ */
+void
+command_sandbox_lost(const char *sandbox, const char *why)
+{
+	struct command	*c;
+	struct timeval	 tv = { 0, COMMAND_LOST_MS * 1000 };
+
+	/* Finishing one may drop others (the retention cap): start over. */
+again:
+	TAILQ_FOREACH(c, &commands, entry) {
+		if (c->state != COMMAND_RUNNING || c->reaped ||
+		    strcmp(c->sandbox, sandbox) != 0)
+			continue;
+		if (c->timer != NULL) {
+			c->grace = 2;
+			evtimer_add(c->timer, &tv);
+		}
+		command_exited(c, 128 + SIGKILL, why);
+		goto again;
 	}
 }

@@ -24,6 +24,13 @@
  * Engine costs memory and descriptors within bounds and never stalls the
  * loop. The completion callback always runs from the event loop, never
  * from inside docker_http_request.
+ *
+ * A stream (docker_http_stream, for GET /events) is a request whose 2xx
+ * reply never ends: once its head is in, the body is handed to a callback
+ * line by line as it comes, each line bounded, and the request ends only
+ * when the Engine closes it or a line is too long. Streams do not take a
+ * slot among the requests that run at once and have no whole-request
+ * deadline, only the connect deadline and one for the head.
  */
 
 #include "config.h"
@@ -45,6 +52,8 @@
 #include "sandbox-mcp.h"
 
 #define DOCKER_CONNECT_RETRY_MS	10
+/* Body bytes a stream may hold beyond one line: one read's worth. */
+#define DOCKER_STREAM_SLACK	(64 * 1024)
 
 enum docker_req_state {
 	DOCKER_REQ_QUEUED,
@@ -76,6 +85,11 @@ struct docker_req {
 
 	docker_cb		 cb;
 	void			*arg;
+
+	docker_line_cb		 line_cb;	/* a stream: each line */
+	size_t			 max_line;
+	struct evbuffer		*line;		/* the line being received */
+	int			 flowing;	/* a stream's 2xx head is in */
 	TAILQ_ENTRY(docker_req)	 entry;
 };
 TAILQ_HEAD(docker_reqs, docker_req);
@@ -90,6 +104,7 @@ static void	docker_http_fail(struct docker_req *, const char *, ...)
 		    __attribute__((__format__ (printf, 2, 3)));
 static void	docker_http_complete(struct docker_req *);
 static void	docker_http_free(struct docker_req *);
+static void	docker_http_end(struct docker_req *);
 
 static void
 docker_http_set_state(struct docker_req *req, enum docker_req_state state)
@@ -102,13 +117,9 @@ docker_http_set_state(struct docker_req *req, enum docker_req_state state)
 	req->state = state;
 }
 
-/*
- * Queue a request: method, path (with query), optional body and its
- * content type, the largest reply accepted (0 for the configured cap),
- * and the callback that receives the finished request.
- */
-struct docker_req *
-docker_http_request(const char *method, const char *path,
+/* A request with its bytes to send, not yet started. */
+static struct docker_req *
+docker_http_new(const char *method, const char *path,
     const char *content_type, const void *body, size_t len, size_t max_reply,
     docker_cb cb, void *arg)
 {
@@ -140,14 +151,55 @@ docker_http_request(const char *method, const char *path,
 	evbuffer_add(req->out, "\r\n", 2);
 	if (body != NULL && len != 0)
 		evbuffer_add(req->out, body, len);
-
 	req->state = DOCKER_REQ_QUEUED;
 	log_trace(TRACE_DOCKER, "docker request %u %s %s", req->id, method,
 	    path);
+	return (req);
+}
+
+/*
+ * Queue a request: method, path (with query), optional body and its
+ * content type, the largest reply accepted (0 for the configured cap),
+ * and the callback that receives the finished request.
+ */
+struct docker_req *
+docker_http_request(const char *method, const char *path,
+    const char *content_type, const void *body, size_t len, size_t max_reply,
+    docker_cb cb, void *arg)
+{
+	struct docker_req	*req;
+
+	req = docker_http_new(method, path, content_type, body, len,
+	    max_reply, cb, arg);
 	if (docker_running < (unsigned int)cfg_limit(LIMIT_DOCKER_MAX_REQUESTS))
 		docker_http_start(req);
 	else
 		TAILQ_INSERT_TAIL(&docker_queue, req, entry);
+	return (req);
+}
+
+/*
+ * Open a stream: GET path, whose 2xx reply body is handed to line_cb one
+ * line at a time (without its newline; empty lines are skipped), each at
+ * most max_line bytes. line_cb gets a NULL line once, when the head of a
+ * 2xx reply is in: the stream is established. cb runs when the request
+ * ends: with an error (docker_http_error) once the stream was
+ * established or could not be, or with the status and body of a reply
+ * that was not 2xx. Either callback may cancel the request.
+ */
+struct docker_req *
+docker_http_stream(const char *path, size_t max_line, docker_line_cb line_cb,
+    docker_cb cb, void *arg)
+{
+	struct docker_req	*req;
+
+	req = docker_http_new("GET", path, NULL, NULL, 0,
+	    max_line + DOCKER_STREAM_SLACK, cb, arg);
+	req->line_cb = line_cb;
+	req->max_line = max_line;
+	if ((req->line = evbuffer_new()) == NULL)
+		fatalx("%s: evbuffer_new", __func__);
+	docker_http_start(req);
 	return (req);
 }
 
@@ -171,7 +223,8 @@ docker_http_timer_cb(evutil_socket_t fd, short events, void *arg)
 			docker_http_connect(req);
 		break;
 	case DOCKER_REQ_EXCHANGE:
-		docker_http_fail(req, "no complete reply within %lld s",
+		docker_http_fail(req, "no complete %s within %lld s",
+		    req->line_cb != NULL ? "reply head" : "reply",
 		    cfg_limit(LIMIT_DOCKER_TIMEOUT));
 		break;
 	default:
@@ -185,11 +238,12 @@ docker_http_finish_cb(evutil_socket_t fd, short events, void *arg)
 	docker_http_complete(arg);
 }
 
-/* Take a slot and begin connecting. */
+/* Take a slot (a stream takes none) and begin connecting. */
 static void
 docker_http_start(struct docker_req *req)
 {
-	docker_running++;
+	if (req->line_cb == NULL)
+		docker_running++;
 	req->timer = evtimer_new(ev_base, docker_http_timer_cb, req);
 	req->finish = evtimer_new(ev_base, docker_http_finish_cb, req);
 	if (req->timer == NULL || req->finish == NULL)
@@ -198,6 +252,79 @@ docker_http_start(struct docker_req *req)
 	    cfg_limit(LIMIT_DOCKER_CONNECT_TIMEOUT) * 1000000ULL;
 	docker_http_set_state(req, DOCKER_REQ_CONNECTING);
 	docker_http_connect(req);
+}
+
+/*
+ * A stream's head is in: with a 2xx status the body flows from now on,
+ * with no deadline. Returns -1 when the callback cancelled the request.
+ */
+static int
+docker_http_stream_head(struct docker_req *req)
+{
+	if (req->msg->status < 200 || req->msg->status >= 300)
+		return (0);
+	req->flowing = 1;
+	req->status = req->msg->status;
+	evtimer_del(req->timer);
+	req->in_callback = 1;
+	req->line_cb(req, NULL, 0, req->arg);
+	req->in_callback = 0;
+	if (req->cancelled) {
+		docker_http_end(req);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * Hand a stream's complete lines to its callback. The body decoded so
+ * far moves to the line buffer, and the message's byte counts start
+ * again, so the reply's limits bound what one read brings rather than
+ * the stream's whole length; a line is bounded here. Returns -1 when the
+ * request has ended (a line too long, or cancelled).
+ */
+static int
+docker_http_stream_lines(struct docker_req *req)
+{
+	struct evbuffer_ptr	 p;
+	char			*line;
+	size_t			 len;
+
+	evbuffer_add_buffer(req->line, req->msg->body);
+	req->msg->body_bytes = 0;
+	req->msg->head_bytes = 0;
+	for (;;) {
+		p = evbuffer_search_eol(req->line, NULL, NULL, EVBUFFER_EOL_LF);
+		if (p.pos == -1) {
+			len = evbuffer_get_length(req->line);
+			break;
+		}
+		len = (size_t)p.pos;
+		if (len > req->max_line)
+			break;
+		line = xmalloc(len + 1);
+		evbuffer_remove(req->line, line, len);
+		evbuffer_drain(req->line, 1);
+		line[len] = '\0';
+		if (len > 0 && line[len - 1] == '\r')
+			line[--len] = '\0';
+		if (len > 0) {
+			req->in_callback = 1;
+			req->line_cb(req, line, len, req->arg);
+			req->in_callback = 0;
+		}
+		free(line);
+		if (req->cancelled) {
+			docker_http_end(req);
+			return (-1);
+		}
+	}
+	if (len > req->max_line) {
+		docker_http_fail(req, "a line of the stream is longer than %zu"
+		    " bytes", req->max_line);
+		return (-1);
+	}
+	return (0);
 }
 
 static void
@@ -212,7 +339,17 @@ docker_http_read_cb(struct bufferevent *bev, void *arg)
 	if (r == HTTP_PARSE_HEAD) {
 		log_trace(TRACE_DOCKER, "docker request %u status %d", req->id,
 		    req->msg->status);
+		if (req->line_cb != NULL && docker_http_stream_head(req) != 0)
+			return;
 		r = http_msg_parse(req->msg, bufferevent_get_input(bev));
+	}
+	if (req->flowing && r != HTTP_PARSE_ERROR) {
+		if (docker_http_stream_lines(req) != 0)
+			return;
+		if (r == HTTP_PARSE_DONE)
+			docker_http_fail(req, "the Docker Engine ended the"
+			    " stream");
+		return;
 	}
 	switch (r) {
 	case HTTP_PARSE_DONE:
@@ -222,7 +359,10 @@ docker_http_read_cb(struct bufferevent *bev, void *arg)
 		event_active(req->finish, EV_TIMEOUT, 1);
 		break;
 	case HTTP_PARSE_ERROR:
-		if (req->msg->error == HTTP_ERR_BODY_TOO_LARGE)
+		if (req->msg->error == HTTP_ERR_BODY_TOO_LARGE && req->flowing)
+			docker_http_fail(req, "a line of the stream is longer"
+			    " than %zu bytes", req->max_line);
+		else if (req->msg->error == HTTP_ERR_BODY_TOO_LARGE)
 			docker_http_fail(req, "the reply is larger than %zu"
 			    " bytes", req->max_reply);
 		else
@@ -245,6 +385,11 @@ docker_http_event_cb(struct bufferevent *bev, short what, void *arg)
 		docker_http_read_cb(bev, req);
 		if (req->state != DOCKER_REQ_EXCHANGE)
 			return;
+		if (req->flowing) {
+			docker_http_fail(req, "the Docker Engine ended the"
+			    " stream");
+			return;
+		}
 		if (http_msg_eof(req->msg) == HTTP_PARSE_DONE) {
 			req->status = req->msg->status;
 			docker_http_set_state(req, DOCKER_REQ_DONE);
@@ -344,6 +489,10 @@ docker_http_complete(struct docker_req *req)
 		req->cb(req, req->arg);
 		req->in_callback = 0;
 	}
+	if (req->line_cb != NULL) {
+		docker_http_free(req);
+		return;
+	}
 	docker_running--;
 	docker_http_free(req);
 	if ((next = TAILQ_FIRST(&docker_queue)) != NULL) {
@@ -369,12 +518,19 @@ docker_http_cancel(struct docker_req *req)
 		docker_http_free(req);
 		return;
 	}
-	if (req->state != DOCKER_REQ_DONE) {
-		if (req->bev != NULL)
-			bufferevent_disable(req->bev, EV_READ | EV_WRITE);
-		docker_http_set_state(req, DOCKER_REQ_DONE);
-		event_active(req->finish, EV_TIMEOUT, 1);
-	}
+	docker_http_end(req);
+}
+
+/* End the exchange now; the request is freed from the loop. */
+static void
+docker_http_end(struct docker_req *req)
+{
+	if (req->state == DOCKER_REQ_DONE)
+		return;
+	if (req->bev != NULL)
+		bufferevent_disable(req->bev, EV_READ | EV_WRITE);
+	docker_http_set_state(req, DOCKER_REQ_DONE);
+	event_active(req->finish, EV_TIMEOUT, 1);
 }
 
 static void
@@ -389,6 +545,8 @@ docker_http_free(struct docker_req *req)
 	if (req->fd != -1)
 		close(req->fd);
 	http_msg_free(req->msg);
+	if (req->line != NULL)
+		evbuffer_free(req->line);
 	evbuffer_free(req->out);
 	free(req->error);
 	free(req->method);

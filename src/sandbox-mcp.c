@@ -270,6 +270,7 @@ main(int argc, char **argv)
 	}
 	telemetry_init();
 	sandbox_recover();
+	sandbox_watch();
 
 	if (cfg->listen != NULL &&
 	    transport_http_start(cfg->listen, opt_sets, &cause) != 0) {

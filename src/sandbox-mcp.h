@@ -316,6 +316,8 @@ void		 session_upper_size(struct session *,
 void		 session_publish(struct session *, const char *,
 		     session_publish_cb, void *);
 struct cJSON	*session_publish_fields(struct cJSON *);
+char		**rt_sandbox_lost(const char *, const char *, const char *,
+		     size_t *);
 
 /* command.c */
 struct command_wait;
@@ -333,6 +335,7 @@ struct cJSON	*command_running_in(const char *, const char *);
 void		 command_session_message(struct session *, char **, int);
 void		 command_session_gone(struct session *);
 void		 command_forget_sandbox(const char *);
+void		 command_sandbox_lost(const char *, const char *);
 
 /* publish.c */
 struct publish_args {
@@ -502,6 +505,7 @@ void		 sandbox_lookup(const char *, sandbox_cb, void *);
 void		 sandbox_trash_empty(void);
 void		 sandbox_trash_soon(void);
 void		 sandbox_recover(void);
+void		 sandbox_watch(void);
 
 /* auth.c */
 #define AUTH_LOCAL		"local"	/* the tenant of stdio peers */
@@ -537,6 +541,10 @@ int		 docker_http_status(struct docker_req *);
 const char	*docker_http_error(struct docker_req *);
 struct evbuffer	*docker_http_body(struct docker_req *);
 unsigned int	 docker_http_inflight(void);
+typedef void (*docker_line_cb)(struct docker_req *, const char *, size_t,
+		     void *);
+struct docker_req *docker_http_stream(const char *, size_t, docker_line_cb,
+		     docker_cb, void *);
 
 /* docker.c */
 typedef void (*docker_json_cb)(struct cJSON *, const char *, int, void *);
@@ -546,6 +554,17 @@ struct docker_call *docker_call(const char *, const char *, const char *,
 void		 docker_call_cancel(struct docker_call *);
 char		*docker_error_message(int, struct cJSON *);
 struct cJSON	*docker_image_references(struct cJSON *);
+
+/* docker-events.c */
+typedef void (*docker_event_cb)(const char *, const char *, struct cJSON *,
+		     void *);
+struct docker_events;
+struct docker_events *docker_events_follow(struct cJSON *, docker_event_cb,
+		     void *);
+void		 docker_events_stop(struct docker_events *);
+
+/* sweep.c */
+void		 sweep_start(const char *, const char *, char **, size_t);
 
 /* jsonrpc.c */
 #define JSONRPC_PARSE_ERROR	-32700

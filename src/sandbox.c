@@ -25,6 +25,7 @@
  *	creating -> ready	create_sandbox, all or nothing per call
  *	ready|failed -> stopping -> (removed)	destroy_sandbox
  *	any -> failed		a step that cannot complete, or recovery
+ *	ready -> failed		the container died or was removed outside us
  */
 
 #include "config.h"
@@ -1424,4 +1425,282 @@ sandbox_recover(void)
 	docker_call("GET", path, "container_list", NULL, NULL,
 	    sandbox_recover_cb, NULL);
 	free(path);
+}
+
+/*
+ * Container death. Every process follows the Engine's events for the
+ * containers of its state directory. A container that dies (stopped,
+ * killed, out of memory: "die") or is removed ("destroy") outside us
+ * takes its sandbox down at once: the record, if ready, becomes failed
+ * with the reason (one process makes the change, under the record's
+ * lock), and each process ends its own sessions and commands there and
+ * kills whatever is left in the container's cgroups (sweep.c). Each
+ * time the stream is established, events may have been missed: every
+ * ready record's container is looked at, and a missing or stopped one
+ * is handled the same way. A record in stopping (destroy_sandbox at work)
+ * or creating is never made failed here.
+ */
+
+#define SANDBOX_RECHECK_MS	1000
+
+static struct docker_events	*sandbox_events;
+static int			 sandbox_reconcile_running;
+static int			 sandbox_reconcile_again;
+static struct event		*sandbox_recheck_ev;
+
+static void	sandbox_reconcile(void);
+
+static void
+sandbox_recheck_cb(evutil_socket_t fd, short events, void *arg)
+{
+	sandbox_reconcile();
+}
+
+/* Look at every record again a little later (coalesced). */
+static void
+sandbox_recheck_soon(void)
+{
+	struct timeval	tv = { SANDBOX_RECHECK_MS / 1000,
+	    (SANDBOX_RECHECK_MS % 1000) * 1000 };
+
+	if (sandbox_recheck_ev == NULL && (sandbox_recheck_ev =
+	    evtimer_new(ev_base, sandbox_recheck_cb, NULL)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	if (!evtimer_pending(sandbox_recheck_ev, NULL))
+		evtimer_add(sandbox_recheck_ev, &tv);
+}
+
+/*
+ * The container cid of sandbox id has died or gone, for why. A ready
+ * record of that container becomes failed; this process's sessions and
+ * commands in the sandbox end (their commands say why), and what is
+ * left in the container's cgroups is killed. A record still being
+ * created is looked at again once its create has had time to finish.
+ */
+static void
+sandbox_lost(const char *id, const char *cid, const char *why)
+{
+	cJSON		*rec = NULL, *c, *attrs, *err;
+	const char	*state = "gone", *reason = "sandbox failed";
+	char		*cause, *msg, **procs;
+	size_t		 n;
+	int		 fd;
+
+	if ((fd = state_lock(id)) != -1)
+		rec = state_record_read(id);
+	if (rec != NULL) {
+		state = sandbox_record_state(rec);
+		c = cJSON_GetObjectItem(rec, "container_id");
+		if (cid != NULL && cJSON_IsString(c) &&
+		    strcmp(c->valuestring, cid) != 0) {
+			/* Not the sandbox's container. */
+			cJSON_Delete(rec);
+			state_unlock(fd);
+			return;
+		}
+	}
+	if (rec != NULL && strcmp(state, "ready") == 0) {
+		sandbox_record_state_set(rec, "failed", why);
+		sandbox_record_set(rec, "owner", cJSON_CreateNull());
+		if (state_record_write(id, rec, &cause) != 0) {
+			log_warnx("sandbox %s: %s", id, cause);
+			free(cause);
+		} else {
+			log_warnx("sandbox %s failed: %s", id, why);
+			attrs = cJSON_CreateObject();
+			cJSON_AddStringToObject(attrs, "sandbox_id", id);
+			cJSON_AddStringToObject(attrs, "reason", why);
+			telemetry_event(id, NULL, NULL, "sandbox.failed",
+			    attrs);
+		}
+		xasprintf(&msg, "sandbox %s failed: %s", id, why);
+	} else if (rec != NULL && strcmp(state, "failed") == 0) {
+		err = cJSON_GetObjectItem(rec, "error");
+		xasprintf(&msg, "sandbox %s failed: %s", id,
+		    cJSON_IsString(err) ? err->valuestring : why);
+	} else if (rec != NULL && strcmp(state, "creating") == 0) {
+		sandbox_recheck_soon();
+		msg = NULL;
+	} else {
+		xasprintf(&msg, "sandbox %s is being destroyed", id);
+		reason = "sandbox destroyed";
+	}
+	cJSON_Delete(rec);
+	state_unlock(fd);
+	if (msg == NULL)
+		return;
+
+	procs = rt_sandbox_lost(id, reason, msg, &n);
+	command_sandbox_lost(id, msg);
+	free(msg);
+	if (procs != NULL)
+		sweep_start(id, cid, procs, n);
+}
+
+/* An event of one of our containers. */
+static void
+sandbox_event_cb(const char *action, const char *cid, cJSON *attrs,
+    void *arg)
+{
+	cJSON	*sid, *code;
+	char	*why;
+
+	if (action == NULL) {		/* (re)established: look */
+		sandbox_reconcile();
+		return;
+	}
+	sid = cJSON_GetObjectItemCaseSensitive(attrs,
+	    SANDBOX_LABEL "sandbox-id");
+	if (!cJSON_IsString(sid) || !util_id_valid(sid->valuestring) ||
+	    !util_id_valid(cid))
+		return;
+	if (strcmp(action, "die") == 0) {
+		code = cJSON_GetObjectItemCaseSensitive(attrs, "exitCode");
+		xasprintf(&why, "the container stopped outside sandbox-mcp"
+		    " (exit code %s)", cJSON_IsString(code) ?
+		    code->valuestring : "unknown");
+	} else if (strcmp(action, "destroy") == 0)
+		why = xstrdup("the container was removed outside"
+		    " sandbox-mcp");
+	else
+		return;
+	log_debug("sandbox %s: its container %.12s: %s", sid->valuestring,
+	    cid, action);
+	sandbox_lost(sid->valuestring, cid, why);
+	free(why);
+}
+
+struct sandbox_reconcile_item {
+	char	*id;
+	char	*cid;
+};
+
+/* The list of containers against the records that were ready before. */
+static void
+sandbox_reconcile_cb(cJSON *reply, const char *error, int status,
+    void *arg)
+{
+	struct sandbox_reconcile_item	*items = arg, *it;
+	cJSON				*c, *cid, *st;
+	const char			*state;
+	char				*why;
+
+	sandbox_reconcile_running = 0;
+	if (error != NULL)
+		log_warnx("cannot list the containers to check the sandboxes:"
+		    " %s", error);
+	for (it = items; it->id != NULL; it++) {
+		if (error != NULL)
+			goto next;
+		state = NULL;
+		cJSON_ArrayForEach(c, reply) {
+			cid = cJSON_GetObjectItemCaseSensitive(c, "Id");
+			st = cJSON_GetObjectItemCaseSensitive(c, "State");
+			if (cJSON_IsString(cid) &&
+			    strcmp(cid->valuestring, it->cid) == 0) {
+				state = cJSON_IsString(st) ? st->valuestring :
+				    "unknown";
+				break;
+			}
+		}
+		if (state == NULL)
+			why = xstrdup("the container is missing");
+		else if (strcmp(state, "running") != 0 &&
+		    strcmp(state, "paused") != 0 &&
+		    strcmp(state, "restarting") != 0)
+			xasprintf(&why, "the container is not running (%.32s)",
+			    state);
+		else
+			goto next;
+		sandbox_lost(it->id, it->cid, why);
+		free(why);
+next:
+		free(it->id);
+		free(it->cid);
+	}
+	free(items);
+	if (sandbox_reconcile_again) {
+		sandbox_reconcile_again = 0;
+		sandbox_reconcile();
+	}
+}
+
+/*
+ * Look at the containers of every ready (or failed) record: the records
+ * are read before the list is asked for, so a record made ready after
+ * the list was taken is never judged by it.
+ */
+static void
+sandbox_reconcile(void)
+{
+	struct sandbox_reconcile_item	*items;
+	cJSON				*rec, *cid, *filters, *list;
+	const char			*state;
+	char				**ids, *text, *esc, *path;
+	size_t				 n, i, k = 0;
+
+	if (sandbox_reconcile_running) {
+		sandbox_reconcile_again = 1;
+		return;
+	}
+	ids = state_sandbox_ids(&n);
+	items = xcalloc(n + 1, sizeof *items);
+	for (i = 0; i < n; i++) {
+		if ((rec = state_record_read(ids[i])) != NULL) {
+			state = sandbox_record_state(rec);
+			cid = cJSON_GetObjectItem(rec, "container_id");
+			if ((strcmp(state, "ready") == 0 ||
+			    strcmp(state, "failed") == 0) &&
+			    cJSON_IsString(cid)) {
+				items[k].id = xstrdup(ids[i]);
+				items[k++].cid = xstrdup(cid->valuestring);
+			}
+			cJSON_Delete(rec);
+		}
+		free(ids[i]);
+	}
+	free(ids);
+	if (k == 0) {
+		free(items);
+		return;
+	}
+
+	filters = cJSON_CreateObject();
+	list = cJSON_AddArrayToObject(filters, "label");
+	xasprintf(&text, SANDBOX_LABEL "state-dir=%s", cfg->state_dir);
+	cJSON_AddItemToArray(list, cJSON_CreateString(text));
+	free(text);
+	text = util_json_print(filters);
+	cJSON_Delete(filters);
+	esc = util_url_escape(text, 0);
+	free(text);
+	xasprintf(&path, "/containers/json?all=1&filters=%s", esc);
+	free(esc);
+	sandbox_reconcile_running = 1;
+	docker_call("GET", path, "container_list", NULL, NULL,
+	    sandbox_reconcile_cb, items);
+	free(path);
+}
+
+/* Follow the Engine's events for the containers of our state directory. */
+void
+sandbox_watch(void)
+{
+	cJSON	*filters, *list;
+	char	*label;
+
+	if (sandbox_events != NULL)
+		return;
+	filters = cJSON_CreateObject();
+	list = cJSON_AddArrayToObject(filters, "type");
+	cJSON_AddItemToArray(list, cJSON_CreateString("container"));
+	list = cJSON_AddArrayToObject(filters, "event");
+	cJSON_AddItemToArray(list, cJSON_CreateString("die"));
+	cJSON_AddItemToArray(list, cJSON_CreateString("destroy"));
+	list = cJSON_AddArrayToObject(filters, "label");
+	xasprintf(&label, SANDBOX_LABEL "state-dir=%s", cfg->state_dir);
+	cJSON_AddItemToArray(list, cJSON_CreateString(label));
+	free(label);
+	sandbox_events = docker_events_follow(filters, sandbox_event_cb, NULL);
+	cJSON_Delete(filters);
 }

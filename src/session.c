@@ -719,6 +719,41 @@ rt_sandbox_forget(const char *id)
 	sb->pid = 0;
 }
 
+/*
+ * The container of a sandbox has died: end every session this process
+ * has in it, for reason (the PID namespace of each session's init takes
+ * all of the session's processes along), and its zygote (sessions being
+ * made fail with why), and forget the container. The container's
+ * cgroups, as cgroup.procs paths, are handed to the caller (who frees
+ * them; NULL when none were learnt), so that whatever is left in them
+ * can be killed.
+ */
+char **
+rt_sandbox_lost(const char *id, const char *reason, const char *why,
+    size_t *n)
+{
+	struct rt_sandbox	*sb;
+	struct session		*s, *s1;
+	char			**cgroups;
+
+	*n = 0;
+	if ((sb = rt_sandbox_find(id)) == NULL)
+		return (NULL);
+	LIST_FOREACH_SAFE(s, &sb->sessions, entry, s1) {
+		if (s->state != SESSION_STARTING)
+			session_end(s, reason);
+	}
+	if (sb->zjob != NULL)
+		job_cancel(sb->zjob);
+	rt_zygote_lost(sb, why);
+	sb->pid = 0;
+	cgroups = sb->cgroups;
+	*n = sb->ncgroup;
+	sb->cgroups = NULL;
+	sb->ncgroup = 0;
+	return (cgroups);
+}
+
 static int	rt_zygote_send(struct rt_sandbox *, struct session *);
 static void	rt_zygote_wait(struct rt_sandbox *);
 static void	rt_zygote_write_cb(evutil_socket_t, short, void *);

@@ -52,6 +52,14 @@ class FakeDocker:
                 # once; it must not take a reply scripted for the test,
                 # whenever its connection comes.
                 reply = ok_reply(b"[]")
+            elif req.startswith(b"GET /events"):
+                # Every process follows the Engine's events on a
+                # connection of its own: an open stream with no event.
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: "
+                          b"application/json\r\nTransfer-Encoding: "
+                          b"chunked\r\n\r\n")
+                self.held.append(c)
+                continue
             else:
                 with self.lock:
                     reply = self.script.pop(0) if self.script else None
