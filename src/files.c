@@ -556,6 +556,14 @@ files_edits_check(cJSON *edits, struct files_error *err)
 		    "edits"), "edits must be a non-empty array");
 		return (-1);
 	}
+	/* Each edit may rewrite the whole file: their count is bounded. */
+	if (cJSON_GetArraySize(edits) > FILES_EDITS_MAX) {
+		files_fail(err, TOOL_ERR_INVALID, tool_details("argument",
+		    "edits"), "edits holds %d items; one file_edit takes at"
+		    " most %d (split the change, or use file_write)",
+		    cJSON_GetArraySize(edits), FILES_EDITS_MAX);
+		return (-1);
+	}
 	cJSON_ArrayForEach(item, edits) {
 		if (files_edit_item(item, ++n, &old, &new, &all, err) != 0)
 			return (-1);
@@ -1104,6 +1112,10 @@ files_op_heavy(struct files_op *op)
 		return (0);	/* an error answers quickly */
 	}
 	close(fd);
+	/* An edit may rewrite the whole file once per item. */
+	if (op->kind == FILES_EDIT && cJSON_IsArray(op->edits))
+		return ((unsigned long long)st.st_size *
+		    cJSON_GetArraySize(op->edits) > FILES_INLINE_MAX);
 	return (st.st_size > FILES_INLINE_MAX);
 }
 

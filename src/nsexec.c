@@ -145,6 +145,8 @@ nsexec_init(int argc, char **argv)
 	    CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
 	    CLONE_NEWCGROUP, 0x80 /* CLONE_NEWTIME */ };
 	static const unsigned long devices[] = { S_IFCHR, S_IFBLK };
+	static const unsigned long families[] = { 40 /* AF_VSOCK */,
+	    38 /* AF_ALG */ };
 	scmp_filter_ctx	 ctx;
 	size_t		 i;
 	int		 sys, pipefd[2];
@@ -182,6 +184,21 @@ nsexec_init(int argc, char **argv)
 			continue;
 		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), sys, 0) != 0)
 			fatalx("seccomp_rule_add %s failed", absent[i]);
+	}
+	/*
+	 * Socket families a command has no business with: vsock (it
+	 * reaches the hypervisor's host when the machine is a virtual one)
+	 * and the kernel's crypto sockets (AF_ALG); as if the kernel had
+	 * none of them.
+	 */
+	for (i = 0; i < sizeof families / sizeof families[0]; i++) {
+		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
+		    SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ,
+		    families[i])) != 0 ||
+		    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
+		    SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_EQ,
+		    families[i])) != 0)
+			fatalx("seccomp_rule_add socket failed");
 	}
 	/* Export the BPF program through a pipe; it is small. */
 	if (pipe(pipefd) != 0)

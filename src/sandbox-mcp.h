@@ -375,6 +375,7 @@ int		 nsexec_recv(int, char *, size_t, char **, int *, int *);
 
 /* files.c */
 #define FILES_EDIT_MAX		(4 * 1024 * 1024)
+#define FILES_EDITS_MAX		100
 #define FILES_EDIT_OUT_MAX	(16 * 1024 * 1024)
 enum files_kind {
 	FILES_READ,

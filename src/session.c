@@ -1620,6 +1620,7 @@ session_size_done(int status, struct evbuffer *report, void *arg)
 		bytes = strtoull(text, NULL, 10);
 		free(text);
 	}
+	z->s->publishing = 0;
 	z->cb(z->s, bytes, z->arg);
 	free(z->sandbox);
 	free(z->upper);

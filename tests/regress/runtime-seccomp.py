@@ -14,7 +14,9 @@ from lib import (IMAGE, Server, check, check_eq, check_in, cleanup, main,
                  ok_result, remove_our_containers, tmpdir)
 
 PROBE = r"""
+#include <sys/socket.h>
 #include <sys/syscall.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +48,9 @@ main(void)
 	try("clock_settime", syscall(SYS_clock_settime, CLOCK_REALTIME,
 	    &ts));
 	try("kcmp", syscall(SYS_kcmp, getpid(), getpid(), 0, 0, 0));
+	try("socket_vsock", socket(40 /* AF_VSOCK */, SOCK_STREAM, 0));
+	try("socket_alg", socket(38 /* AF_ALG */, SOCK_SEQPACKET, 0));
+	try("socket_unix", socket(AF_UNIX, SOCK_STREAM, 0));
 	return (0);
 }
 """
@@ -86,7 +91,10 @@ def test():
             "io_uring_register": "Function not implemented",
             "syslog": "Operation not permitted",
             "clock_settime": "Operation not permitted",
-            "kcmp": "Operation not permitted"}
+            "kcmp": "Operation not permitted",
+            "socket_vsock": "Address family not supported by protocol",
+            "socket_alg": "Address family not supported by protocol",
+            "socket_unix": "ok"}
     for wsid in (None, iso):
         r = run("./probe", wsid)
         got = dict(line.split(": ", 1) if ": " in line else
