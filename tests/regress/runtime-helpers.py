@@ -17,6 +17,8 @@
 #    server answers server_busy, and another sandbox still runs commands.
 # 6. The sandboxes of one tenant share sessions-per-tenant and
 #    commands-per-tenant.
+# 7. A destroyed session's scratch and freezer group go.
+# 8. One file_edit takes at most 100 edits.
 
 import json
 import os
@@ -256,16 +258,48 @@ def test():
                            {"sandbox_id": other}), "server_busy",
                    "past sessions-per-tenant")
     check_eq(e["details"].get("limit"), "sessions-per-tenant", "named")
+    sleeping = {}
     for box in (sid, other):
         r = ok_result(s3.call("exec_command", {
             "sandbox_id": box, "cmd": "sleep 30", "yield_time_ms": 0,
             "workspace_session_id": held[box]}), "a running command")
         check_eq(r["status"], "running", "it runs")
+        sleeping[box] = r["command_session_id"]
     e = err_result(s3.call("exec_command", {
         "sandbox_id": other, "cmd": "true", "yield_time_ms": 0,
         "workspace_session_id": held[other]}),
         "server_busy", "past commands-per-tenant")
     check_eq(e["details"].get("limit"), "commands-per-tenant", "named")
+
+    # 7. A destroyed session leaves nothing: its scratch and its freezer
+    # group go (the size walk of destroy used to keep it forever).
+    w = held[other]
+    r = ok_result(s3.call("write_command_stdin", {
+        "sandbox_id": other, "command_session_id": sleeping[other],
+        "stdin": "\u0003", "yield_time_ms": 10000}), "Ctrl-C")
+    check_eq(r["status"], "cancelled", "the sleep ended")
+    scratch = os.path.join(state, "sandboxes", other, "sessions", w)
+    cg = [os.path.join(root, d) for root, dirs, _ in
+          os.walk("/sys/fs/cgroup/freezer") for d in dirs
+          if d == "smcp-" + w]
+    check(os.path.isdir(scratch) and cg, "the session's scratch and group")
+    ok_result(s3.call("destroy_workspace_session", {
+        "sandbox_id": other, "workspace_session_id": w}), "destroy")
+    end = time.time() + 10
+    while time.time() < end and (os.path.exists(scratch) or
+                                 any(os.path.exists(c) for c in cg)):
+        time.sleep(0.05)
+    check(not os.path.exists(scratch), "the scratch of a destroyed session"
+          " is gone")
+    check(not any(os.path.exists(c) for c in cg), "its freezer group is"
+          " gone")
+
+    # 8. An edit list is bounded.
+    e = err_result(s3.call("file_edit", {
+        "sandbox_id": sid, "path": "burst/f000",
+        "edits": [{"old_string": "a", "new_string": "b"}] * 101}),
+        "invalid_request", "101 edits")
+    check_in("at most 100", e["message"], "the bound named")
 
 
 if __name__ == "__main__":
