@@ -124,6 +124,10 @@ static const struct cfg_limit_entry {
 	    CFG_LIMIT_COUNT, 1, 1000000, 512 },
 	[LIMIT_COMMANDS_PER_TENANT] = { "commands-per-tenant",
 	    CFG_LIMIT_COUNT, 1, 1000000, 512 },
+	[LIMIT_HELPER_PER_TENANT] = { "helper-per-tenant", CFG_LIMIT_COUNT,
+	    1, 1024, 8 },
+	[LIMIT_SANDBOXES_PER_TENANT] = { "sandboxes-per-tenant",
+	    CFG_LIMIT_COUNT, 1, 1000000, 64 },
 };
 
 static const struct {

@@ -1271,6 +1271,6 @@ files_op(struct files_op *op, files_cb cb, void *arg)
 		return;
 	}
 	keep = fj->fd;
-	job_early(job_helper("file", op->sandbox, files_child, op, &keep, 1,
-	    files_child_done, fj));
+	job_early(job_helper("file", op->sandbox, op->tenant, files_child, op,
+	    &keep, 1, files_child_done, fj));
 }

@@ -36,6 +36,7 @@
 #include "config.h"
 
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -67,6 +68,7 @@ struct job {
 	unsigned int		 id;
 	char			*name;
 	char			*sandbox;	/* a helper's, or NULL */
+	char			*tenant;	/* whose sandbox it is */
 	int			 (*fn)(void *, int);
 	void			*fnarg;
 	int			 keep[JOB_KEEP_MAX];
@@ -111,7 +113,25 @@ job_sandbox_running(const char *sandbox)
 	return (n);
 }
 
-/* Start queued helpers while there is room, in order. */
+/* How many helpers of a tenant's sandboxes run now. */
+static unsigned int
+job_tenant_running(const char *tenant)
+{
+	struct job	*j;
+	unsigned int	 n = 0;
+
+	LIST_FOREACH(j, &jobs, entry) {
+		if ((j->flags & JOB_RUNNING) && strcmp(j->tenant, tenant) ==
+		    0)
+			n++;
+	}
+	return (n);
+}
+
+/*
+ * Start queued helpers while there is room, in order; a sandbox, or a
+ * tenant, at its share waits and the next in line goes first.
+ */
 static void
 job_dequeue(void)
 {
@@ -121,7 +141,9 @@ job_dequeue(void)
 		if (job_nhelpers >= cfg_limit(LIMIT_HELPER_PROCESSES))
 			break;
 		if (job_sandbox_running(j->sandbox) >=
-		    cfg_limit(LIMIT_HELPER_PER_SANDBOX))
+		    cfg_limit(LIMIT_HELPER_PER_SANDBOX) ||
+		    job_tenant_running(j->tenant) >=
+		    cfg_limit(LIMIT_HELPER_PER_TENANT))
 			continue;
 		TAILQ_REMOVE(&job_queue, j, qentry);
 		job_nqueued--;
@@ -130,15 +152,32 @@ job_dequeue(void)
 	}
 }
 
-/* A helper no longer runs: its place goes to the next. */
+/*
+ * A helper no longer runs: its place goes to the next. The last helper
+ * of a sandbox destroyed meanwhile takes the sandbox's helper group
+ * along.
+ */
 static void
 job_helper_done(struct job *j)
 {
+	struct job	*o;
+	struct stat	 st;
+	char		*dir;
+
 	if (!(j->flags & JOB_RUNNING))
 		return;
 	j->flags &= ~JOB_RUNNING;
 	job_nhelpers--;
 	job_dequeue();
+	LIST_FOREACH(o, &jobs, entry) {
+		if (o != j && o->sandbox != NULL && strcmp(o->sandbox,
+		    j->sandbox) == 0)
+			return;
+	}
+	dir = state_path("sandboxes/%s", j->sandbox);
+	if (stat(dir, &st) != 0 && errno == ENOENT)
+		cgroup_helper_remove(j->sandbox);
+	free(dir);
 }
 
 static void
@@ -147,6 +186,7 @@ job_free(struct job *j)
 	job_helper_done(j);
 	LIST_REMOVE(j, entry);
 	free(j->sandbox);
+	free(j->tenant);
 	if (j->bev != NULL)
 		bufferevent_free(j->bev);
 	if (j->finish != NULL)
@@ -273,18 +313,21 @@ struct job *
 job_fork_keep(const char *name, int (*fn)(void *, int), void *fnarg,
     const int *keep, int nkeep, job_cb cb, void *arg)
 {
-	return (job_helper(name, NULL, fn, fnarg, keep, nkeep, cb, arg));
+	return (job_helper(name, NULL, NULL, fn, fnarg, keep, nkeep, cb,
+	    arg));
 }
 
 /*
- * A job working on a sandbox's files (sandbox not NULL): charged to its
- * helper group and counted, queued when there is no room yet (fnarg and
+ * A job working on a sandbox's files (sandbox not NULL, of tenant):
+ * charged to its helper group and counted, queued when there is no room
+ * yet (fnarg and
  * the kept descriptors must then stay valid until the callback, or a
  * job_cancel). With a NULL sandbox, job_fork_keep.
  */
 struct job *
-job_helper(const char *name, const char *sandbox, int (*fn)(void *, int),
-    void *fnarg, const int *keep, int nkeep, job_cb cb, void *arg)
+job_helper(const char *name, const char *sandbox, const char *tenant,
+    int (*fn)(void *, int), void *fnarg, const int *keep, int nkeep,
+    job_cb cb, void *arg)
 {
 	struct job	*j;
 	char		*cause = NULL;
@@ -311,6 +354,7 @@ job_helper(const char *name, const char *sandbox, int (*fn)(void *, int),
 		return (j);
 	}
 	j->sandbox = xstrdup(sandbox);
+	j->tenant = xstrdup(tenant != NULL ? tenant : "");
 	if (cgroup_helper_prepare(sandbox, &cause) != 0) {
 		log_warnx("job %s: %s", name, cause);
 		free(cause);

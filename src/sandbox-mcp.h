@@ -87,6 +87,8 @@ enum limit {
 	LIMIT_MAX_CONNECTIONS_PER_ADDRESS,
 	LIMIT_SESSIONS_PER_TENANT,
 	LIMIT_COMMANDS_PER_TENANT,
+	LIMIT_HELPER_PER_TENANT,
+	LIMIT_SANDBOXES_PER_TENANT,
 	LIMIT__COUNT
 };
 
@@ -395,6 +397,7 @@ struct files_edit_result {
 };
 struct files_op {
 	const char		*sandbox;	/* whose helper it is */
+	const char		*tenant;
 	enum files_kind		 kind;
 	char			*path;		/* normalized, relative */
 	int			 rootfd;	/* a session's /workspace, or -1 */
@@ -441,8 +444,9 @@ struct job	*job_fork(const char *, int (*)(void *, int), void *, job_cb,
 		     void *);
 struct job	*job_fork_keep(const char *, int (*)(void *, int), void *,
 		     const int *, int, job_cb, void *);
-struct job	*job_helper(const char *, const char *, int (*)(void *, int),
-		     void *, const int *, int, job_cb, void *);
+struct job	*job_helper(const char *, const char *, const char *,
+		     int (*)(void *, int), void *, const int *, int, job_cb,
+		     void *);
 int		 job_helper_busy(void);
 int		 job_parent_alive(void);
 void		 job_reap(void);

@@ -682,6 +682,8 @@ sandbox_remove_state(const char *id, char **cause)
 		return (-1);
 	sandbox_trash_empty();
 	free(trash);
+	/* Its helper group, unless a helper still runs (then the sweep). */
+	cgroup_helper_remove(id);
 	return (0);
 }
 

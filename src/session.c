@@ -308,6 +308,7 @@ rt_sweep_cb(evutil_socket_t fd, short events, void *arg)
 			    " in it", sb->id);
 			command_forget_sandbox(sb->id);
 			rt_sandbox_forget(sb->id);
+			cgroup_helper_remove(sb->id);
 		}
 		free(path);
 	}
@@ -1471,8 +1472,8 @@ static void
 session_publish_start(struct session_publish *sp)
 {
 	/* Answered as soon as the report is whole; the reap comes after. */
-	job_early(job_helper("publish", sp->s->sb->id, publish_child, &sp->a,
-	    NULL, 0, session_publish_done, sp));
+	job_early(job_helper("publish", sp->s->sb->id, sp->s->sb->tenant,
+	    publish_child, &sp->a, NULL, 0, session_publish_done, sp));
 }
 
 /* Wait for the session's freezer group to report every process frozen. */
@@ -1641,6 +1642,6 @@ session_upper_size(struct session *s,
 	z->sandbox = xstrdup(s->sb->id);
 	xasprintf(&z->upper, "%s/upper", s->dir);
 	s->publishing = 1;	/* nothing else may start meanwhile */
-	job_early(job_helper("session-size", s->sb->id, session_size_child, z,
-	    NULL, 0, session_size_done, z));
+	job_early(job_helper("session-size", s->sb->id, s->sb->tenant,
+	    session_size_child, z, NULL, 0, session_size_done, z));
 }

@@ -294,6 +294,7 @@ tool_file_sb(struct rt_sandbox *sb, const char *kind, const char *message,
 		return;
 	strlcpy(tf->sandbox, sb->id, sizeof tf->sandbox);
 	tf->op.sandbox = tf->sandbox;
+	tf->op.tenant = sb->tenant;
 	if (tool_arg_string(tf->tc, "workspace_session_id") != NULL) {
 		if ((s = tool_file_session(tf, sb, tf->op.kind !=
 		    FILES_READ)) == NULL)
@@ -419,8 +420,8 @@ tool_file_change_sb(struct rt_sandbox *sb, const char *kind,
 	tf->pf.content = tf->op.content;
 	tf->pf.len = tf->op.len;
 	tf->pf.edits = tf->op.edits;
-	job_early(job_helper("publish-file", tf->sandbox, publish_file_child,
-	    &tf->pf, NULL, 0, tool_file_published, tf));
+	job_early(job_helper("publish-file", tf->sandbox, sb->tenant,
+	    publish_file_child, &tf->pf, NULL, 0, tool_file_published, tf));
 }
 
 static void

@@ -267,6 +267,29 @@ tool_sandbox_cb(cJSON *result, const char *kind, const char *message,
 static void
 tool_create_sandbox_exec(struct tool_call *tc)
 {
+	const char	*tenant = tool_call_tenant(tc);
+	long long	 count = tool_arg_integer(tc, "count"), have = 0;
+	cJSON		*all, *rec;
+	cJSON		*d;
+
+	/* A tenant's sandboxes are bounded: each is a container. */
+	all = sandbox_list();
+	cJSON_ArrayForEach(rec, cJSON_GetObjectItem(all, "sandboxes")) {
+		if (strcmp(auth_record_tenant(rec), tenant) == 0)
+			have++;
+	}
+	cJSON_Delete(all);
+	if (count >= 1 && count <= cfg_limit(LIMIT_SANDBOXES_PER_CALL) &&
+	    have + count > cfg_limit(LIMIT_SANDBOXES_PER_TENANT)) {
+		d = tool_details("limit", "sandboxes-per-tenant");
+		cJSON_AddNumberToObject(d, "sandboxes", (double)have);
+		tool_call_error(tc, TOOL_ERR_BUSY, d, "tenant %s has %lld"
+		    " sandboxes; %lld more would pass the most one tenant may"
+		    " have (limit sandboxes-per-tenant %lld); destroy some"
+		    " first", tenant, have, count,
+		    cfg_limit(LIMIT_SANDBOXES_PER_TENANT));
+		return;
+	}
 	sandbox_create(tool_call_span(tc), tool_arg_string(tc, "image"),
 	    tool_arg_string(tc, "workspace_root"), tool_arg_integer(tc,
 	    "count"), tool_call_tenant(tc), tool_sandbox_cb, tc);

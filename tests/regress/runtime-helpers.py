@@ -19,6 +19,7 @@
 #    commands-per-tenant.
 # 7. A destroyed session's scratch and freezer group go.
 # 8. One file_edit takes at most 100 edits.
+# 9. sandboxes-per-tenant; a destroyed sandbox's helper groups go.
 
 import json
 import os
@@ -300,6 +301,27 @@ def test():
         "edits": [{"old_string": "a", "new_string": "b"}] * 101}),
         "invalid_request", "101 edits")
     check_in("at most 100", e["message"], "the bound named")
+
+    # 9. A tenant's sandboxes are bounded; a destroyed sandbox's helper
+    # group goes with it.
+    s4 = Server(sets=("management", "runtime"), state=state,
+                config=conf + "limit sandboxes-per-tenant 2\n")
+    s4.initialize()
+    e = err_result(s4.call("create_sandbox", {"image": IMAGE,
+                                              "workspace_root": ws}),
+                   "server_busy", "a third sandbox")
+    check_eq(e["details"].get("limit"), "sandboxes-per-tenant", "named")
+    groups = [os.path.join(base, "sandbox-mcp", other) for base in
+              ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/memory",
+               "/sys/fs/cgroup/pids") if os.path.isdir(base)]
+    check(groups and all(os.path.isdir(g) for g in groups),
+          "the helper groups of a sandbox that had helpers: %r" % groups)
+    ok_result(s4.call("destroy_sandbox", {"sandbox_id": other}), "destroy")
+    end = time.time() + 10
+    while time.time() < end and any(os.path.exists(g) for g in groups):
+        time.sleep(0.05)
+    check(not any(os.path.exists(g) for g in groups),
+          "the helper groups of a destroyed sandbox are gone")
 
 
 if __name__ == "__main__":
