@@ -114,7 +114,9 @@ http_msg_fail(struct http_msg *msg, enum http_msg_error error,
 /*
  * Take one line off the buffer if a whole one is there, at most left
  * bytes long with its end. Returns 1 with a line, 0 for more bytes, -1
- * when the line would be longer; *used has the bytes taken.
+ * when the line would be longer, -3 when it holds a NUL byte (a value
+ * cut short there would mean one thing to us and another to a proxy);
+ * *used has the bytes taken.
  */
 static int
 http_msg_take_line(struct evbuffer *in, size_t left, char **line,
@@ -136,6 +138,11 @@ http_msg_take_line(struct evbuffer *in, size_t left, char **line,
 	evbuffer_remove(in, *line, p.pos);
 	(*line)[p.pos] = '\0';
 	evbuffer_drain(in, 1);
+	if (memchr(*line, '\0', p.pos) != NULL) {
+		free(*line);
+		*line = NULL;
+		return (-3);
+	}
 	if (p.pos > 0 && (*line)[p.pos - 1] == '\r')
 		(*line)[p.pos - 1] = '\0';
 	return (1);
@@ -380,7 +387,7 @@ http_msg_take(struct http_msg *msg, struct evbuffer *in, uint64_t n)
 enum http_parse_result
 http_msg_parse(struct http_msg *msg, struct evbuffer *in)
 {
-	char		*line = NULL;
+	char		*line = NULL, *ext;
 	const char	*errstr;
 	uint64_t	 n, size;
 	size_t		 avail;
@@ -398,6 +405,9 @@ http_msg_parse(struct http_msg *msg, struct evbuffer *in)
 				return (http_msg_fail(msg,
 				    HTTP_ERR_HEADERS_TOO_LARGE,
 				    "header section is too large"));
+			if (r == -3)
+				return (http_msg_fail(msg, HTTP_ERR_SYNTAX,
+				    "a NUL byte in the header section"));
 			if (msg->state == HTTP_MSG_START) {
 				if (*line == '\0' && msg->kind ==
 				    HTTP_MSG_REQUEST && msg->head_bytes <= 4) {
@@ -465,7 +475,7 @@ http_msg_parse(struct http_msg *msg, struct evbuffer *in)
 				return (http_msg_fail(msg,
 				    HTTP_ERR_BODY_TOO_LARGE,
 				    "body is over the limit"));
-			if (r == -1 || *line != '\0') {
+			if (r < 0 || *line != '\0') {
 				if (r == 1)
 					free(line);
 				return (http_msg_fail(msg, HTTP_ERR_SYNTAX,
@@ -482,14 +492,18 @@ http_msg_parse(struct http_msg *msg, struct evbuffer *in)
 				return (http_msg_fail(msg,
 				    HTTP_ERR_BODY_TOO_LARGE,
 				    "body is over the limit"));
-			if (r == -1)
+			if (r == -1 || r == -3)
 				return (http_msg_fail(msg, HTTP_ERR_SYNTAX,
-				    "chunk size line is too long"));
-			line[strcspn(line, "; \t")] = '\0';
+				    r == -1 ? "chunk size line is too long" :
+				    "a NUL byte in a chunk size line"));
+			/* HEX [BWS] [";" extensions]: nothing else. */
 			errstr = NULL;
-			if (*line == '\0' || strlen(line) > 15 ||
-			    line[strspn(line, "0123456789abcdefABCDEF")] !=
-			    '\0')
+			ext = line + strspn(line, "0123456789abcdefABCDEF");
+			ext += strspn(ext, " \t");
+			if (*ext != '\0' && *ext != ';')
+				errstr = "bad";
+			line[strspn(line, "0123456789abcdefABCDEF")] = '\0';
+			if (*line == '\0' || strlen(line) > 15)
 				errstr = "bad";
 			size = errstr == NULL ? strtoull(line, NULL, 16) : 0;
 			free(line);

@@ -408,6 +408,63 @@ test_request_chunk_lines(void)
 	return (0);
 }
 
+/*
+ * A NUL byte anywhere in the head, and anything after a chunk size but
+ * blanks and extensions, are errors: a value cut short at a NUL, or a
+ * size read past its junk, would mean one thing to us and another to a
+ * proxy in front.
+ */
+static int
+test_request_nul_and_junk(void)
+{
+	static const char	 nulhost[] = "GET / HTTP/1.1\r\nHost: a\0.evil"
+	    "\r\n\r\n";
+	static const char	 nulte[] = "POST / HTTP/1.1\r\nHost: a\r\n"
+	    "Transfer-Encoding: chunked\0gzip\r\n\r\n1\r\na\r\n0\r\n"
+	    "\r\n";
+	static const char	 nulsize[] = "POST / HTTP/1.1\r\nHost: a\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n1\0\r\na\r\n0\r\n\r\n";
+	const struct {
+		const char	*text;
+		size_t		 len;
+	} nul[] = {
+		{ nulhost, sizeof nulhost - 1 },
+		{ nulte, sizeof nulte - 1 },
+		{ nulsize, sizeof nulsize - 1 },
+	};
+	struct http_msg		*m;
+	struct evbuffer		*in;
+	enum http_parse_result	 r;
+	size_t			 i;
+
+	for (i = 0; i < sizeof nul / sizeof nul[0]; i++) {
+		m = http_msg_new(HTTP_MSG_REQUEST, 1024, 1024);
+		in = evbuffer_new();
+		evbuffer_add(in, nul[i].text, nul[i].len);
+		do {
+			r = http_msg_parse(m, in);
+		} while (r == HTTP_PARSE_HEAD);
+		CHECK_INT(r, HTTP_PARSE_ERROR);
+		CHECK_INT(m->error, HTTP_ERR_SYNTAX);
+		evbuffer_free(in);
+		http_msg_free(m);
+	}
+	m = http_msg_new(HTTP_MSG_REQUEST, 1024, 1024);
+	CHECK_INT(feed(m, "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:"
+	    " chunked\r\n\r\n1 garbage\r\na\r\n0\r\n\r\n", 0),
+	    HTTP_PARSE_ERROR);
+	CHECK_INT(m->error, HTTP_ERR_SYNTAX);
+	http_msg_free(m);
+	/* Blanks before an extension are allowed, and so is the extension. */
+	m = http_msg_new(HTTP_MSG_REQUEST, 1024, 1024);
+	CHECK_INT(feed(m, "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:"
+	    " chunked\r\n\r\n1 ;name=value\r\na\r\n1\t\r\nb\r\n0\r\n"
+	    "\r\n", 0), HTTP_PARSE_DONE);
+	CHECK_INT(evbuffer_get_length(m->body), 2);
+	http_msg_free(m);
+	return (0);
+}
+
 static int
 test_response_length(void)
 {
@@ -514,6 +571,7 @@ const struct unit_case unit_http_cases[] = {
 	{ "http/request-host", test_request_host },
 	{ "http/request-content-length", test_request_content_length },
 	{ "http/request-chunk-lines", test_request_chunk_lines },
+	{ "http/request-nul-and-junk", test_request_nul_and_junk },
 	{ "http/response-length", test_response_length },
 	{ "http/response-chunked", test_response_chunked },
 	{ "http/response-eof", test_response_eof },
