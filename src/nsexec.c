@@ -525,6 +525,7 @@ nsexec_init_main(const struct nsexec_zygote *z)
 	char			*buf, *f[NSEXEC_FIELDS_MAX], err[512], num[32];
 	const char		*out[4];
 	struct timespec		 recheck = { 0, 20 * 1000 * 1000 };
+	struct mount_attr	 attr;
 	int			 nf, fds[NSEXEC_FDS_MAX], nfds, status, k;
 	int			 linger;
 	pid_t			 pid;
@@ -663,6 +664,26 @@ nsexec_init_main(const struct nsexec_zygote *z)
 				    kill(-cmds[i].pid, k) != 0)
 					kill(cmds[i].pid, k);
 			}
+		} else if (strcmp(f[0], "seal") == 0 && nf == 1) {
+			/*
+			 * /workspace read-only for a publish: nothing can
+			 * open a file of it for writing any more, here or in
+			 * another session holding a descriptor of it, so the
+			 * inodes a publish links into a layer stay as they
+			 * are. Refused (EBUSY) while a file of it is open for
+			 * writing somewhere: the publish then copies.
+			 */
+			memset(&attr, 0, sizeof attr);
+			attr.attr_set = MOUNT_ATTR_RDONLY;
+			out[0] = "sealed";
+			out[1] = mount_setattr(AT_FDCWD, "/workspace", 0, &attr,
+			    sizeof attr) == 0 ? "1" : "0";
+			nsexec_send(3, out, 2, NULL, 0);
+		} else if (strcmp(f[0], "unseal") == 0 && nf == 1) {
+			memset(&attr, 0, sizeof attr);
+			attr.attr_clr = MOUNT_ATTR_RDONLY;
+			mount_setattr(AT_FDCWD, "/workspace", 0, &attr,
+			    sizeof attr);
 		}
 		for (k = 0; k < nfds; k++)
 			close(fds[k]);

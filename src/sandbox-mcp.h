@@ -239,6 +239,7 @@ int		 layer_resolve(struct layer_stack *, const char *,
 
 /* session.c */
 struct session;
+struct session_publish;
 typedef void (*session_cb)(struct session *, const char *, const char *,
 		     void *);
 enum session_state {
@@ -295,6 +296,7 @@ struct session {
 	char			*cgroup;	/* its freezer group */
 	struct event		*freeze_ev;
 	int			 freeze_tries;
+	struct session_publish	*sealing;	/* waits for "sealed" */
 	LIST_ENTRY(session)	 entry;
 };
 typedef void (*rt_cb)(struct rt_sandbox *, const char *, const char *,
@@ -345,6 +347,7 @@ struct publish_args {
 	const char		*upper;
 	struct layer_stack	*base;
 	const char		*owner;
+	int			 copy;	/* copy files, never link them */
 };
 int		 publish_child(void *, int);
 struct publish_file_args {

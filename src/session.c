@@ -82,6 +82,7 @@
 static LIST_HEAD(, rt_sandbox)	rt_sandboxes = LIST_HEAD_INITIALIZER(rt_sandboxes);
 
 static void	rt_zygote_lost(struct rt_sandbox *, const char *);
+static void	session_sealed(struct session *, int);
 static void	session_started(struct session *);
 static void	session_unpark(struct session *);
 static void	session_keep(struct session *);
@@ -691,6 +692,8 @@ session_end(struct session *s, const char *why)
 		close(s->ctl);
 		s->ctl = -1;
 	}
+	/* A publish waiting for the seal goes on, copying. */
+	session_sealed(s, 0);
 	if (s->init > 0) {
 		kill(s->init, SIGKILL);
 		return;		/* session_init_died finishes */
@@ -795,6 +798,12 @@ session_ctl_cb(evutil_socket_t fd, short events, void *arg)
 		}
 		for (i = 0; i < nfds; i++)
 			close(fds[i]);
+		if (nf == 2 && strcmp(f[0], "sealed") == 0) {
+			session_sealed(s, strcmp(f[1], "1") == 0);
+			if (s->ctl_ev == NULL)
+				break;		/* the session ended */
+			continue;
+		}
 		if (nf >= 1 && strcmp(f[0], "finished") == 0) {
 			session_finished(s);
 			if (s->ctl_ev == NULL)
@@ -817,6 +826,8 @@ session_ctl_cb(evutil_socket_t fd, short events, void *arg)
 			session_start_fail(s, "the session's init ended");
 			return;
 		}
+		/* A publish waiting for the seal goes on, copying. */
+		session_sealed(s, 0);
 		command_session_gone(s);
 		break;
 	}
@@ -1406,6 +1417,13 @@ session_publish_end(struct session_publish *sp, cJSON *rep)
 
 	if (s->cgroup != NULL && !s->automatic)
 		cgroup_freeze(s->cgroup, 0);
+	/* Rejected, a managed session goes on: writable again. */
+	if (!s->automatic && s->ctl != -1 &&
+	    cJSON_GetObjectItem(rep, "reject_class") != NULL) {
+		const char	*out[1] = { "unseal" };
+
+		nsexec_send(s->ctl, out, 1, NULL, 0);
+	}
 	s->publishing = 0;
 	attrs = cJSON_CreateObject();
 	cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
@@ -1512,6 +1530,7 @@ void
 session_publish(struct session *s, const char *owner,
     session_publish_cb cb, void *arg)
 {
+	static const char	*seal[1] = { "seal" };
 	struct session_publish	*sp;
 	struct rt_sandbox	*sb;
 	struct dirent		*de;
@@ -1560,6 +1579,34 @@ session_publish(struct session *s, const char *owner,
 	sp->a.base = s->lease;
 	sp->a.owner = sp->owner;
 	s->publishing = 1;
+	/* First /workspace read-only (see session_sealed), by its init. */
+	if (s->init > 0 && s->ctl != -1 && nsexec_send(s->ctl, seal, 1,
+	    NULL, 0) == 0) {
+		s->sealing = sp;
+		return;
+	}
+	s->sealing = sp;
+	session_sealed(s, 0);
+}
+
+/*
+ * The session's /workspace is read-only now (sealed), or could not be
+ * made so: a file of it is open for writing somewhere, maybe in another
+ * session that holds a descriptor of it. Sealed, no process can change
+ * an inode of the upper directory any more, so the publish links them
+ * into the layer; otherwise it copies them, so that no writer anywhere
+ * can change a published layer. Then the processes of a managed session
+ * are frozen and the publishing process starts.
+ */
+static void
+session_sealed(struct session *s, int sealed)
+{
+	struct session_publish	*sp = s->sealing;
+
+	if (sp == NULL)
+		return;
+	s->sealing = NULL;
+	sp->a.copy = !sealed;
 	if (s->cgroup == NULL || s->automatic) {
 		session_publish_start(sp);
 		return;

@@ -29,7 +29,11 @@
  *					list the directory under it and
  *					write the file "planted" there,
  *					answering what it saw
+ *	    scribble			keep it (a file open for writing);
+ *					on each later connection write
+ *					"SCRIBBLED" at its start
  *	hostile send SOCK PATH		open PATH (O_PATH) and send it
+ *	hostile sendrw SOCK PATH	open PATH for writing and send it
  *	hostile ask SOCK		connect, print the answer
  *	hostile iouring			try io_uring_setup; print its errno
  */
@@ -199,11 +203,18 @@ main(int argc, char **argv)
 		for (;;) {
 			if ((c = accept(s, NULL, NULL)) == -1)
 				continue;
-			answer(c, fd);
+			if (strcmp(argv[3], "scribble") == 0) {
+				n = pwrite(fd, "SCRIBBLED\n", 10, 0);
+				dprintf(c, "scribbled %zd\n", n);
+			} else
+				answer(c, fd);
 			close(c);
 		}
-	} else if (argc == 4 && strcmp(argv[1], "send") == 0) {
-		if ((fd = open(argv[3], O_PATH | O_DIRECTORY)) == -1) {
+	} else if (argc == 4 && (strcmp(argv[1], "send") == 0 ||
+	    strcmp(argv[1], "sendrw") == 0)) {
+		fd = argv[1][4] == 'r' ? open(argv[3], O_RDWR) :
+		    open(argv[3], O_PATH | O_DIRECTORY);
+		if (fd == -1) {
 			perror("open");
 			return (1);
 		}
@@ -226,6 +237,7 @@ main(int argc, char **argv)
 			printf("io_uring_setup: allowed\n");
 		return (0);
 	}
-	fprintf(stderr, "usage: hostile swap|serve|send|ask|iouring ...\n");
+	fprintf(stderr, "usage: hostile swap|serve|send|sendrw|ask|iouring"
+	    " ...\n");
 	return (2);
 }

@@ -17,13 +17,16 @@
 #    out that overlay: what they write is not seen through the
 #    descriptor, and what is planted through it never reaches them, nor
 #    their publishes (blame credits nobody with it).
+# 4. A published layer cannot be changed afterwards through a file
+#    descriptor, open for writing, that the publishing session handed to
+#    a process of another session.
 
 import json
 import os
 import subprocess
 
-from lib import (IMAGE, SRCDIR, Server, check, check_eq, cleanup, main,
-                 ok_result, remove_our_containers, tmpdir)
+from lib import (IMAGE, SRCDIR, Server, check, check_eq, check_in, cleanup,
+                 main, ok_result, remove_our_containers, tmpdir)
 
 ROUNDS = 60
 
@@ -223,6 +226,43 @@ def test():
     check(r.get("isError") is True, "a planted file was published: %r" % r)
     call("destroy_workspace_session", {"sandbox_id": sid,
                                       "workspace_session_id": holder})
+
+    # 4. A published layer cannot be changed afterwards through a file
+    # descriptor another session kept: the publishing session hands a
+    # file it wrote, open for writing, to a daemon, and the daemon
+    # writes it after the publish.
+    for kind in ("automatic", "managed"):
+        holder = session()
+        sock = "/run/scribble-%s.sock" % kind
+        run("mkdir -p /run; (setsid /workspace/hostile serve %s scribble"
+            " </dev/null >/dev/null 2>&1 &); sleep 0.2; echo ok" % sock,
+            workspace_session_id=holder)
+        name = "kept-%s.txt" % kind
+        cmd = ("echo original > %s && /workspace/hostile sendrw %s %s &&"
+               " echo sent" % (name, sock, name))
+        if kind == "automatic":
+            r = run(cmd)
+            check(r["publish"] and name in r["publish"]["changed_paths"],
+                  "published: %r" % r)
+        else:
+            w = session()
+            r = run(cmd, workspace_session_id=w)
+            ok = call("publish_workspace_session", {
+                "sandbox_id": sid, "workspace_session_id": w})
+            check(not ok["isError"], "published: %r" % ok)
+        check_eq(r["output"], "sent\n", "the descriptor was sent")
+        r = run("/workspace/hostile ask %s" % sock,
+                workspace_session_id=holder)
+        check_in("scribbled 10", r["output"], "the daemon wrote through"
+                 " its descriptor")
+        r = call("file_read", {"sandbox_id": sid, "path": name})
+        check_eq(r["structuredContent"].get("content"), "original\n",
+                 "the published %s file is as published" % kind)
+        r = run("cat %s" % name)
+        check_eq(r["output"], "original\n", "a later session sees what"
+                 " was published (%s)" % kind)
+        call("destroy_workspace_session", {"sandbox_id": sid,
+                                          "workspace_session_id": holder})
     del cmd_other
 
 
