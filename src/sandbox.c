@@ -25,6 +25,11 @@
  *	creating -> ready	create_sandbox, all or nothing per call
  *	ready|failed -> stopping -> (removed)	destroy_sandbox
  *	any -> failed		a step that cannot complete, or recovery
+ *
+ * Each sandbox's directory is its own disk (disk.c), made and mounted by
+ * a child process while the container is created and started; the
+ * record becomes ready once both are there. Removing a sandbox removes
+ * its directory and disk first and its record last.
  */
 
 #include "config.h"
@@ -84,6 +89,8 @@ struct sandbox_create {
 	char			*error;
 	cJSON			*details;
 	struct basecache_build	*base;
+	int			 disk_pending;
+	void			(*after_disks)(struct sandbox_create *);
 	sandbox_cb		 cb;
 	void			*arg;
 };
@@ -107,6 +114,8 @@ struct sandbox_lookup {
 static void	sandbox_create_containers(struct sandbox_create *);
 static void	sandbox_create_rollback(struct sandbox_create *);
 static void	sandbox_create_finish(struct sandbox_create *);
+static void	sandbox_remove_state(const char *,
+		    void (*)(const char *, void *), void *);
 
 /* Whether a caller's sandbox id is one we could have made. */
 static int
@@ -214,6 +223,10 @@ sandbox_record_new(struct sandbox_create *sc, const char *id)
 	cJSON_AddNumberToObject(rp, "memory_max",
 	    (double)cfg->profile.memory_max);
 	cJSON_AddNumberToObject(rp, "pids", (double)cfg->profile.pids);
+	if (cfg->profile.disk > 0)
+		cJSON_AddNumberToObject(rp, "disk", (double)cfg->profile.disk);
+	else
+		cJSON_AddNullToObject(rp, "disk");
 	cJSON_AddNullToObject(rec, "container_id");
 	cJSON_AddStringToObject(rec, "batch", sc->batch);
 	cJSON_AddItemToObject(rec, "owner", state_owner_self());
@@ -330,6 +343,14 @@ sandbox_create_ready(struct sandbox_create *sc)
 	char			*cause;
 	int			 i;
 
+	if (sc->disk_pending > 0) {
+		sc->after_disks = sandbox_create_ready;
+		return;
+	}
+	if (sc->error != NULL) {	/* a disk could not be made */
+		sandbox_create_rollback(sc);
+		return;
+	}
 	for (i = 0; i < sc->count; i++) {
 		mb = &sc->m[i];
 		sandbox_record_state_set(mb->record, "ready", NULL);
@@ -493,7 +514,49 @@ sandbox_create_containers(struct sandbox_create *sc)
 	}
 }
 
-/* Write a record for each member (creating), then create containers. */
+/*
+ * What every sandbox's directory holds, once its disk is mounted (or
+ * at once, with no disk): telemetry, trash and the layer stack.
+ */
+static int
+sandbox_member_fill(struct sandbox_member *mb, char **cause)
+{
+	if (state_sandbox_init(mb->id, cause) != 0)
+		return (-1);
+	return (layer_stack_init(mb->id, cJSON_GetObjectItem(
+	    cJSON_GetObjectItem(mb->record, "shared_base"),
+	    "source")->valuestring, cause));
+}
+
+/* A member's disk is made and mounted, or could not be. */
+static void
+sandbox_create_disk_cb(const char *error, void *arg)
+{
+	struct sandbox_member	*mb = arg;
+	struct sandbox_create	*sc = mb->sc;
+	void			(*next)(struct sandbox_create *);
+	char			*cause;
+
+	sc->disk_pending--;
+	telemetry_span_attr_int(sc->span, "disks_pending", sc->disk_pending);
+	if (error != NULL)
+		sandbox_create_error(sc, TOOL_ERR_INTERNAL, tool_details(
+		    "sandbox_id", mb->id), "%s", error);
+	else if (sandbox_member_fill(mb, &cause) != 0) {
+		sandbox_create_error(sc, TOOL_ERR_INTERNAL, tool_details(
+		    "sandbox_id", mb->id), "%s", cause);
+		free(cause);
+	}
+	if (sc->disk_pending == 0 && (next = sc->after_disks) != NULL) {
+		sc->after_disks = NULL;
+		next(sc);
+	}
+}
+
+/*
+ * Write a record for each member (creating), start making its disk,
+ * then create containers meanwhile.
+ */
 static void
 sandbox_create_records(struct sandbox_create *sc)
 {
@@ -519,9 +582,8 @@ sandbox_create_records(struct sandbox_create *sc)
 		}
 		mb->record = sandbox_record_new(sc, mb->id);
 		if (state_record_write(mb->id, mb->record, &cause) != 0 ||
-		    layer_stack_init(mb->id, cJSON_GetObjectItem(
-		    cJSON_GetObjectItem(mb->record, "shared_base"),
-		    "source")->valuestring, &cause) != 0) {
+		    (cfg->profile.disk == 0 &&
+		    sandbox_member_fill(mb, &cause) != 0)) {
 			sandbox_create_error(sc, TOOL_ERR_INTERNAL, NULL, "%s",
 			    cause);
 			free(cause);
@@ -530,6 +592,11 @@ sandbox_create_records(struct sandbox_create *sc)
 			return;
 		}
 		mb->recorded = 1;
+		if (cfg->profile.disk > 0) {
+			sc->disk_pending++;
+			disk_create(mb->id, cfg->profile.disk,
+			    sandbox_create_disk_cb, mb);
+		}
 	}
 	sandbox_create_containers(sc);
 }
@@ -655,21 +722,69 @@ sandbox_create(struct tspan *parent, const char *image, const char *root,
 
 static void sandbox_create_rollback_next(struct sandbox_create *);
 
-/* Take a member's directory away (rename now, remove in a child). */
-static int
-sandbox_remove_state(const char *id, char **cause)
-{
-	char	*trash;
-	int	 fd;
+struct sandbox_remove {
+	char		 id[65];
+	void		(*cb)(const char *, void *);
+	void		*arg;
+};
 
-	fd = state_lock(id);
-	trash = state_sandbox_trash(id, cause);
-	state_unlock(fd);
-	if (trash == NULL)
-		return (-1);
+/* The directory and disk are gone: the record goes last. */
+static void
+sandbox_remove_forget(const char *error, void *arg)
+{
+	struct sandbox_remove	*sr = arg;
+	char			*cause = NULL;
+	int			 fd;
+
+	if (error == NULL) {
+		fd = state_lock(sr->id);
+		state_sandbox_forget(sr->id, &cause);
+		state_unlock(fd);
+	}
 	sandbox_trash_empty();
+	sr->cb(error != NULL ? error : cause, sr->arg);
+	free(cause);
+	free(sr);
+}
+
+/*
+ * Take a sandbox's state away: its directory (a rename, or with a disk
+ * an unmount and the image's removal, in a child), then its record;
+ * cb(NULL) or cb(error), maybe before this returns.
+ */
+static void
+sandbox_remove_state(const char *id, void (*cb)(const char *, void *),
+    void *arg)
+{
+	struct sandbox_remove	*sr;
+	char			*trash, *cause = NULL;
+	int			 fd;
+
+	sr = xcalloc(1, sizeof *sr);
+	strlcpy(sr->id, id, sizeof sr->id);
+	sr->cb = cb;
+	sr->arg = arg;
+	if (disk_present(id)) {
+		disk_remove(id, sandbox_remove_forget, sr);
+		return;
+	}
+	fd = state_lock(id);
+	trash = state_sandbox_trash(id, &cause);
+	state_unlock(fd);
 	free(trash);
-	return (0);
+	sandbox_remove_forget(cause, sr);
+	free(cause);
+}
+
+static void
+sandbox_create_rollback_removed(const char *error, void *arg)
+{
+	struct sandbox_member	*mb = arg;
+
+	if (error != NULL)
+		log_warnx("rollback of %s: %s", mb->id, error);
+	mb->removed = 1;
+	sandbox_create_rollback_next(mb->sc);
 }
 
 static void
@@ -696,11 +811,9 @@ sandbox_create_rollback_cb(cJSON *reply, const char *error, int status,
 		log_warnx("rollback of %s: the container could not be removed:"
 		    " %s", mb->id, error);
 	} else {
-		if (sandbox_remove_state(mb->id, &cause) != 0) {
-			log_warnx("rollback of %s: %s", mb->id, cause);
-			free(cause);
-		}
-		mb->removed = 1;
+		sandbox_remove_state(mb->id, sandbox_create_rollback_removed,
+		    mb);
+		return;
 	}
 	sandbox_create_rollback_next(sc);
 }
@@ -754,6 +867,10 @@ sandbox_create_rollback_next(struct sandbox_create *sc)
 static void
 sandbox_create_rollback(struct sandbox_create *sc)
 {
+	if (sc->disk_pending > 0) {	/* a child is making a disk */
+		sc->after_disks = sandbox_create_rollback;
+		return;
+	}
 	log_info("create %s failed, rolling back: %s", sc->batch, sc->error);
 	sc->step = SANDBOX_CREATE_ROLLBACK;
 	sc->rollback_next = sc->count - 1;
@@ -860,20 +977,13 @@ sandbox_destroy_failed(struct sandbox_destroy *sd, const char *error)
 }
 
 static void
-sandbox_destroy_removed_cb(cJSON *reply, const char *error, int status,
-    void *arg)
+sandbox_destroy_state_cb(const char *error, void *arg)
 {
 	struct sandbox_destroy	*sd = arg;
 	cJSON			*result, *attrs;
-	char			*cause;
 
-	if (error != NULL && status != 404) {
+	if (error != NULL) {
 		sandbox_destroy_failed(sd, error);
-		return;
-	}
-	if (sandbox_remove_state(sd->id, &cause) != 0) {
-		sandbox_destroy_failed(sd, cause);
-		free(cause);
 		return;
 	}
 	attrs = cJSON_CreateObject();
@@ -884,6 +994,19 @@ sandbox_destroy_removed_cb(cJSON *reply, const char *error, int status,
 	sandbox_record_state_set(result, "stopped", NULL);
 	sd->cb(result, NULL, NULL, NULL, sd->arg);
 	sandbox_destroy_free(sd);
+}
+
+static void
+sandbox_destroy_removed_cb(cJSON *reply, const char *error, int status,
+    void *arg)
+{
+	struct sandbox_destroy	*sd = arg;
+
+	if (error != NULL && status != 404) {
+		sandbox_destroy_failed(sd, error);
+		return;
+	}
+	sandbox_remove_state(sd->id, sandbox_destroy_state_cb, sd);
 }
 
 static void
@@ -1008,17 +1131,41 @@ sandbox_lookup_cb(cJSON *reply, const char *error, int status, void *arg)
 	free(sl);
 }
 
+/* The disk is mounted (or there is none): inspect the container. */
+static void
+sandbox_lookup_disk_cb(const char *error, void *arg)
+{
+	struct sandbox_lookup	*sl = arg;
+	char			*path;
+	cJSON			*cid;
+
+	if (error != NULL) {
+		sl->cb(NULL, TOOL_ERR_FAILED, error, NULL, sl->arg);
+		cJSON_Delete(sl->record);
+		free(sl);
+		return;
+	}
+	cid = cJSON_GetObjectItem(sl->record, "container_id");
+	xasprintf(&path, "/containers/%s/json", cJSON_IsString(cid) ?
+	    cid->valuestring : sl->id);
+	docker_call("GET", path, "container_inspect", NULL, NULL,
+	    sandbox_lookup_cb, sl);
+	free(path);
+}
+
 /*
  * A sandbox's record and its container's inspection ({"record",
- * "container"}; container null when it is gone), for the HTTP routes.
+ * "container"}; container null when it is gone), for the HTTP routes
+ * and the runtime tools; a disk not mounted (after a reboot) is mounted
+ * first.
  */
 void
 sandbox_lookup(const char *id, sandbox_cb cb, void *arg)
 {
 	struct sandbox_lookup	*sl;
 	const char		*kind;
-	char			*message, *path;
-	cJSON			*rec, *cid;
+	char			*message;
+	cJSON			*rec, *disk;
 
 	if (sandbox_id_check(id, &kind, &message) != 0) {
 		cb(NULL, kind, message, NULL, arg);
@@ -1031,58 +1178,118 @@ sandbox_lookup(const char *id, sandbox_cb cb, void *arg)
 		free(message);
 		return;
 	}
+	disk = cJSON_GetObjectItem(cJSON_GetObjectItem(rec,
+	    "resource_profile"), "disk");
+	if (cJSON_GetNumberValue(disk) > 0 && strcmp(sandbox_record_state(rec),
+	    "ready") == 0 && !disk_exists(id)) {
+		xasprintf(&message, "the disk of sandbox %s is missing (%s);"
+		    " destroy_sandbox removes what is left", id,
+		    sandbox_record_state(rec));
+		cb(NULL, TOOL_ERR_FAILED, message, NULL, arg);
+		free(message);
+		cJSON_Delete(rec);
+		return;
+	}
 	sl = xcalloc(1, sizeof *sl);
 	strlcpy(sl->id, id, sizeof sl->id);
 	sl->record = rec;
 	sl->cb = cb;
 	sl->arg = arg;
-	cid = cJSON_GetObjectItem(rec, "container_id");
-	xasprintf(&path, "/containers/%s/json", cJSON_IsString(cid) ?
-	    cid->valuestring : id);
-	docker_call("GET", path, "container_inspect", NULL, NULL,
-	    sandbox_lookup_cb, sl);
-	free(path);
+	disk_ensure(id, sandbox_lookup_disk_cb, sl);
 }
 
 static int	sandbox_trash_running;
 static int	sandbox_trash_again;
 
-/* The child: remove the trash and the staging copies of dead owners. */
+/* Whether a staging entry (PID-START-...) belongs to a process gone. */
+static int
+sandbox_trash_orphan(const char *name)
+{
+	long			 pid;
+	unsigned long long	 start;
+
+	return (sscanf(name, "%ld-%llu-", &pid, &start) == 2 &&
+	    state_process_start(pid) != start);
+}
+
+/* Child side: remove every entry of a trash directory (or orphans). */
+static void
+sandbox_trash_dir(const char *dir, int orphans, int fd)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		*path;
+
+	if ((d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (orphans && !sandbox_trash_orphan(de->d_name))
+			continue;
+		xasprintf(&path, "%s/%s", dir, de->d_name);
+		if (basecache_remove_tree(path) != 0)
+			dprintf(fd, "cannot remove %s: %s\n", path,
+			    strerror(errno));
+		free(path);
+	}
+	closedir(d);
+}
+
+/*
+ * The child: remove the trash (the shared one and each sandbox's own),
+ * the staging copies and images of dead owners, and images whose
+ * sandbox has no lock (made by a process killed before it could remove
+ * them: the lock is made first and removed last).
+ */
 static int
 sandbox_trash_child(void *arg, int fd)
 {
-	static const char	*dirs[] = { "sandboxes/.trash",
-	    "base-cache/.staging" };
-	struct dirent		*de;
-	DIR			*d;
-	char			*dir, *path;
-	long			 pid;
-	unsigned long long	 start;
-	size_t			 i;
+	struct dirent	*de;
+	DIR		*d;
+	char		*dir, *path;
+	size_t		 len;
 
-	for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-		dir = state_path("%s", dirs[i]);
-		if ((d = opendir(dir)) == NULL) {
-			free(dir);
+	dir = state_path("sandboxes/.trash");
+	sandbox_trash_dir(dir, 0, fd);
+	free(dir);
+	dir = state_path("sandboxes/.staging");
+	sandbox_trash_dir(dir, 1, fd);
+	free(dir);
+	dir = state_path("base-cache/.staging");
+	sandbox_trash_dir(dir, 1, fd);
+	free(dir);
+
+	dir = state_path("sandboxes");
+	if ((d = opendir(dir)) == NULL) {
+		free(dir);
+		return (0);
+	}
+	while ((de = readdir(d)) != NULL) {
+		len = strlen(de->d_name);
+		if (de->d_name[0] == '.')
+			continue;
+		if (len > 4 && strcmp(de->d_name + len - 4, ".img") == 0) {
+			xasprintf(&path, "%s/%.*s.lock", dir, (int)(len - 4),
+			    de->d_name);
+			if (access(path, F_OK) != 0 && errno == ENOENT) {
+				free(path);
+				xasprintf(&path, "%s/%s", dir, de->d_name);
+				if (unlink(path) != 0 && errno != ENOENT)
+					dprintf(fd, "cannot remove %s: %s\n",
+					    path, strerror(errno));
+			}
+			free(path);
 			continue;
 		}
-		while ((de = readdir(d)) != NULL) {
-			if (de->d_name[0] == '.')
-				continue;
-			/* Staging copies are named PID-START-RANDOM. */
-			if (i == 1 && (sscanf(de->d_name, "%ld-%llu-", &pid,
-			    &start) != 2 || state_process_start(pid) ==
-			    start))
-				continue;
-			xasprintf(&path, "%s/%s", dir, de->d_name);
-			if (basecache_remove_tree(path) != 0)
-				dprintf(fd, "cannot remove %s: %s\n", path,
-				    strerror(errno));
-			free(path);
-		}
-		closedir(d);
-		free(dir);
+		if (!util_id_valid(de->d_name))
+			continue;
+		xasprintf(&path, "%s/%s/trash", dir, de->d_name);
+		sandbox_trash_dir(path, 0, fd);
+		free(path);
 	}
+	closedir(d);
+	free(dir);
 	return (0);
 }
 
@@ -1235,7 +1442,7 @@ sandbox_recover_sessions(const char *id)
 {
 	struct dirent		*de;
 	DIR			*d;
-	char			*dir, *path, *to, rnd[9], *text;
+	char			*dir, *path, *to, rnd[9], *text, *name;
 	cJSON			*lease, *attrs;
 	FILE			*f;
 	struct stat		 st;
@@ -1286,8 +1493,9 @@ sandbox_recover_sessions(const char *id)
 			cJSON_Delete(lease);
 			xasprintf(&path, "%s/%s", dir, de->d_name);
 			util_random_hex(rnd, 8);
-			to = state_path("sandboxes/.trash/%s-%s-%s", id,
-			    de->d_name, rnd);
+			xasprintf(&name, "%s-%s", de->d_name, rnd);
+			to = state_trash_path(id, name);
+			free(name);
 			if (rename(path, to) == 0) {
 				log_info("recovery: workspace session %s of %s"
 				    " was abandoned by its process; its"
@@ -1316,7 +1524,9 @@ sandbox_recover_sessions(const char *id)
 				continue;
 			xasprintf(&path, "%s/%s", dir, de->d_name);
 			util_random_hex(rnd, 8);
-			to = state_path("sandboxes/.trash/%s-cmd-%s", id, rnd);
+			xasprintf(&name, "cmd-%s", rnd);
+			to = state_trash_path(id, name);
+			free(name);
 			if (rename(path, to) != 0)
 				log_warn("recovery: %s", path);
 			free(path);
@@ -1334,8 +1544,9 @@ sandbox_recover_sessions(const char *id)
 					continue;
 				xasprintf(&path, "%s/%s", dir, de->d_name);
 				util_random_hex(rnd, 8);
-				to = state_path("sandboxes/.trash/%s-stg-%s",
-				    id, rnd);
+				xasprintf(&name, "stg-%s", rnd);
+				to = state_trash_path(id, name);
+				free(name);
 				if (rename(path, to) == 0)
 					log_info("recovery: removed the"
 					    " half-built layer %s of %s",
@@ -1350,10 +1561,26 @@ sandbox_recover_sessions(const char *id)
 	free(dir);
 }
 
+/* A disk found not mounted at start is mounted: now recover inside. */
+static void
+sandbox_recover_disk_cb(const char *error, void *arg)
+{
+	char	*id = arg;
+
+	if (error != NULL)
+		log_warnx("recovery: %s", error);
+	else {
+		sandbox_recover_sessions(id);
+		sandbox_trash_empty();
+	}
+	free(id);
+}
+
 /*
- * At start: transitions whose process has died become failed, records
- * whose container is missing become failed, containers of ours with no
- * record are reported, and interrupted staging and trash are removed.
+ * At start: disks not mounted (after a reboot) are mounted,
+ * transitions whose process has died become failed, records whose
+ * container is missing become failed, containers of ours with no record
+ * are reported, and interrupted staging and trash are removed.
  * Published state is never rewritten.
  */
 void
@@ -1366,7 +1593,11 @@ sandbox_recover(void)
 
 	ids = state_sandbox_ids(&n);
 	for (i = 0; i < n; i++) {
-		sandbox_recover_sessions(ids[i]);
+		if (disk_exists(ids[i]) && !disk_mounted(ids[i]))
+			disk_ensure(ids[i], sandbox_recover_disk_cb,
+			    xstrdup(ids[i]));
+		else
+			sandbox_recover_sessions(ids[i]);
 		fd = state_lock(ids[i]);
 		rec = state_record_read(ids[i]);
 		owner = cJSON_GetObjectItem(rec, "owner");
