@@ -1237,10 +1237,56 @@ sandbox_trash_dir(const char *dir, int orphans, int fd)
 }
 
 /*
+ * Child side: what a process killed in the middle of making or removing
+ * a sandbox left beside the sandbox directories. The lock is made
+ * first and removed last, and the record is written right after the
+ * lock, so an image without a lock, or a lock without a record for a
+ * minute, is such a leftover, as is a record's temporary file.
+ */
+static void
+sandbox_trash_leftover(const char *dir, const char *name, int fd)
+{
+	struct stat	 st;
+	char		*path, *other, *to, rnd[9];
+	size_t		 len = strlen(name);
+	int		 gone = 0;
+
+	xasprintf(&path, "%s/%s", dir, name);
+	if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+		free(path);
+		return;
+	}
+	if (len > 4 && strcmp(name + len - 4, ".img") == 0) {
+		xasprintf(&other, "%s/%.*s.lock", dir, (int)(len - 4), name);
+		gone = access(other, F_OK) != 0 && errno == ENOENT;
+		free(other);
+	} else if (st.st_mtime + 60 > time(NULL))
+		gone = 0;
+	else if (strstr(name, ".json.tmp-") != NULL)
+		gone = 1;
+	else if (len > 5 && strcmp(name + len - 5, ".lock") == 0) {
+		xasprintf(&other, "%s/%.*s.json", dir, (int)(len - 5), name);
+		gone = access(other, F_OK) != 0 && errno == ENOENT;
+		free(other);
+		xasprintf(&other, "%s/%.*s", dir, (int)(len - 5), name);
+		util_random_hex(rnd, 8);
+		xasprintf(&to, "%s/.trash/%.*s-%s", dir, (int)(len - 5), name,
+		    rnd);
+		/* Its directory is empty: no disk was made for it. */
+		if (gone && rename(other, to) != 0 && errno != ENOENT)
+			gone = 0;
+		free(to);
+		free(other);
+	}
+	if (gone && unlink(path) != 0 && errno != ENOENT)
+		dprintf(fd, "cannot remove %s: %s\n", path, strerror(errno));
+	free(path);
+}
+
+/*
  * The child: remove the trash (the shared one and each sandbox's own),
- * the staging copies and images of dead owners, and images whose
- * sandbox has no lock (made by a process killed before it could remove
- * them: the lock is made first and removed last).
+ * the staging copies and images of dead owners, and what killed
+ * processes left beside the sandbox directories.
  */
 static int
 sandbox_trash_child(void *arg, int fd)
@@ -1248,7 +1294,6 @@ sandbox_trash_child(void *arg, int fd)
 	struct dirent	*de;
 	DIR		*d;
 	char		*dir, *path;
-	size_t		 len;
 
 	dir = state_path("sandboxes/.trash");
 	sandbox_trash_dir(dir, 0, fd);
@@ -1266,24 +1311,12 @@ sandbox_trash_child(void *arg, int fd)
 		return (0);
 	}
 	while ((de = readdir(d)) != NULL) {
-		len = strlen(de->d_name);
 		if (de->d_name[0] == '.')
 			continue;
-		if (len > 4 && strcmp(de->d_name + len - 4, ".img") == 0) {
-			xasprintf(&path, "%s/%.*s.lock", dir, (int)(len - 4),
-			    de->d_name);
-			if (access(path, F_OK) != 0 && errno == ENOENT) {
-				free(path);
-				xasprintf(&path, "%s/%s", dir, de->d_name);
-				if (unlink(path) != 0 && errno != ENOENT)
-					dprintf(fd, "cannot remove %s: %s\n",
-					    path, strerror(errno));
-			}
-			free(path);
+		if (!util_id_valid(de->d_name)) {
+			sandbox_trash_leftover(dir, de->d_name, fd);
 			continue;
 		}
-		if (!util_id_valid(de->d_name))
-			continue;
 		xasprintf(&path, "%s/%s/trash", dir, de->d_name);
 		sandbox_trash_dir(path, 0, fd);
 		free(path);

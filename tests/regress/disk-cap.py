@@ -63,9 +63,43 @@ def test():
     with open(os.path.join(ws, "readme.txt"), "w") as f:
         f.write("base\n")
     config = ("workspace-root %s\nprofile disk 64M\n" % roots)
-    s = Server(sets=("management", "runtime"), config=config)
-    state = s.state
+
+    # What a process killed at the wrong moment leaves beside the
+    # sandbox directories is removed at start: an image without a lock,
+    # a lock without a record (and its empty directory) older than a
+    # minute, a record's temporary file; a sandbox with both stays.
+    state = os.path.join(tmpdir(), "state")
     sboxes = os.path.join(state, "sandboxes")
+    os.makedirs(sboxes)
+    old = time.time() - 120
+    planted = {"sbox-00000000000a.img": "image without a lock",
+               "sbox-00000000000b.lock": "lock without a record",
+               "sbox-00000000000b": "its directory",
+               "sbox-00000000000c.json.tmp-0123abcd": "temporary record",
+               "sbox-00000000000d.lock": "lock of a record",
+               "sbox-00000000000d.json": "record",
+               "sbox-00000000000e.lock": "young lock"}
+    for name in planted:
+        path = os.path.join(sboxes, name)
+        if name == "sbox-00000000000b":
+            os.mkdir(path)
+        else:
+            with open(path, "w") as f:
+                f.write("{}" if name.endswith(".json") else "")
+        if name != "sbox-00000000000e.lock":
+            os.utime(path, (old, old))
+    s = Server(sets=("management",), config=config, state=state)
+    s.initialize()
+    kept = ["sbox-00000000000d.json", "sbox-00000000000d.lock",
+            "sbox-00000000000e.lock"]
+    wait_for(lambda: sorted(n for n in os.listdir(sboxes)
+                            if not n.startswith(".")) == kept,
+             "leftovers removed, the rest kept")
+    s.kill()
+    for name in kept:
+        os.unlink(os.path.join(sboxes, name))
+
+    s = Server(sets=("management", "runtime"), config=config, state=state)
     cleanup(lambda: remove_our_containers(state))
     s.initialize()
     rec = ok_result(s.call("create_sandbox", {"image": IMAGE,
