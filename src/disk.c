@@ -69,8 +69,7 @@
 
 enum disk_kind {
 	DISK_CREATE,
-	DISK_MOUNT,
-	DISK_REMOVE
+	DISK_MOUNT
 };
 
 struct disk_waiter {
@@ -87,7 +86,6 @@ struct disk_op {
 	char			*image;
 	char			*mnt;
 	char			*staging;
-	char			*trash;
 	struct job		*job;
 	struct disk_waiters	 waiters;
 	LIST_ENTRY(disk_op)	 entry;
@@ -297,10 +295,11 @@ disk_attached(const char *image)
  * there already, under the image's lock.
  */
 static int
-disk_mount_image(const char *image, const char *mnt, int fresh, int fd)
+disk_mount_image(const char *image, const char *mnt, int fd)
 {
-	char	 dev[64];
-	int	 ifd, lfd, bfd, r = 1;
+	struct stat	 st;
+	char		 dev[64];
+	int		 ifd, lfd, bfd, r = 1;
 
 	/*
 	 * Two opens: the loop device keeps the file it is given, and with
@@ -315,6 +314,10 @@ disk_mount_image(const char *image, const char *mnt, int fresh, int fd)
 			    strerror(errno));
 			goto out;
 		}
+	}
+	if (fstat(ifd, &st) != 0 || st.st_nlink == 0) {
+		disk_fail(fd, "the disk was removed");
+		goto out;
 	}
 	if (disk_is_mount(mnt)) {
 		r = 0;
@@ -340,10 +343,6 @@ disk_mount_image(const char *image, const char *mnt, int fresh, int fd)
 		goto out;
 	}
 	close(lfd);		/* the mount keeps it */
-	if (fresh && chmod(mnt, 0700) != 0) {
-		disk_fail(fd, "chmod: %s", strerror(errno));
-		goto out;
-	}
 	r = 0;
 out:
 	close(ifd);		/* releases the lock */
@@ -377,7 +376,19 @@ disk_create_child(void *arg, int fd)
 		    strerror(errno));
 		goto fail;
 	}
-	return (disk_mount_image(op->image, op->mnt, 1, fd));
+	if (disk_mount_image(op->image, op->mnt, fd) != 0) {
+		/*
+		 * Not mounted: the sandbox may be gone (this child's parent
+		 * was killed, and its sandbox destroyed meanwhile). Nothing
+		 * would remove the image then.
+		 */
+		if (!disk_is_mount(op->mnt))
+			unlink(op->image);
+		return (1);
+	}
+	if (chmod(op->mnt, 0700) != 0)
+		return (disk_fail(fd, "chmod: %s", strerror(errno)));
+	return (0);
 fail:
 	if (ifd != -1)
 		close(ifd);
@@ -390,54 +401,7 @@ disk_mount_child(void *arg, int fd)
 {
 	struct disk_op	*op = arg;
 
-	return (disk_mount_image(op->image, op->mnt, 0, fd));
-}
-
-/*
- * Child side: detach the file system from the tree (lazily: sessions
- * may still hold it; the loop device goes with the last of them),
- * remove the image, and move the directory to the trash.
- */
-static int
-disk_remove_child(void *arg, int fd)
-{
-	struct disk_op	*op = arg;
-	int		 ifd;
-
-	ifd = open(op->image, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (ifd == -1 && errno != ENOENT)
-		return (disk_fail(fd, "cannot open the image: %s",
-		    strerror(errno)));
-	while (ifd != -1 && flock(ifd, LOCK_EX) == -1) {
-		if (errno != EINTR) {
-			disk_fail(fd, "cannot lock the image: %s",
-			    strerror(errno));
-			close(ifd);
-			return (1);
-		}
-	}
-	while (disk_is_mount(op->mnt)) {
-		if (umount2(op->mnt, MNT_DETACH | UMOUNT_NOFOLLOW) != 0) {
-			disk_fail(fd, "cannot unmount the disk: %s",
-			    strerror(errno));
-			if (ifd != -1)
-				close(ifd);
-			return (1);
-		}
-	}
-	if (ifd != -1) {
-		if (unlink(op->image) != 0 && errno != ENOENT) {
-			disk_fail(fd, "cannot remove the image: %s",
-			    strerror(errno));
-			close(ifd);
-			return (1);
-		}
-		close(ifd);
-	}
-	if (rename(op->mnt, op->trash) != 0 && errno != ENOENT)
-		return (disk_fail(fd, "cannot remove the directory: %s",
-		    strerror(errno)));
-	return (0);
+	return (disk_mount_image(op->image, op->mnt, fd));
 }
 
 static void
@@ -453,7 +417,6 @@ disk_op_free(struct disk_op *op)
 	free(op->image);
 	free(op->mnt);
 	free(op->staging);
-	free(op->trash);
 	free(op);
 }
 
@@ -464,7 +427,7 @@ disk_done(int status, struct evbuffer *report, void *arg)
 	struct disk_waiter	*w;
 	size_t			 len = evbuffer_get_length(report);
 	char			*error = NULL;
-	static const char	*what[] = { "make", "mount", "remove" };
+	static const char	*what[] = { "make", "mount" };
 
 	op->job = NULL;
 	if (status != 0) {
@@ -474,8 +437,7 @@ disk_done(int status, struct evbuffer *report, void *arg)
 		    "its process failed");
 		log_warnx("%s", error);
 	} else
-		log_debug("%s: disk of %s %s", __func__, op->id,
-		    op->kind == DISK_REMOVE ? "removed" : "mounted");
+		log_debug("%s: disk of %s mounted", __func__, op->id);
 	while ((w = TAILQ_FIRST(&op->waiters)) != NULL) {
 		TAILQ_REMOVE(&op->waiters, w, entry);
 		w->cb(error, w->arg);
@@ -513,11 +475,9 @@ disk_op_start(enum disk_kind kind, const char *id, long long size,
     disk_cb cb, void *arg)
 {
 	static int	(*fns[])(void *, int) = { disk_create_child,
-	    disk_mount_child, disk_remove_child };
-	static const char *names[] = { "disk-create", "disk-mount",
-	    "disk-remove" };
+	    disk_mount_child };
+	static const char *names[] = { "disk-create", "disk-mount" };
 	struct disk_op	*op;
-	char		 rnd[9];
 
 	op = xcalloc(1, sizeof *op);
 	op->kind = kind;
@@ -527,8 +487,6 @@ disk_op_start(enum disk_kind kind, const char *id, long long size,
 	op->mnt = state_path("sandboxes/%s", id);
 	op->staging = state_path("sandboxes/.staging/%ld-%llu-%s.img",
 	    (long)getpid(), state_process_start(getpid()), id);
-	util_random_hex(rnd, 8);
-	op->trash = state_path("sandboxes/.trash/%s-%s", id, rnd);
 	TAILQ_INIT(&op->waiters);
 	LIST_INSERT_HEAD(&disk_ops, op, entry);
 	disk_op_wait(op, cb, arg);
@@ -556,7 +514,7 @@ disk_ensure(const char *id, disk_cb cb, void *arg)
 {
 	struct disk_op	*op;
 
-	if ((op = disk_op_find(id)) != NULL && op->kind != DISK_REMOVE) {
+	if ((op = disk_op_find(id)) != NULL) {
 		disk_op_wait(op, cb, arg);
 		return;
 	}
@@ -567,10 +525,7 @@ disk_ensure(const char *id, disk_cb cb, void *arg)
 	disk_op_start(DISK_MOUNT, id, 0, cb, arg);
 }
 
-/*
- * Whether removing a sandbox's directory needs disk_remove (an image,
- * or a mount, is there) rather than a rename.
- */
+/* Whether a sandbox has a disk, made or mounted (even half made). */
 int
 disk_present(const char *id)
 {
@@ -578,11 +533,57 @@ disk_present(const char *id)
 }
 
 /*
- * Unmount a sandbox's disk (lazily), remove its image and move its
- * directory to the trash; cb(NULL) or cb(error).
+ * Child side (the trash): take down the disk of a sandbox whose record
+ * and lock are gone. The file system is detached from the tree lazily
+ * (sessions of other processes may still hold it; the loop device goes
+ * with the last of them), the directory goes to the trash and the
+ * image is removed, all under the image's lock. Returns 0, or -1 with
+ * an error for the report.
  */
-void
-disk_remove(const char *id, disk_cb cb, void *arg)
+int
+disk_teardown(const char *id, char **error)
 {
-	disk_op_start(DISK_REMOVE, id, 0, cb, arg);
+	char	*image, *mnt, *trash, rnd[9];
+	int	 ifd, r = -1;
+
+	image = disk_image_path(id);
+	mnt = state_path("sandboxes/%s", id);
+	util_random_hex(rnd, 8);
+	trash = state_path("sandboxes/.trash/%s-%s", id, rnd);
+	ifd = open(image, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (ifd == -1 && errno != ENOENT) {
+		xasprintf(error, "cannot open %s: %s", image, strerror(errno));
+		goto out;
+	}
+	while (ifd != -1 && flock(ifd, LOCK_EX) == -1) {
+		if (errno != EINTR) {
+			xasprintf(error, "cannot lock %s: %s", image,
+			    strerror(errno));
+			goto out;
+		}
+	}
+	while (disk_is_mount(mnt)) {
+		if (umount2(mnt, MNT_DETACH | UMOUNT_NOFOLLOW) != 0) {
+			xasprintf(error, "cannot unmount %s: %s", mnt,
+			    strerror(errno));
+			goto out;
+		}
+	}
+	if (rename(mnt, trash) != 0 && errno != ENOENT) {
+		xasprintf(error, "cannot move %s: %s", mnt, strerror(errno));
+		goto out;
+	}
+	if (ifd != -1 && unlink(image) != 0 && errno != ENOENT) {
+		xasprintf(error, "cannot remove %s: %s", image,
+		    strerror(errno));
+		goto out;
+	}
+	r = 0;
+out:
+	if (ifd != -1)
+		close(ifd);	/* releases the lock */
+	free(trash);
+	free(mnt);
+	free(image);
+	return (r);
 }

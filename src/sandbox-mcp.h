@@ -448,7 +448,7 @@ int		 disk_mounted(const char *);
 int		 disk_present(const char *);
 void		 disk_create(const char *, long long, disk_cb, void *);
 void		 disk_ensure(const char *, disk_cb, void *);
-void		 disk_remove(const char *, disk_cb, void *);
+int		 disk_teardown(const char *, char **);
 
 /* sandbox.c */
 typedef void (*sandbox_cb)(struct cJSON *, const char *, const char *,

@@ -62,6 +62,7 @@ struct sandbox_member {
 	char			*container_id;
 	int			 recorded;
 	int			 removed;
+	struct tspan		*disk_span;
 	cJSON			*record;
 	struct docker_call	*dc;
 };
@@ -538,7 +539,11 @@ sandbox_create_disk_cb(const char *error, void *arg)
 	char			*cause;
 
 	sc->disk_pending--;
-	telemetry_span_attr_int(sc->span, "disks_pending", sc->disk_pending);
+	if (error != NULL)
+		telemetry_span_attr_str(mb->disk_span, "error", error);
+	telemetry_span_end(mb->disk_span, error != NULL ? "error" :
+	    "completed");
+	mb->disk_span = NULL;
 	if (error != NULL)
 		sandbox_create_error(sc, TOOL_ERR_INTERNAL, tool_details(
 		    "sandbox_id", mb->id), "%s", error);
@@ -562,7 +567,7 @@ sandbox_create_records(struct sandbox_create *sc)
 {
 	struct sandbox_member	*mb;
 	char			*cause = NULL, rnd[13];
-	int			 i, tries;
+	int			 i, tries, lock, r;
 
 	for (i = 0; i < sc->count; i++) {
 		mb = &sc->m[i];
@@ -581,8 +586,10 @@ sandbox_create_records(struct sandbox_create *sc)
 			}
 		}
 		mb->record = sandbox_record_new(sc, mb->id);
-		if (state_record_write(mb->id, mb->record, &cause) != 0 ||
-		    (cfg->profile.disk == 0 &&
+		lock = state_lock(mb->id);	/* every write is under it */
+		r = state_record_write(mb->id, mb->record, &cause);
+		state_unlock(lock);
+		if (r != 0 || (cfg->profile.disk == 0 &&
 		    sandbox_member_fill(mb, &cause) != 0)) {
 			sandbox_create_error(sc, TOOL_ERR_INTERNAL, NULL, "%s",
 			    cause);
@@ -594,6 +601,12 @@ sandbox_create_records(struct sandbox_create *sc)
 		mb->recorded = 1;
 		if (cfg->profile.disk > 0) {
 			sc->disk_pending++;
+			mb->disk_span = telemetry_span_begin(NULL, sc->span,
+			    "disk.create", NULL);
+			telemetry_span_attr_str(mb->disk_span, "sandbox_id",
+			    mb->id);
+			telemetry_span_attr_int(mb->disk_span, "bytes",
+			    cfg->profile.disk);
 			disk_create(mb->id, cfg->profile.disk,
 			    sandbox_create_disk_cb, mb);
 		}
@@ -722,57 +735,28 @@ sandbox_create(struct tspan *parent, const char *image, const char *root,
 
 static void sandbox_create_rollback_next(struct sandbox_create *);
 
-struct sandbox_remove {
-	char		 id[65];
-	void		(*cb)(const char *, void *);
-	void		*arg;
-};
-
-/* The directory and disk are gone: the record goes last. */
-static void
-sandbox_remove_forget(const char *error, void *arg)
-{
-	struct sandbox_remove	*sr = arg;
-	char			*cause = NULL;
-	int			 fd;
-
-	if (error == NULL) {
-		fd = state_lock(sr->id);
-		state_sandbox_forget(sr->id, &cause);
-		state_unlock(fd);
-	}
-	sandbox_trash_empty();
-	sr->cb(error != NULL ? error : cause, sr->arg);
-	free(cause);
-	free(sr);
-}
-
 /*
- * Take a sandbox's state away: its directory (a rename, or with a disk
- * an unmount and the image's removal, in a child), then its record;
- * cb(NULL) or cb(error), maybe before this returns.
+ * Take a sandbox's state away: its directory (a rename into the trash;
+ * a disk is taken down by the trash once the lock is gone, see
+ * sandbox_trash_child), then its record and lock; cb(NULL) or
+ * cb(error) before this returns.
  */
 static void
 sandbox_remove_state(const char *id, void (*cb)(const char *, void *),
     void *arg)
 {
-	struct sandbox_remove	*sr;
-	char			*trash, *cause = NULL;
-	int			 fd;
+	char	*trash = NULL, *cause = NULL;
+	int	 fd;
 
-	sr = xcalloc(1, sizeof *sr);
-	strlcpy(sr->id, id, sizeof sr->id);
-	sr->cb = cb;
-	sr->arg = arg;
-	if (disk_present(id)) {
-		disk_remove(id, sandbox_remove_forget, sr);
-		return;
-	}
 	fd = state_lock(id);
-	trash = state_sandbox_trash(id, &cause);
+	if (!disk_present(id))
+		trash = state_sandbox_trash(id, &cause);
+	if (cause == NULL)
+		state_sandbox_forget(id, &cause);
 	state_unlock(fd);
 	free(trash);
-	sandbox_remove_forget(cause, sr);
+	sandbox_trash_empty();
+	cb(cause, arg);
 	free(cause);
 }
 
@@ -1236,50 +1220,94 @@ sandbox_trash_dir(const char *dir, int orphans, int fd)
 	closedir(d);
 }
 
+/* Child side: take down a sandbox's disk and directory (see disk.c). */
+static void
+sandbox_trash_teardown(const char *id, int fd)
+{
+	char	*error = NULL;
+
+	if (disk_teardown(id, &error) != 0) {
+		dprintf(fd, "%s\n", error);
+		free(error);
+	}
+}
+
 /*
- * Child side: what a process killed in the middle of making or removing
- * a sandbox left beside the sandbox directories. The lock is made
- * first and removed last, and the record is written right after the
- * lock, so an image without a lock, or a lock without a record for a
- * minute, is such a leftover, as is a record's temporary file.
+ * Child side: what is left beside the sandbox directories of a sandbox
+ * whose lock is gone (destroyed, or its process killed while it made or
+ * removed it). The lock is made first and removed just before the
+ * record, and the record is written right after the lock, so an image,
+ * a directory or a record without a lock, or a lock without a record
+ * for a minute, is such a leftover, as is a record's temporary file
+ * that no one writes (records are written under the lock).
  */
 static void
 sandbox_trash_leftover(const char *dir, const char *name, int fd)
 {
 	struct stat	 st;
-	char		*path, *other, *to, rnd[9];
+	char		*path, *other, *legacy, *id, *p;
 	size_t		 len = strlen(name);
-	int		 gone = 0;
+	int		 lock;
 
 	xasprintf(&path, "%s/%s", dir, name);
-	if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (lstat(path, &st) != 0) {
+		free(path);
+		return;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		/* Not a directory of an earlier version, with its record. */
+		xasprintf(&other, "%s.lock", path);
+		xasprintf(&legacy, "%s/record.json", path);
+		if (util_id_valid(name) && access(other, F_OK) != 0 &&
+		    errno == ENOENT && access(legacy, F_OK) != 0 &&
+		    errno == ENOENT)
+			sandbox_trash_teardown(name, fd);
+		free(legacy);
+		free(other);
+		free(path);
+		return;
+	}
+	if (!S_ISREG(st.st_mode)) {
 		free(path);
 		return;
 	}
 	if (len > 4 && strcmp(name + len - 4, ".img") == 0) {
 		xasprintf(&other, "%s/%.*s.lock", dir, (int)(len - 4), name);
-		gone = access(other, F_OK) != 0 && errno == ENOENT;
+		if (access(other, F_OK) != 0 && errno == ENOENT) {
+			id = xstrndup(name, len - 4);
+			sandbox_trash_teardown(id, fd);
+			free(id);
+		}
 		free(other);
+	} else if (len > 5 && strcmp(name + len - 5, ".json") == 0) {
+		xasprintf(&other, "%s/%.*s.lock", dir, (int)(len - 5), name);
+		if (access(other, F_OK) != 0 && errno == ENOENT &&
+		    unlink(path) == 0) {
+			id = xstrndup(name, len - 5);
+			sandbox_trash_teardown(id, fd);
+			free(id);
+		}
+		free(other);
+	} else if ((p = strstr(name, ".json.tmp-")) != NULL) {
+		id = xstrndup(name, p - name);
+		lock = state_lock(id);	/* none: the sandbox is gone */
+		if (unlink(path) != 0 && errno != ENOENT)
+			dprintf(fd, "cannot remove %s: %s\n", path,
+			    strerror(errno));
+		state_unlock(lock);
+		free(id);
 	} else if (st.st_mtime + 60 > time(NULL))
-		gone = 0;
-	else if (strstr(name, ".json.tmp-") != NULL)
-		gone = 1;
+		;	/* a create may be under way */
 	else if (len > 5 && strcmp(name + len - 5, ".lock") == 0) {
 		xasprintf(&other, "%s/%.*s.json", dir, (int)(len - 5), name);
-		gone = access(other, F_OK) != 0 && errno == ENOENT;
-		free(other);
-		xasprintf(&other, "%s/%.*s", dir, (int)(len - 5), name);
-		util_random_hex(rnd, 8);
-		xasprintf(&to, "%s/.trash/%.*s-%s", dir, (int)(len - 5), name,
-		    rnd);
-		/* Its directory is empty: no disk was made for it. */
-		if (gone && rename(other, to) != 0 && errno != ENOENT)
-			gone = 0;
-		free(to);
+		if (access(other, F_OK) != 0 && errno == ENOENT &&
+		    unlink(path) == 0) {
+			id = xstrndup(name, len - 5);
+			sandbox_trash_teardown(id, fd);
+			free(id);
+		}
 		free(other);
 	}
-	if (gone && unlink(path) != 0 && errno != ENOENT)
-		dprintf(fd, "cannot remove %s: %s\n", path, strerror(errno));
 	free(path);
 }
 
@@ -1313,10 +1341,9 @@ sandbox_trash_child(void *arg, int fd)
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.')
 			continue;
-		if (!util_id_valid(de->d_name)) {
-			sandbox_trash_leftover(dir, de->d_name, fd);
+		sandbox_trash_leftover(dir, de->d_name, fd);
+		if (!util_id_valid(de->d_name))
 			continue;
-		}
 		xasprintf(&path, "%s/%s/trash", dir, de->d_name);
 		sandbox_trash_dir(path, 0, fd);
 		free(path);

@@ -22,7 +22,7 @@
  *
  *	<state>/sandboxes/<id>.lock		flock(2) target; made first
  *						(it reserves the id), removed
- *						last
+ *						just before the record
  *	<state>/sandboxes/<id>.json		the record
  *	<state>/sandboxes/<id>.img		the sandbox's disk (disk.c)
  *	<state>/sandboxes/<id>/			the sandbox's directory, where
@@ -397,15 +397,17 @@ state_sandbox_trash(const char *id, char **cause)
 }
 
 /*
- * Remove a sandbox's record, then its lock: the last step of removing
- * a sandbox, once its directory and disk are gone.
+ * Remove a sandbox's lock, then its record: the last step of removing a
+ * sandbox. A record without a lock is one whose removal was cut short
+ * (a new sandbox has its lock before its record), which the trash
+ * removes.
  */
 int
 state_sandbox_forget(const char *id, char **cause)
 {
 	char	*path;
 
-	path = state_path("sandboxes/%s.json", id);
+	path = state_path("sandboxes/%s.lock", id);
 	if (unlink(path) != 0 && errno != ENOENT) {
 		xasprintf(cause, "cannot remove %s: %s", path,
 		    strerror(errno));
@@ -413,9 +415,13 @@ state_sandbox_forget(const char *id, char **cause)
 		return (-1);
 	}
 	free(path);
-	path = state_path("sandboxes/%s.lock", id);
-	if (unlink(path) != 0 && errno != ENOENT)
-		log_warn("cannot remove %s", path);
+	path = state_path("sandboxes/%s.json", id);
+	if (unlink(path) != 0 && errno != ENOENT) {
+		xasprintf(cause, "cannot remove %s: %s", path,
+		    strerror(errno));
+		free(path);
+		return (-1);
+	}
 	free(path);
 	return (0);
 }

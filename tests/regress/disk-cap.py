@@ -10,7 +10,9 @@
 # unmounted (as after a reboot) is mounted again by the first server to
 # start, once, when two start at once; kill -9 in the middle of
 # create_sandbox and destroy_sandbox leaves state a restart can clean
-# up; destroy_sandbox leaves no mount, no loop device and no image.
+# up; destroy_sandbox leaves no mount, no loop device and no image (its
+# answer does not wait for the unmount: a child takes the disk down
+# right after).
 
 import os
 import subprocess
@@ -47,13 +49,22 @@ def loops_of(image):
     return found
 
 
-def wait_for(cond, what, timeout=20):
+def wait_for(cond, what, timeout=20, show=None):
     end = time.time() + timeout
     while not cond():
         if time.time() > end:
-            check(False, "%s within %d s" % (what, timeout))
+            check(False, "%s within %d s%s" % (
+                what, timeout, ": %r" % (show(),) if show else ""))
         time.sleep(0.1)
     check(True, what)
+
+
+def leftover(state):
+    """What is mounted under the state directory, and the entries of
+    sandboxes/ (the hidden .trash and .staging aside)."""
+    sboxes = os.path.join(state, "sandboxes")
+    return (mounts_under(state),
+            sorted(n for n in os.listdir(sboxes) if not n.startswith(".")))
 
 
 def test():
@@ -65,9 +76,10 @@ def test():
     config = ("workspace-root %s\nprofile disk 64M\n" % roots)
 
     # What a process killed at the wrong moment leaves beside the
-    # sandbox directories is removed at start: an image without a lock,
-    # a lock without a record (and its empty directory) older than a
-    # minute, a record's temporary file; a sandbox with both stays.
+    # sandbox directories is removed at start: an image or a record
+    # without a lock, a lock without a record (and its empty directory)
+    # older than a minute, a record's temporary file; a sandbox with both
+    # stays, and so does a lock younger than a minute.
     state = os.path.join(tmpdir(), "state")
     sboxes = os.path.join(state, "sandboxes")
     os.makedirs(sboxes)
@@ -78,7 +90,8 @@ def test():
                "sbox-00000000000c.json.tmp-0123abcd": "temporary record",
                "sbox-00000000000d.lock": "lock of a record",
                "sbox-00000000000d.json": "record",
-               "sbox-00000000000e.lock": "young lock"}
+               "sbox-00000000000e.lock": "young lock",
+               "sbox-00000000000f.json": "record without a lock"}
     for name in planted:
         path = os.path.join(sboxes, name)
         if name == "sbox-00000000000b":
@@ -212,8 +225,11 @@ def test():
     # destroy_sandbox: no mount, no loop device, no image.
     ok_result(s.call("destroy_sandbox", {"sandbox_id": sid}, timeout=60),
               "destroy")
-    check_eq(mounts_under(state), [], "no mount after destroy")
-    check(not os.path.exists(image), "no image after destroy")
+    check_eq(ok_result(s.call("list_sandboxes"), "list")["sandboxes"], [],
+             "the sandbox is gone at once")
+    wait_for(lambda: not mounts_under(state) and not os.path.exists(image)
+             and not os.path.exists(mnt), "no mount, image or directory"
+             " soon after destroy")
     wait_for(lambda: not loops_of(image), "no loop device after destroy")
 
     # kill -9 in the middle of create_sandbox, then of destroy_sandbox:
@@ -248,10 +264,9 @@ def test():
                          timeout=60), "destroy what destroy left")
     check_eq(ok_result(s.call("list_sandboxes"), "list")["sandboxes"], [],
              "no sandbox left")
-    check_eq(mounts_under(state), [], "no mount left")
-    names = sorted(n for n in os.listdir(sboxes)
-                   if not n.startswith("."))
-    check_eq(names, [], "no image, record or directory left")
+    wait_for(lambda: leftover(state) == ([], []),
+             "no mount, image, record or directory left",
+             show=lambda: leftover(state))
     wait_for(lambda: not os.listdir(os.path.join(sboxes, ".staging")),
              "no half-made image left")
 
@@ -272,9 +287,8 @@ def test():
     os.mkdir(staging)
     check_eq(ok_result(s.call("list_sandboxes"), "list")["sandboxes"], [],
              "the create rolled back its record")
-    check_eq(sorted(n for n in os.listdir(sboxes) if not n.startswith(".")),
-             [], "and its directory and lock")
-    check_eq(mounts_under(state), [], "nothing mounted by it")
+    wait_for(lambda: leftover(state) == ([], []),
+             "and its disk, directory and lock", show=lambda: leftover(state))
     check_eq(our_containers(state), {}, "no container left")
     s.kill()
     for name in os.listdir("/sys/block"):
