@@ -7,6 +7,7 @@
 # the first process of a new PID namespace after its init is pid 2.
 
 import os
+import time
 
 from lib import (IMAGE, Server, check, check_eq, check_in, cleanup, main,
                  ok_result, remove_our_containers, tmpdir)
@@ -155,6 +156,14 @@ def test():
     # Destroying the sandbox ends the kept sessions with it.
     shell_pid()
     ok_result(s.call("destroy_sandbox", {"sandbox_id": sid}), "destroy")
+    check(not os.path.exists(os.path.join(state, "sandboxes",
+                                          sid + ".json")),
+          "the sandbox's record is gone")
+    # Its disk and directory go right after, in the trash's child.
+    end = time.time() + 20
+    while (os.path.exists(os.path.join(state, "sandboxes", sid)) and
+           time.time() < end):
+        time.sleep(0.1)
     check(not os.path.exists(os.path.join(state, "sandboxes", sid)),
           "the sandbox's state is gone")
 
