@@ -176,7 +176,7 @@ static const struct cfg_keyword {
 	{ "docker-host", 1, 1, cfg_kw_docker_host },
 	{ "limit", 2, 2, cfg_kw_limit },
 	{ "listen", 1, 1, cfg_kw_listen },
-	{ "profile", 2, 8, cfg_kw_profile },
+	{ "profile", 2, 10, cfg_kw_profile },
 	{ "state-dir", 1, 1, cfg_kw_state_dir },
 	{ "trusted-proxy", 1, 1, cfg_kw_trusted_proxy },
 	{ "workspace-root", 1, 3, cfg_kw_workspace_root },
@@ -201,6 +201,7 @@ cfg_new(void)
 	c->profile.memory_high = 384LL * 1024 * 1024;
 	c->profile.memory_max = 512LL * 1024 * 1024;
 	c->profile.pids = 256;
+	c->profile.disk = CFG_DISK_DEFAULT;
 	for (i = 0; i < LIMIT__COUNT; i++)
 		c->limits[i] = cfg_limit_table[i].dflt;
 	return (c);
@@ -730,7 +731,10 @@ cfg_kw_trusted_proxy(struct cfg_parse *p, int argc, char **argv)
 	return (0);
 }
 
-/* profile cpus N memory-high SIZE memory-max SIZE pids N (any subset) */
+/*
+ * profile cpus N memory-high SIZE memory-max SIZE pids N disk SIZE|none
+ * (any subset)
+ */
 static int
 cfg_kw_profile(struct cfg_parse *p, int argc, char **argv)
 {
@@ -777,9 +781,21 @@ cfg_kw_profile(struct cfg_parse *p, int argc, char **argv)
 				return (-1);
 			}
 			prof.pids = v;
+		} else if (strcmp(argv[i], "disk") == 0) {
+			if (strcmp(argv[i + 1], "none") == 0)
+				v = 0;
+			else if (cfg_parse_size(argv[i + 1], &v) != 0 ||
+			    v < CFG_DISK_MIN || v > CFG_DISK_MAX) {
+				cfg_error(p, "profile disk must be a size from"
+				    " 16M to 16384G (such as 10G), or none: %s",
+				    argv[i + 1]);
+				return (-1);
+			}
+			prof.disk = v;
 		} else {
 			cfg_error(p, "unknown profile setting \"%s\" (known:"
-			    " cpus, memory-high, memory-max, pids)", argv[i]);
+			    " cpus, memory-high, memory-max, pids, disk)",
+			    argv[i]);
 			return (-1);
 		}
 	}

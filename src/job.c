@@ -174,7 +174,7 @@ job_helper_done(struct job *j)
 		    j->sandbox) == 0)
 			return;
 	}
-	dir = state_path("sandboxes/%s", j->sandbox);
+	dir = state_path("sandboxes/%s.json", j->sandbox);
 	if (stat(dir, &st) != 0 && errno == ENOENT)
 		cgroup_helper_remove(j->sandbox);
 	free(dir);

@@ -109,11 +109,15 @@ struct cfg_apikey {
 };
 TAILQ_HEAD(cfg_apikeys, cfg_apikey);
 
+#define CFG_DISK_DEFAULT	(10LL * 1024 * 1024 * 1024)
+#define CFG_DISK_MIN		(16LL * 1024 * 1024)
+#define CFG_DISK_MAX		(16LL * 1024 * 1024 * 1024 * 1024)
 struct cfg_profile {
 	uint64_t		 nano_cpus;
 	int64_t			 memory_high;
 	int64_t			 memory_max;
 	int64_t			 pids;
+	int64_t			 disk;		/* bytes; 0: none */
 };
 
 /* The configuration, read once at start-up and then read-only. */
@@ -193,6 +197,9 @@ int		 state_record_write(const char *, struct cJSON *, char **);
 int		 state_sandbox_create(const char *, char **);
 char		*state_sandbox_trash(const char *, char **);
 char		**state_sandbox_ids(size_t *);
+int		 state_sandbox_init(const char *, char **);
+int		 state_sandbox_forget(const char *, char **);
+char		*state_trash_path(const char *, const char *);
 
 /* layer.c */
 struct layer_stack {
@@ -498,6 +505,16 @@ char		*basecache_path(const char *);
 struct basecache_build *basecache_ensure(const char *, basecache_cb, void *);
 void		 basecache_cancel(struct basecache_build *);
 int		 basecache_remove_tree(const char *);
+
+/* disk.c */
+typedef void (*disk_cb)(const char *, void *);
+char		*disk_image_path(const char *);
+int		 disk_exists(const char *);
+int		 disk_mounted(const char *);
+int		 disk_present(const char *);
+void		 disk_create(const char *, long long, disk_cb, void *);
+void		 disk_ensure(const char *, disk_cb, void *);
+int		 disk_teardown(const char *, char **);
 
 /* sandbox.c */
 typedef void (*sandbox_cb)(struct cJSON *, const char *, const char *,

@@ -26,6 +26,11 @@
  *	ready|failed -> stopping -> (removed)	destroy_sandbox
  *	any -> failed		a step that cannot complete, or recovery
  *	ready -> failed		the container died or was removed outside us
+ *
+ * Each sandbox's directory is its own disk (disk.c), made and mounted by
+ * a child process while the container is created and started; the
+ * record becomes ready once both are there. Removing a sandbox removes
+ * its directory and disk first and its record last.
  */
 
 #include "config.h"
@@ -58,6 +63,7 @@ struct sandbox_member {
 	char			*container_id;
 	int			 recorded;
 	int			 removed;
+	struct tspan		*disk_span;
 	cJSON			*record;
 	struct docker_call	*dc;
 };
@@ -86,6 +92,8 @@ struct sandbox_create {
 	char			*error;
 	cJSON			*details;
 	struct basecache_build	*base;
+	int			 disk_pending;
+	void			(*after_disks)(struct sandbox_create *);
 	sandbox_cb		 cb;
 	void			*arg;
 };
@@ -109,6 +117,8 @@ struct sandbox_lookup {
 static void	sandbox_create_containers(struct sandbox_create *);
 static void	sandbox_create_rollback(struct sandbox_create *);
 static void	sandbox_create_finish(struct sandbox_create *);
+static void	sandbox_remove_state(const char *,
+		    void (*)(const char *, void *), void *);
 
 /* Whether a caller's sandbox id is one we could have made. */
 static int
@@ -223,6 +233,10 @@ sandbox_record_new(struct sandbox_create *sc, const char *id)
 	cJSON_AddNumberToObject(rp, "memory_max",
 	    (double)cfg->profile.memory_max);
 	cJSON_AddNumberToObject(rp, "pids", (double)cfg->profile.pids);
+	if (cfg->profile.disk > 0)
+		cJSON_AddNumberToObject(rp, "disk", (double)cfg->profile.disk);
+	else
+		cJSON_AddNullToObject(rp, "disk");
 	cJSON_AddNullToObject(rec, "container_id");
 	cJSON_AddStringToObject(rec, "tenant", sc->tenant);
 	cJSON_AddStringToObject(rec, "batch", sc->batch);
@@ -341,6 +355,14 @@ sandbox_create_ready(struct sandbox_create *sc)
 	char			*cause;
 	int			 i;
 
+	if (sc->disk_pending > 0) {
+		sc->after_disks = sandbox_create_ready;
+		return;
+	}
+	if (sc->error != NULL) {	/* a disk could not be made */
+		sandbox_create_rollback(sc);
+		return;
+	}
 	for (i = 0; i < sc->count; i++) {
 		mb = &sc->m[i];
 		sandbox_record_state_set(mb->record, "ready", NULL);
@@ -504,13 +526,59 @@ sandbox_create_containers(struct sandbox_create *sc)
 	}
 }
 
-/* Write a record for each member (creating), then create containers. */
+/*
+ * What every sandbox's directory holds, once its disk is mounted (or
+ * at once, with no disk): telemetry, trash and the layer stack.
+ */
+static int
+sandbox_member_fill(struct sandbox_member *mb, char **cause)
+{
+	if (state_sandbox_init(mb->id, cause) != 0)
+		return (-1);
+	return (layer_stack_init(mb->id, cJSON_GetObjectItem(
+	    cJSON_GetObjectItem(mb->record, "shared_base"),
+	    "source")->valuestring, cause));
+}
+
+/* A member's disk is made and mounted, or could not be. */
+static void
+sandbox_create_disk_cb(const char *error, void *arg)
+{
+	struct sandbox_member	*mb = arg;
+	struct sandbox_create	*sc = mb->sc;
+	void			(*next)(struct sandbox_create *);
+	char			*cause;
+
+	sc->disk_pending--;
+	if (error != NULL)
+		telemetry_span_attr_str(mb->disk_span, "error", error);
+	telemetry_span_end(mb->disk_span, error != NULL ? "error" :
+	    "completed");
+	mb->disk_span = NULL;
+	if (error != NULL)
+		sandbox_create_error(sc, TOOL_ERR_INTERNAL, tool_details(
+		    "sandbox_id", mb->id), "%s", error);
+	else if (sandbox_member_fill(mb, &cause) != 0) {
+		sandbox_create_error(sc, TOOL_ERR_INTERNAL, tool_details(
+		    "sandbox_id", mb->id), "%s", cause);
+		free(cause);
+	}
+	if (sc->disk_pending == 0 && (next = sc->after_disks) != NULL) {
+		sc->after_disks = NULL;
+		next(sc);
+	}
+}
+
+/*
+ * Write a record for each member (creating), start making its disk,
+ * then create containers meanwhile.
+ */
 static void
 sandbox_create_records(struct sandbox_create *sc)
 {
 	struct sandbox_member	*mb;
 	char			*cause = NULL, rnd[13];
-	int			 i, tries;
+	int			 i, tries, lock, r;
 
 	for (i = 0; i < sc->count; i++) {
 		mb = &sc->m[i];
@@ -529,10 +597,11 @@ sandbox_create_records(struct sandbox_create *sc)
 			}
 		}
 		mb->record = sandbox_record_new(sc, mb->id);
-		if (state_record_write(mb->id, mb->record, &cause) != 0 ||
-		    layer_stack_init(mb->id, cJSON_GetObjectItem(
-		    cJSON_GetObjectItem(mb->record, "shared_base"),
-		    "source")->valuestring, &cause) != 0) {
+		lock = state_lock(mb->id);	/* every write is under it */
+		r = state_record_write(mb->id, mb->record, &cause);
+		state_unlock(lock);
+		if (r != 0 || (cfg->profile.disk == 0 &&
+		    sandbox_member_fill(mb, &cause) != 0)) {
 			sandbox_create_error(sc, TOOL_ERR_INTERNAL, NULL, "%s",
 			    cause);
 			free(cause);
@@ -541,6 +610,18 @@ sandbox_create_records(struct sandbox_create *sc)
 			return;
 		}
 		mb->recorded = 1;
+	}
+	/* After the records: their fsyncs need not wait for mke2fs. */
+	for (i = 0; i < sc->count && cfg->profile.disk > 0; i++) {
+		mb = &sc->m[i];
+		sc->disk_pending++;
+		mb->disk_span = telemetry_span_begin(NULL, sc->span,
+		    "disk.create", NULL);
+		telemetry_span_attr_str(mb->disk_span, "sandbox_id", mb->id);
+		telemetry_span_attr_int(mb->disk_span, "bytes",
+		    cfg->profile.disk);
+		disk_create(mb->id, cfg->profile.disk, sandbox_create_disk_cb,
+		    mb);
 	}
 	sandbox_create_containers(sc);
 }
@@ -668,23 +749,42 @@ sandbox_create(struct tspan *parent, const char *image, const char *root,
 
 static void sandbox_create_rollback_next(struct sandbox_create *);
 
-/* Take a member's directory away (rename now, remove in a child). */
-static int
-sandbox_remove_state(const char *id, char **cause)
+/*
+ * Take a sandbox's state away: its directory (a rename into the trash;
+ * a disk is taken down by the trash once the lock is gone, see
+ * sandbox_trash_child), then its record and lock; cb(NULL) or
+ * cb(error) before this returns.
+ */
+static void
+sandbox_remove_state(const char *id, void (*cb)(const char *, void *),
+    void *arg)
 {
-	char	*trash;
+	char	*trash = NULL, *cause = NULL;
 	int	 fd;
 
 	fd = state_lock(id);
-	trash = state_sandbox_trash(id, cause);
+	if (!disk_present(id))
+		trash = state_sandbox_trash(id, &cause);
+	if (cause == NULL)
+		state_sandbox_forget(id, &cause);
 	state_unlock(fd);
-	if (trash == NULL)
-		return (-1);
-	sandbox_trash_empty();
 	free(trash);
-	/* Its helper group, unless a helper still runs (then the sweep). */
+	sandbox_trash_empty();
+	/* Its helper group, unless a helper still runs (job.c then). */
 	cgroup_helper_remove(id);
-	return (0);
+	cb(cause, arg);
+	free(cause);
+}
+
+static void
+sandbox_create_rollback_removed(const char *error, void *arg)
+{
+	struct sandbox_member	*mb = arg;
+
+	if (error != NULL)
+		log_warnx("rollback of %s: %s", mb->id, error);
+	mb->removed = 1;
+	sandbox_create_rollback_next(mb->sc);
 }
 
 static void
@@ -711,11 +811,9 @@ sandbox_create_rollback_cb(cJSON *reply, const char *error, int status,
 		log_warnx("rollback of %s: the container could not be removed:"
 		    " %s", mb->id, error);
 	} else {
-		if (sandbox_remove_state(mb->id, &cause) != 0) {
-			log_warnx("rollback of %s: %s", mb->id, cause);
-			free(cause);
-		}
-		mb->removed = 1;
+		sandbox_remove_state(mb->id, sandbox_create_rollback_removed,
+		    mb);
+		return;
 	}
 	sandbox_create_rollback_next(sc);
 }
@@ -769,6 +867,10 @@ sandbox_create_rollback_next(struct sandbox_create *sc)
 static void
 sandbox_create_rollback(struct sandbox_create *sc)
 {
+	if (sc->disk_pending > 0) {	/* a child is making a disk */
+		sc->after_disks = sandbox_create_rollback;
+		return;
+	}
 	log_info("create %s failed, rolling back: %s", sc->batch, sc->error);
 	sc->step = SANDBOX_CREATE_ROLLBACK;
 	sc->rollback_next = sc->count - 1;
@@ -875,20 +977,13 @@ sandbox_destroy_failed(struct sandbox_destroy *sd, const char *error)
 }
 
 static void
-sandbox_destroy_removed_cb(cJSON *reply, const char *error, int status,
-    void *arg)
+sandbox_destroy_state_cb(const char *error, void *arg)
 {
 	struct sandbox_destroy	*sd = arg;
 	cJSON			*result, *attrs;
-	char			*cause;
 
-	if (error != NULL && status != 404) {
+	if (error != NULL) {
 		sandbox_destroy_failed(sd, error);
-		return;
-	}
-	if (sandbox_remove_state(sd->id, &cause) != 0) {
-		sandbox_destroy_failed(sd, cause);
-		free(cause);
 		return;
 	}
 	attrs = cJSON_CreateObject();
@@ -899,6 +994,19 @@ sandbox_destroy_removed_cb(cJSON *reply, const char *error, int status,
 	sandbox_record_state_set(result, "stopped", NULL);
 	sd->cb(result, NULL, NULL, NULL, sd->arg);
 	sandbox_destroy_free(sd);
+}
+
+static void
+sandbox_destroy_removed_cb(cJSON *reply, const char *error, int status,
+    void *arg)
+{
+	struct sandbox_destroy	*sd = arg;
+
+	if (error != NULL && status != 404) {
+		sandbox_destroy_failed(sd, error);
+		return;
+	}
+	sandbox_remove_state(sd->id, sandbox_destroy_state_cb, sd);
 }
 
 static void
@@ -1023,17 +1131,41 @@ sandbox_lookup_cb(cJSON *reply, const char *error, int status, void *arg)
 	free(sl);
 }
 
+/* The disk is mounted (or there is none): inspect the container. */
+static void
+sandbox_lookup_disk_cb(const char *error, void *arg)
+{
+	struct sandbox_lookup	*sl = arg;
+	char			*path;
+	cJSON			*cid;
+
+	if (error != NULL) {
+		sl->cb(NULL, TOOL_ERR_FAILED, error, NULL, sl->arg);
+		cJSON_Delete(sl->record);
+		free(sl);
+		return;
+	}
+	cid = cJSON_GetObjectItem(sl->record, "container_id");
+	xasprintf(&path, "/containers/%s/json", cJSON_IsString(cid) ?
+	    cid->valuestring : sl->id);
+	docker_call("GET", path, "container_inspect", NULL, NULL,
+	    sandbox_lookup_cb, sl);
+	free(path);
+}
+
 /*
  * A sandbox's record and its container's inspection ({"record",
- * "container"}; container null when it is gone), for the HTTP routes.
+ * "container"}; container null when it is gone), for the HTTP routes
+ * and the runtime tools; a disk not mounted (after a reboot) is mounted
+ * first.
  */
 void
 sandbox_lookup(const char *id, sandbox_cb cb, void *arg)
 {
 	struct sandbox_lookup	*sl;
 	const char		*kind;
-	char			*message, *path;
-	cJSON			*rec, *cid;
+	char			*message;
+	cJSON			*rec, *disk;
 
 	if (sandbox_id_check(id, &kind, &message) != 0) {
 		cb(NULL, kind, message, NULL, arg);
@@ -1046,58 +1178,194 @@ sandbox_lookup(const char *id, sandbox_cb cb, void *arg)
 		free(message);
 		return;
 	}
+	disk = cJSON_GetObjectItem(cJSON_GetObjectItem(rec,
+	    "resource_profile"), "disk");
+	if (cJSON_GetNumberValue(disk) > 0 && strcmp(sandbox_record_state(rec),
+	    "ready") == 0 && !disk_exists(id)) {
+		xasprintf(&message, "the disk of sandbox %s is missing (%s);"
+		    " destroy_sandbox removes what is left", id,
+		    sandbox_record_state(rec));
+		cb(NULL, TOOL_ERR_FAILED, message, NULL, arg);
+		free(message);
+		cJSON_Delete(rec);
+		return;
+	}
 	sl = xcalloc(1, sizeof *sl);
 	strlcpy(sl->id, id, sizeof sl->id);
 	sl->record = rec;
 	sl->cb = cb;
 	sl->arg = arg;
-	cid = cJSON_GetObjectItem(rec, "container_id");
-	xasprintf(&path, "/containers/%s/json", cJSON_IsString(cid) ?
-	    cid->valuestring : id);
-	docker_call("GET", path, "container_inspect", NULL, NULL,
-	    sandbox_lookup_cb, sl);
-	free(path);
+	disk_ensure(id, sandbox_lookup_disk_cb, sl);
 }
 
 static int	sandbox_trash_running;
 static int	sandbox_trash_again;
 
-/* The child: remove the trash and the staging copies of dead owners. */
+/* Whether a staging entry (PID-START-...) belongs to a process gone. */
+static int
+sandbox_trash_orphan(const char *name)
+{
+	long			 pid;
+	unsigned long long	 start;
+
+	return (sscanf(name, "%ld-%llu-", &pid, &start) == 2 &&
+	    state_process_start(pid) != start);
+}
+
+/* Child side: remove every entry of a trash directory (or orphans). */
+static void
+sandbox_trash_dir(const char *dir, int orphans, int fd)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		*path;
+
+	if ((d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (orphans && !sandbox_trash_orphan(de->d_name))
+			continue;
+		xasprintf(&path, "%s/%s", dir, de->d_name);
+		if (basecache_remove_tree(path) != 0)
+			dprintf(fd, "cannot remove %s: %s\n", path,
+			    strerror(errno));
+		free(path);
+	}
+	closedir(d);
+}
+
+/* Child side: take down a sandbox's disk and directory (see disk.c). */
+static void
+sandbox_trash_teardown(const char *id, int fd)
+{
+	char	*error = NULL;
+
+	if (disk_teardown(id, &error) != 0) {
+		dprintf(fd, "%s\n", error);
+		free(error);
+	}
+}
+
+/*
+ * Child side: what is left beside the sandbox directories of a sandbox
+ * whose lock is gone (destroyed, or its process killed while it made or
+ * removed it). The lock is made first and removed just before the
+ * record, and the record is written right after the lock, so an image,
+ * a directory or a record without a lock, or a lock without a record
+ * for a minute, is such a leftover, as is a record's temporary file
+ * that no one writes (records are written under the lock).
+ */
+static void
+sandbox_trash_leftover(const char *dir, const char *name, int fd)
+{
+	struct stat	 st;
+	char		*path, *other, *legacy, *id, *p;
+	size_t		 len = strlen(name);
+	int		 lock;
+
+	xasprintf(&path, "%s/%s", dir, name);
+	if (lstat(path, &st) != 0) {
+		free(path);
+		return;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		/* Not a directory of an earlier version, with its record. */
+		xasprintf(&other, "%s.lock", path);
+		xasprintf(&legacy, "%s/record.json", path);
+		if (util_id_valid(name) && access(other, F_OK) != 0 &&
+		    errno == ENOENT && access(legacy, F_OK) != 0 &&
+		    errno == ENOENT)
+			sandbox_trash_teardown(name, fd);
+		free(legacy);
+		free(other);
+		free(path);
+		return;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		free(path);
+		return;
+	}
+	if (len > 4 && strcmp(name + len - 4, ".img") == 0) {
+		xasprintf(&other, "%s/%.*s.lock", dir, (int)(len - 4), name);
+		if (access(other, F_OK) != 0 && errno == ENOENT) {
+			id = xstrndup(name, len - 4);
+			sandbox_trash_teardown(id, fd);
+			free(id);
+		}
+		free(other);
+	} else if (len > 5 && strcmp(name + len - 5, ".json") == 0) {
+		xasprintf(&other, "%s/%.*s.lock", dir, (int)(len - 5), name);
+		if (access(other, F_OK) != 0 && errno == ENOENT &&
+		    unlink(path) == 0) {
+			id = xstrndup(name, len - 5);
+			sandbox_trash_teardown(id, fd);
+			free(id);
+		}
+		free(other);
+	} else if ((p = strstr(name, ".json.tmp-")) != NULL) {
+		id = xstrndup(name, p - name);
+		lock = state_lock(id);	/* none: the sandbox is gone */
+		if (unlink(path) != 0 && errno != ENOENT)
+			dprintf(fd, "cannot remove %s: %s\n", path,
+			    strerror(errno));
+		state_unlock(lock);
+		free(id);
+	} else if (st.st_mtime + 60 > time(NULL))
+		;	/* a create may be under way */
+	else if (len > 5 && strcmp(name + len - 5, ".lock") == 0) {
+		xasprintf(&other, "%s/%.*s.json", dir, (int)(len - 5), name);
+		if (access(other, F_OK) != 0 && errno == ENOENT &&
+		    unlink(path) == 0) {
+			id = xstrndup(name, len - 5);
+			sandbox_trash_teardown(id, fd);
+			free(id);
+		}
+		free(other);
+	}
+	free(path);
+}
+
+/*
+ * The child: remove the trash (the shared one and each sandbox's own),
+ * the staging copies and images of dead owners, and what killed
+ * processes left beside the sandbox directories.
+ */
 static int
 sandbox_trash_child(void *arg, int fd)
 {
-	static const char	*dirs[] = { "sandboxes/.trash",
-	    "base-cache/.staging" };
-	struct dirent		*de;
-	DIR			*d;
-	char			*dir, *path;
-	long			 pid;
-	unsigned long long	 start;
-	size_t			 i;
+	struct dirent	*de;
+	DIR		*d;
+	char		*dir, *path;
 
-	for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-		dir = state_path("%s", dirs[i]);
-		if ((d = opendir(dir)) == NULL) {
-			free(dir);
-			continue;
-		}
-		while ((de = readdir(d)) != NULL) {
-			if (de->d_name[0] == '.')
-				continue;
-			/* Staging copies are named PID-START-RANDOM. */
-			if (i == 1 && (sscanf(de->d_name, "%ld-%llu-", &pid,
-			    &start) != 2 || state_process_start(pid) ==
-			    start))
-				continue;
-			xasprintf(&path, "%s/%s", dir, de->d_name);
-			if (basecache_remove_tree(path) != 0)
-				dprintf(fd, "cannot remove %s: %s\n", path,
-				    strerror(errno));
-			free(path);
-		}
-		closedir(d);
+	dir = state_path("sandboxes/.trash");
+	sandbox_trash_dir(dir, 0, fd);
+	free(dir);
+	dir = state_path("sandboxes/.staging");
+	sandbox_trash_dir(dir, 1, fd);
+	free(dir);
+	dir = state_path("base-cache/.staging");
+	sandbox_trash_dir(dir, 1, fd);
+	free(dir);
+
+	dir = state_path("sandboxes");
+	if ((d = opendir(dir)) == NULL) {
 		free(dir);
+		return (0);
 	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		sandbox_trash_leftover(dir, de->d_name, fd);
+		if (!util_id_valid(de->d_name))
+			continue;
+		xasprintf(&path, "%s/%s/trash", dir, de->d_name);
+		sandbox_trash_dir(path, 0, fd);
+		free(path);
+	}
+	closedir(d);
+	free(dir);
 	return (0);
 }
 
@@ -1250,7 +1518,7 @@ sandbox_recover_sessions(const char *id)
 {
 	struct dirent		*de;
 	DIR			*d;
-	char			*dir, *path, *to, rnd[9], *text;
+	char			*dir, *path, *to, rnd[9], *text, *name;
 	cJSON			*lease, *attrs;
 	FILE			*f;
 	struct stat		 st;
@@ -1305,8 +1573,9 @@ sandbox_recover_sessions(const char *id)
 			cJSON_Delete(lease);
 			xasprintf(&path, "%s/%s", dir, de->d_name);
 			util_random_hex(rnd, 8);
-			to = state_path("sandboxes/.trash/%s-%s-%s", id,
-			    de->d_name, rnd);
+			xasprintf(&name, "%s-%s", de->d_name, rnd);
+			to = state_trash_path(id, name);
+			free(name);
 			if (rename(path, to) == 0) {
 				log_info("recovery: workspace session %s of %s"
 				    " was abandoned by its process; its"
@@ -1335,7 +1604,9 @@ sandbox_recover_sessions(const char *id)
 				continue;
 			xasprintf(&path, "%s/%s", dir, de->d_name);
 			util_random_hex(rnd, 8);
-			to = state_path("sandboxes/.trash/%s-cmd-%s", id, rnd);
+			xasprintf(&name, "cmd-%s", rnd);
+			to = state_trash_path(id, name);
+			free(name);
 			if (rename(path, to) != 0)
 				log_warn("recovery: %s", path);
 			free(path);
@@ -1353,8 +1624,9 @@ sandbox_recover_sessions(const char *id)
 					continue;
 				xasprintf(&path, "%s/%s", dir, de->d_name);
 				util_random_hex(rnd, 8);
-				to = state_path("sandboxes/.trash/%s-stg-%s",
-				    id, rnd);
+				xasprintf(&name, "stg-%s", rnd);
+				to = state_trash_path(id, name);
+				free(name);
 				if (rename(path, to) == 0)
 					log_info("recovery: removed the"
 					    " half-built layer %s of %s",
@@ -1369,10 +1641,26 @@ sandbox_recover_sessions(const char *id)
 	free(dir);
 }
 
+/* A disk found not mounted at start is mounted: now recover inside. */
+static void
+sandbox_recover_disk_cb(const char *error, void *arg)
+{
+	char	*id = arg;
+
+	if (error != NULL)
+		log_warnx("recovery: %s", error);
+	else {
+		sandbox_recover_sessions(id);
+		sandbox_trash_empty();
+	}
+	free(id);
+}
+
 /*
- * At start: transitions whose process has died become failed, records
- * whose container is missing become failed, containers of ours with no
- * record are reported, and interrupted staging and trash are removed.
+ * At start: disks not mounted (after a reboot) are mounted,
+ * transitions whose process has died become failed, records whose
+ * container is missing become failed, containers of ours with no record
+ * are reported, and interrupted staging and trash are removed.
  * Published state is never rewritten.
  */
 void
@@ -1385,7 +1673,11 @@ sandbox_recover(void)
 
 	ids = state_sandbox_ids(&n);
 	for (i = 0; i < n; i++) {
-		sandbox_recover_sessions(ids[i]);
+		if (disk_exists(ids[i]) && !disk_mounted(ids[i]))
+			disk_ensure(ids[i], sandbox_recover_disk_cb,
+			    xstrdup(ids[i]));
+		else
+			sandbox_recover_sessions(ids[i]);
 		fd = state_lock(ids[i]);
 		rec = state_record_read(ids[i]);
 		owner = cJSON_GetObjectItem(rec, "owner");

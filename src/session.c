@@ -303,7 +303,7 @@ rt_sweep_cb(evutil_socket_t fd, short events, void *arg)
 	LIST_FOREACH(sb, &rt_sandboxes, entry) {
 		if (sb->zjob == NULL && LIST_EMPTY(&sb->sessions))
 			continue;
-		path = state_path("sandboxes/%s/record.json", sb->id);
+		path = state_path("sandboxes/%s.json", sb->id);
 		if (stat(path, &st) != 0 && errno == ENOENT) {
 			log_info("sandbox %s was destroyed: ending our sessions"
 			    " in it", sb->id);
@@ -445,10 +445,11 @@ session_free(struct session *s)
 static void
 session_trash(struct session *s)
 {
-	char	*to, rnd[9];
+	char	*to, name[32];
 
-	util_random_hex(rnd, 8);
-	to = state_path("sandboxes/.trash/%s-%s-%s", s->sb->id, s->id, rnd);
+	snprintf(name, sizeof name, "%s-", s->id);
+	util_random_hex(name + strlen(name), 8);
+	to = state_trash_path(s->sb->id, name);
 	if (rename(s->dir, to) != 0 && errno != ENOENT)
 		log_warn("cannot remove %s", s->dir);
 	free(to);

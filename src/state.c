@@ -20,14 +20,28 @@
  * of a record one step for every process sharing the directory, and the
  * liveness of the process that owns a transition.
  *
- *	<state>/sandboxes/<id>/record.json	the record
- *	<state>/sandboxes/<id>/lock		flock(2) target
+ *	<state>/sandboxes/<id>.lock		flock(2) target; made first
+ *						(it reserves the id), removed
+ *						just before the record
+ *	<state>/sandboxes/<id>.json		the record
+ *	<state>/sandboxes/<id>.img		the sandbox's disk (disk.c)
+ *	<state>/sandboxes/<id>/			the sandbox's directory, where
+ *						its disk is mounted: all it
+ *						makes grow lives below
  *	<state>/sandboxes/<id>/telemetry/	the sandbox's telemetry
- *	<state>/sandboxes/.trash/		destroyed sandboxes, removed
- *						by a child process
+ *	<state>/sandboxes/<id>/trash/		its scratch to remove (on its
+ *						own file system: renames do
+ *						not cross file systems)
+ *	<state>/sandboxes/.trash/		directories of destroyed
+ *						sandboxes
+ *	<state>/sandboxes/.staging/		disk images being made
  *	<state>/base-cache/<hex>/		shared bases by root hash
  *	<state>/base-cache/.staging/		copies in progress
  *	<state>/telemetry/			telemetry of no sandbox
+ *
+ * The record and the lock stay on the state directory's own file system,
+ * so a sandbox whose disk is full or not mounted still has a record that
+ * can change (to failed, to stopping) and be listed.
  *
  * Locks are held for a read and a write of one small file, never across
  * a Docker call or any wait.
@@ -70,12 +84,59 @@ state_path(const char *fmt, ...)
 	return (path);
 }
 
+/*
+ * Sandboxes made before records moved beside their directories keep
+ * them inside (record.json): move each out, with a lock and a trash.
+ */
+static void
+state_migrate(void)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		*dir, *from, *to;
+	int		 fd;
+
+	dir = state_path("sandboxes");
+	if ((d = opendir(dir)) == NULL) {
+		free(dir);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || !util_id_valid(de->d_name))
+			continue;
+		xasprintf(&from, "%s/%s/record.json", dir, de->d_name);
+		xasprintf(&to, "%s/%s.json", dir, de->d_name);
+		if (access(from, F_OK) == 0 && access(to, F_OK) != 0) {
+			free(to);
+			xasprintf(&to, "%s/%s.lock", dir, de->d_name);
+			if ((fd = open(to, O_RDWR | O_CREAT | O_CLOEXEC,
+			    0600)) != -1)
+				close(fd);
+			free(to);
+			xasprintf(&to, "%s/%s/trash", dir, de->d_name);
+			mkdir(to, 0700);
+			free(to);
+			xasprintf(&to, "%s/%s.json", dir, de->d_name);
+			if (rename(from, to) != 0)
+				log_warn("cannot move %s", from);
+			else
+				log_info("sandbox %s: record moved beside its"
+				    " directory", de->d_name);
+		}
+		free(from);
+		free(to);
+	}
+	closedir(d);
+	free(dir);
+}
+
 /* Create the directories every process expects. */
 int
 state_init(char **cause)
 {
 	static const char *dirs[] = { "sandboxes", "sandboxes/.trash",
-	    "base-cache", "base-cache/.staging", "telemetry" };
+	    "sandboxes/.staging", "base-cache", "base-cache/.staging",
+	    "telemetry" };
 	size_t	 i;
 	char	*path;
 
@@ -88,6 +149,7 @@ state_init(char **cause)
 		free(path);
 	}
 	state_self_start = state_process_start(getpid());
+	state_migrate();
 	return (0);
 }
 
@@ -173,9 +235,16 @@ state_lock(const char *id)
 	char	*path;
 	int	 fd;
 
-	path = state_path("sandboxes/%s/lock", id);
-	fd = util_lock_file(path);
+	/* Never created here: a lock that is missing is no sandbox. */
+	path = state_path("sandboxes/%s.lock", id);
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	free(path);
+	while (fd != -1 && flock(fd, LOCK_EX) == -1) {
+		if (errno != EINTR) {
+			close(fd);
+			return (-1);
+		}
+	}
 	return (fd);
 }
 
@@ -196,7 +265,7 @@ state_record_read(const char *id)
 	ssize_t		 n;
 	int		 fd;
 
-	path = state_path("sandboxes/%s/record.json", id);
+	path = state_path("sandboxes/%s.json", id);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	free(path);
 	if (fd == -1)
@@ -231,7 +300,7 @@ state_record_write(const char *id, cJSON *rec, char **cause)
 	char	*path, *text;
 	int	 r;
 
-	path = state_path("sandboxes/%s/record.json", id);
+	path = state_path("sandboxes/%s.json", id);
 	text = util_json_print(rec);
 	r = util_write_atomic(path, text, strlen(text), cause);
 	free(text);
@@ -240,38 +309,73 @@ state_record_write(const char *id, cJSON *rec, char **cause)
 }
 
 /*
- * Make the directory of a new sandbox. Returns 0, or -1 with errno
- * EEXIST when the id is taken.
+ * Reserve the id of a new sandbox (its lock) and make its directory,
+ * empty: a disk is mounted on it, or state_sandbox_init fills it.
+ * Returns 0, or -1 with errno EEXIST when the id is taken.
  */
 int
 state_sandbox_create(const char *id, char **cause)
 {
-	char	*path, *tel;
+	char	*lock, *path;
+	int	 fd, saved;
 
+	lock = state_path("sandboxes/%s.lock", id);
+	if ((fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC |
+	    O_NOFOLLOW, 0600)) == -1) {
+		if (errno != EEXIST)
+			xasprintf(cause, "cannot create %s: %s", lock,
+			    strerror(errno));
+		free(lock);
+		return (-1);
+	}
+	close(fd);
 	path = state_path("sandboxes/%s", id);
 	if (mkdir(path, 0700) != 0) {
+		saved = errno;
 		if (errno != EEXIST)
 			xasprintf(cause, "cannot create %s: %s", path,
 			    strerror(errno));
+		else
+			log_warnx("%s: a directory without a lock", path);
+		unlink(lock);
+		free(lock);
 		free(path);
+		errno = saved;
 		return (-1);
 	}
-	xasprintf(&tel, "%s/telemetry", path);
-	if (mkdir(tel, 0700) != 0) {
-		xasprintf(cause, "cannot create %s: %s", tel, strerror(errno));
-		free(tel);
-		free(path);
-		return (-1);
-	}
-	free(tel);
+	free(lock);
 	free(path);
 	return (0);
 }
 
 /*
- * Take a sandbox's directory out of sight at once (rename into the
- * trash); the tree is removed later by a child process. Returns the
- * trash path, or NULL.
+ * Fill a new sandbox's directory (on its disk once that is mounted)
+ * with what every sandbox has.
+ */
+int
+state_sandbox_init(const char *id, char **cause)
+{
+	static const char	*dirs[] = { "telemetry", "trash" };
+	char			*path;
+	size_t			 i;
+
+	for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		path = state_path("sandboxes/%s/%s", id, dirs[i]);
+		if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+			xasprintf(cause, "cannot create %s: %s", path,
+			    strerror(errno));
+			free(path);
+			return (-1);
+		}
+		free(path);
+	}
+	return (0);
+}
+
+/*
+ * Take a sandbox's directory (with no disk of its own) out of sight at
+ * once (rename into the trash); the tree is removed later by a child
+ * process. Returns the trash path, or NULL.
  */
 char *
 state_sandbox_trash(const char *id, char **cause)
@@ -281,7 +385,7 @@ state_sandbox_trash(const char *id, char **cause)
 	util_random_hex(rnd, 8);
 	from = state_path("sandboxes/%s", id);
 	to = state_path("sandboxes/.trash/%s-%s", id, rnd);
-	if (rename(from, to) != 0) {
+	if (rename(from, to) != 0 && errno != ENOENT) {
 		xasprintf(cause, "cannot remove %s: %s", from,
 		    strerror(errno));
 		free(from);
@@ -292,12 +396,52 @@ state_sandbox_trash(const char *id, char **cause)
 	return (to);
 }
 
-/* The ids of every sandbox directory, in directory order. */
+/*
+ * Remove a sandbox's lock, then its record: the last step of removing a
+ * sandbox. A record without a lock is one whose removal was cut short
+ * (a new sandbox has its lock before its record), which the trash
+ * removes.
+ */
+int
+state_sandbox_forget(const char *id, char **cause)
+{
+	char	*path;
+
+	path = state_path("sandboxes/%s.lock", id);
+	if (unlink(path) != 0 && errno != ENOENT) {
+		xasprintf(cause, "cannot remove %s: %s", path,
+		    strerror(errno));
+		free(path);
+		return (-1);
+	}
+	free(path);
+	path = state_path("sandboxes/%s.json", id);
+	if (unlink(path) != 0 && errno != ENOENT) {
+		xasprintf(cause, "cannot remove %s: %s", path,
+		    strerror(errno));
+		free(path);
+		return (-1);
+	}
+	free(path);
+	return (0);
+}
+
+/*
+ * Where scratch of a sandbox goes to be removed: its own trash, on the
+ * same file system as the scratch.
+ */
+char *
+state_trash_path(const char *id, const char *name)
+{
+	return (state_path("sandboxes/%s/trash/%s", id, name));
+}
+
+/* The ids of every sandbox record, in directory order. */
 char **
 state_sandbox_ids(size_t *n)
 {
 	char		**ids = NULL, *path;
-	size_t		 size = 0;
+	size_t		 size = 0, len;
 	DIR		*d;
 	struct dirent	*de;
 
@@ -308,7 +452,12 @@ state_sandbox_ids(size_t *n)
 	if (d == NULL)
 		return (NULL);
 	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.' || !util_id_valid(de->d_name))
+		len = strlen(de->d_name);
+		if (de->d_name[0] == '.' || len <= 5 ||
+		    strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		de->d_name[len - 5] = '\0';
+		if (!util_id_valid(de->d_name))
 			continue;
 		if (*n == size) {
 			size = size == 0 ? 16 : size * 2;

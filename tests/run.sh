@@ -28,6 +28,39 @@ failures=
 
 mkdir -p "$logdir"
 
+# Every test's temporary directories go under one directory of this run,
+# so what the run leaves behind (a mount, a loop device: the sandboxes'
+# disks) is found and counted as a failure, without looking at other runs
+# on the same machine.
+rundir=$(mktemp -d "${TMPDIR:-/tmp}/smcp-run.XXXXXX") || exit 1
+TMPDIR=$rundir
+export TMPDIR
+
+# leftovers: mounts under the run's directory and loop devices whose
+# backing file is there (a lazily unmounted disk goes with the last
+# process holding it: wait a little for that).
+leftovers() {
+	tries=0
+	while :; do
+		left=$(awk -v top="$rundir" \
+		    '$5 == top || index($5, top "/") == 1 { print $5 }' \
+		    /proc/self/mountinfo)
+		for f in /sys/block/loop*/loop/backing_file; do
+			[ -r "$f" ] || continue
+			case $(cat "$f") in
+			"$rundir"/*) left="$left $f: $(cat "$f")" ;;
+			esac
+		done
+		[ -z "$left" ] && return 0
+		tries=$((tries + 1))
+		if [ $tries -ge 100 ]; then
+			echo "left behind by the suite: $left"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
 # selected NAME: whether a test runs (every one when no pattern is given).
 patterns="$*"
 selected() {
@@ -107,6 +140,23 @@ for t in "$srcdir"/tests/conformance/*.sh; do
 	name=conformance/$(basename "$t" .sh)
 	run "$name" 600 bash "$t"
 done
+
+log=$logdir/suite_leftovers.log
+if leftovers >"$log" 2>&1; then
+	passed=$((passed + 1))
+	echo "ok   suite/leftovers"
+else
+	failed=$((failed + 1))
+	failures="$failures suite/leftovers"
+	echo "FAIL suite/leftovers"
+	sed 's/^/    | /' "$log"
+fi
+for mp in $(awk -v top="$rundir" \
+    '$5 == top || index($5, top "/") == 1 { print $5 }' /proc/self/mountinfo |
+    sort -r); do
+	umount -l "$mp"
+done
+rm -rf "$rundir"
 
 if [ -n "$failures" ]; then
 	echo "failed:$failures"

@@ -110,9 +110,31 @@ def main(fn):
     sys.exit(0)
 
 
+def mounts_under(d):
+    """Mount points at or under a directory, deepest first."""
+    top = os.path.realpath(d)
+    found = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)),
+                        line.split()[4])
+            if mp == top or mp.startswith(top + "/"):
+                found.append(mp)
+    return sorted(found, key=len, reverse=True)
+
+
+def remove_tmpdir(d):
+    """Remove a test's directory: what a server mounted under it (the
+    sandboxes' disks) is unmounted first, lazily, as a killed server
+    leaves its mounts behind."""
+    for mp in mounts_under(d):
+        subprocess.run(["umount", "-l", mp], capture_output=True)
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def tmpdir(prefix="smcp-test-"):
     d = tempfile.mkdtemp(prefix=prefix)
-    cleanup(lambda: shutil.rmtree(d, ignore_errors=True))
+    cleanup(lambda: remove_tmpdir(d))
     return d
 
 

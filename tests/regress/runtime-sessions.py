@@ -215,12 +215,7 @@ def test():
                                    "stdin": "\u0003"})
 
     # Another process destroys the sandbox: our sessions in it end.
-    n = session()
-    other = Server(sets=("management",), config="workspace-root %s\n"
-                   % roots, state=state)
-    other.initialize()
-    ok_result(other.call("destroy_sandbox", {"sandbox_id": sid}),
-              "destroyed by another process")
+    # (Only this server's: other suites may run on the machine.)
     def our_inits():
         """Session inits among this server's children (it adopts them)."""
         out = []
@@ -235,6 +230,13 @@ def test():
                     except OSError:
                         pass
         return out
+    n = session()
+    check(our_inits(), "the server has session inits")
+    other = Server(sets=("management",), config="workspace-root %s\n"
+                   % roots, state=state)
+    other.initialize()
+    ok_result(other.call("destroy_sandbox", {"sandbox_id": sid}),
+              "destroyed by another process")
     deadline = time.time() + 15
     while time.time() < deadline:
         left = our_inits()

@@ -87,7 +87,8 @@ def test():
     check_eq(rec["resource_profile"], {"cpus": 0.5,
                                        "memory_high": 64 << 20,
                                        "memory_max": 96 << 20,
-                                       "pids": 77}, "resource profile")
+                                       "pids": 77,
+                                       "disk": 10 << 30}, "resource profile")
     check(isinstance(rec["created_at_ms"], int) and
           rec["created_at_ms"] > 1.7e12, "created_at_ms")
 

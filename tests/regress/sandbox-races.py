@@ -26,8 +26,7 @@ from lib import (IMAGE, Dockerd, Server, check, check_eq, check_in,
 
 def records(state):
     out = {}
-    for path in glob.glob(os.path.join(state, "sandboxes", "*",
-                                       "record.json")):
+    for path in glob.glob(os.path.join(state, "sandboxes", "*.json")):
         with open(path) as f:
             rec = json.load(f)
         out[rec["id"]] = rec

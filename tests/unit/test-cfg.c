@@ -81,6 +81,7 @@ test_full(void)
 	    "trusted-proxy 127.0.0.1\n"
 	    "trusted-proxy ::1\n"
 	    "profile cpus 1.5 memory-high 384M memory-max 1G pids 300\n"
+	    "profile disk 64M\n"
 	    "limit max-body 8M\n"
 	    "limit idle-timeout 2m\n"
 	    "\n\t  \n"), 0);
@@ -98,6 +99,7 @@ test_full(void)
 	CHECK_INT(c->profile.nano_cpus, 1500000000LL);
 	CHECK_INT(c->profile.memory_max, 1024LL * 1024 * 1024);
 	CHECK_INT(c->profile.pids, 300);
+	CHECK_INT(c->profile.disk, 64LL * 1024 * 1024);
 	CHECK_INT(c->limits[LIMIT_MAX_BODY], 8 * 1024 * 1024);
 	CHECK_INT(c->limits[LIMIT_IDLE_TIMEOUT], 120);
 	CHECK_INT(c->limits[LIMIT_MAX_HEADER], 64 * 1024);
@@ -137,6 +139,9 @@ test_errors(void)
 		{ "profile memory-max 1K\n", "at least 6M" },
 		{ "profile pids 1\n", "from 16 to" },
 		{ "profile color red\n", "unknown profile setting" },
+		{ "profile disk 8M\n", "profile disk must be a size from 16M" },
+		{ "profile disk 16385G\n", "to 16384G" },
+		{ "profile disk lots\n", "or none: lots" },
 		{ "profile memory-high 1G memory-max 512M\n",
 		    "must not exceed" },
 		{ "limit max-body 1\n", "limit max-body must be a size from" },
@@ -356,6 +361,23 @@ test_sizes_and_sets(void)
 	return (0);
 }
 
+/* The disk cap: a default, none, and the last value winning. */
+static int
+test_profile_disk(void)
+{
+	struct cfg	*c;
+
+	c = cfg_new();
+	CHECK_INT(c->profile.disk, 10LL * 1024 * 1024 * 1024);
+	CHECK_INT(parse(c, "profile disk none\n"), 0);
+	CHECK_INT(c->profile.disk, 0);
+	CHECK_INT(parse(c, "profile pids 64 disk 16M\nprofile cpus 2\n"), 0);
+	CHECK_INT(c->profile.disk, 16LL * 1024 * 1024);
+	CHECK_INT(c->profile.pids, 64);
+	cfg_free(c);
+	return (0);
+}
+
 static int
 test_nul_and_long_lines(void)
 {
@@ -383,5 +405,6 @@ const struct unit_case unit_cfg_cases[] = {
 	{ "cfg/counts-every-error", test_counts_every_error },
 	{ "cfg/sizes-and-sets", test_sizes_and_sets },
 	{ "cfg/nul-and-long-lines", test_nul_and_long_lines },
+	{ "cfg/profile-disk", test_profile_disk },
 	{ NULL, NULL }
 };

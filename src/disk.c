@@ -1,0 +1,589 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * Sandbox disks: the directory of each sandbox is a file system of its
+ * own, an ext4 image in a sparse file loop-mounted on it, so everything
+ * a sandbox makes grow (session uppers, layers, staging, transcripts,
+ * scratch, trash) is capped by the image's size, and the host loses at
+ * most that.
+ *
+ *	<state>/sandboxes/<id>.img		the image
+ *	<state>/sandboxes/<id>/			where it is mounted
+ *	<state>/sandboxes/.staging/P-S-<id>.img	an image being made by the
+ *						process of pid P, start S
+ *
+ * The mount is made in the host's mount namespace, so every process on
+ * the state directory sees it. The image's flock makes "mount it unless
+ * it is mounted" and "unmount and remove it" one step across processes:
+ * an image is never mounted twice. The loop device is set up with
+ * LO_FLAGS_AUTOCLEAR, so it goes when the file system is unmounted
+ * everywhere and the last session holding it has ended. An image is
+ * made under .staging and renamed into place once whole, so a killed
+ * process leaves no half-made image under its real name (the trash
+ * removes staging entries of dead processes). mke2fs, the loop setup,
+ * mount and unmount run in child processes (job.c).
+ */
+
+#include "config.h"
+
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/queue.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <linux/loop.h>
+
+#include <event2/buffer.h>
+
+#include "sandbox-mcp.h"
+
+#define DISK_MOUNT_FLAGS	(MS_NOSUID | MS_NODEV | MS_NOATIME)
+#define DISK_MOUNT_DATA		"discard,noinit_itable,errors=remount-ro"
+#define DISK_LOOP_TRIES		16
+
+enum disk_kind {
+	DISK_CREATE,
+	DISK_MOUNT
+};
+
+struct disk_waiter {
+	disk_cb				 cb;
+	void				*arg;
+	TAILQ_ENTRY(disk_waiter)	 entry;
+};
+TAILQ_HEAD(disk_waiters, disk_waiter);
+
+struct disk_op {
+	enum disk_kind		 kind;
+	char			 id[65];
+	long long		 size;
+	char			*image;
+	char			*mnt;
+	char			*staging;
+	struct job		*job;
+	struct disk_waiters	 waiters;
+	LIST_ENTRY(disk_op)	 entry;
+};
+static LIST_HEAD(, disk_op)	disk_ops = LIST_HEAD_INITIALIZER(disk_ops);
+
+static const char *disk_mke2fs[] = { "/usr/sbin/mke2fs", "/sbin/mke2fs" };
+
+/* The image of a sandbox; the caller frees it. */
+char *
+disk_image_path(const char *id)
+{
+	return (state_path("sandboxes/%s.img", id));
+}
+
+/* Whether a path is the root of a mount (its device is not its parent's). */
+static int
+disk_is_mount(const char *path)
+{
+	struct stat	 st, pst;
+	char		*parent;
+	int		 r;
+
+	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+		return (0);
+	xasprintf(&parent, "%s/..", path);
+	r = stat(parent, &pst) == 0 && (pst.st_dev != st.st_dev ||
+	    pst.st_ino == st.st_ino);
+	free(parent);
+	return (r);
+}
+
+/* Whether a sandbox has an image of its own (made whole). */
+int
+disk_exists(const char *id)
+{
+	struct stat	 st;
+	char		*path;
+	int		 r;
+
+	path = disk_image_path(id);
+	r = lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+	free(path);
+	return (r);
+}
+
+/* Whether a sandbox's directory has its disk mounted on it. */
+int
+disk_mounted(const char *id)
+{
+	char	*path;
+	int	 r;
+
+	path = state_path("sandboxes/%s", id);
+	r = disk_is_mount(path);
+	free(path);
+	return (r);
+}
+
+/* Child side: report an error (errno kept) and fail. */
+static int
+disk_fail(int fd, const char *fmt, ...)
+{
+	char	*msg;
+	va_list	 ap;
+	int	 saved = errno;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) != -1) {
+		job_write_all(fd, msg, strlen(msg));
+		free(msg);
+	}
+	va_end(ap);
+	errno = saved;
+	return (1);
+}
+
+/* Child side: run mke2fs on a new image; its messages go to the report. */
+static int
+disk_mkfs(const char *image, int fd)
+{
+	const char	*argv[] = { NULL, "-q", "-F", "-t", "ext4", "-m", "0",
+	    "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard,"
+	    "root_owner=0:0", image, NULL };
+	pid_t		 pid;
+	size_t		 i;
+	int		 status;
+
+	for (i = 0; i < sizeof disk_mke2fs / sizeof disk_mke2fs[0]; i++) {
+		if (access(disk_mke2fs[i], X_OK) == 0)
+			break;
+	}
+	if (i == sizeof disk_mke2fs / sizeof disk_mke2fs[0])
+		return (disk_fail(fd, "mke2fs is not installed (Debian"
+		    " package e2fsprogs)"));
+	argv[0] = disk_mke2fs[i];
+	if ((pid = fork()) == -1)
+		return (disk_fail(fd, "fork: %s", strerror(errno)));
+	if (pid == 0) {
+		dup2(fd, STDERR_FILENO);
+		closefrom(STDERR_FILENO + 1);
+		execv(argv[0], (char **)argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) == -1) {
+		if (errno != EINTR)
+			return (disk_fail(fd, "waitpid: %s", strerror(errno)));
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return (disk_fail(fd, "mke2fs failed (wait status %d)",
+		    status));
+	return (0);
+}
+
+/* Child side: attach an image to a free loop device; its fd, or -1. */
+static int
+disk_loop(int ifd, const char *image, int fd, char *dev, size_t devsize)
+{
+	struct loop_config	lc;
+	int			ctl, lfd = -1, n, tries, flags;
+
+	if ((ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC)) == -1) {
+		disk_fail(fd, "cannot open /dev/loop-control: %s",
+		    strerror(errno));
+		return (-1);
+	}
+	flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
+	for (tries = 0; tries < DISK_LOOP_TRIES; tries++) {
+		if ((n = ioctl(ctl, LOOP_CTL_GET_FREE)) < 0) {
+			disk_fail(fd, "no free loop device: %s",
+			    strerror(errno));
+			break;
+		}
+		snprintf(dev, devsize, "/dev/loop%d", n);
+		if ((lfd = open(dev, O_RDWR | O_CLOEXEC)) == -1) {
+			if (errno == ENOENT || errno == ENXIO)
+				continue;	/* removed meanwhile */
+			disk_fail(fd, "cannot open %s: %s", dev,
+			    strerror(errno));
+			break;
+		}
+		memset(&lc, 0, sizeof lc);
+		lc.fd = ifd;
+		lc.info.lo_flags = flags;
+		strlcpy((char *)lc.info.lo_file_name, image,
+		    sizeof lc.info.lo_file_name);
+		if (ioctl(lfd, LOOP_CONFIGURE, &lc) == 0)
+			break;
+		if (errno == EINVAL && (flags & LO_FLAGS_DIRECT_IO)) {
+			/* The host file system cannot do direct I/O. */
+			flags &= ~LO_FLAGS_DIRECT_IO;
+			tries--;
+		} else if (errno != EBUSY) {
+			disk_fail(fd, "cannot set up %s: %s", dev,
+			    strerror(errno));
+			close(lfd);
+			lfd = -1;
+			break;
+		}
+		close(lfd);	/* taken by another process meanwhile */
+		lfd = -1;
+	}
+	if (lfd == -1 && tries == DISK_LOOP_TRIES)
+		disk_fail(fd, "no free loop device after %d tries", tries);
+	close(ctl);
+	return (lfd);
+}
+
+/*
+ * Child side: whether a loop device is attached to the image already: a
+ * file system unmounted lazily (by hand) lives on while something holds
+ * it, and a second mount of the same image would corrupt both.
+ */
+static int
+disk_attached(const char *image)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		 real[PATH_MAX], path[PATH_MAX], back[PATH_MAX + 16];
+	ssize_t		 n;
+	int		 bfd, found = 0;
+
+	if (realpath(image, real) == NULL || (d = opendir("/sys/block")) ==
+	    NULL)
+		return (0);
+	while (!found && (de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "loop", 4) != 0)
+			continue;
+		snprintf(path, sizeof path, "/sys/block/%s/loop/backing_file",
+		    de->d_name);
+		if ((bfd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+			continue;	/* not attached */
+		n = read(bfd, back, sizeof back - 1);
+		close(bfd);
+		if (n <= 0)
+			continue;
+		back[n] = '\0';
+		back[strcspn(back, "\n")] = '\0';
+		found = strcmp(back, real) == 0;
+	}
+	closedir(d);
+	return (found);
+}
+
+/*
+ * Child side: mount an image on its directory unless it is mounted
+ * there already, under the image's lock.
+ */
+static int
+disk_mount_image(const char *image, const char *mnt, int fd)
+{
+	struct stat	 st;
+	char		 dev[64];
+	int		 ifd, lfd, bfd, r = 1;
+
+	/*
+	 * Two opens: the loop device keeps the file it is given, and with
+	 * it any lock taken through that open.
+	 */
+	if ((ifd = open(image, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return (disk_fail(fd, "cannot open the image: %s",
+		    strerror(errno)));
+	while (flock(ifd, LOCK_EX) == -1) {
+		if (errno != EINTR) {
+			disk_fail(fd, "cannot lock the image: %s",
+			    strerror(errno));
+			goto out;
+		}
+	}
+	if (fstat(ifd, &st) != 0 || st.st_nlink == 0) {
+		disk_fail(fd, "the disk was removed");
+		goto out;
+	}
+	if (disk_is_mount(mnt)) {
+		r = 0;
+		goto out;
+	}
+	if (disk_attached(image)) {
+		disk_fail(fd, "the image is in use by a file system that was"
+		    " unmounted but is still held open; it can be mounted again"
+		    " once that is gone");
+		goto out;
+	}
+	if ((bfd = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+		disk_fail(fd, "cannot open the image: %s", strerror(errno));
+		goto out;
+	}
+	lfd = disk_loop(bfd, image, fd, dev, sizeof dev);
+	close(bfd);
+	if (lfd == -1)
+		goto out;
+	if (mount(dev, mnt, "ext4", DISK_MOUNT_FLAGS, DISK_MOUNT_DATA) != 0) {
+		disk_fail(fd, "cannot mount the image: %s", strerror(errno));
+		close(lfd);	/* autoclear: the loop device goes */
+		goto out;
+	}
+	close(lfd);		/* the mount keeps it */
+	r = 0;
+out:
+	close(ifd);		/* releases the lock */
+	return (r);
+}
+
+static int
+disk_create_child(void *arg, int fd)
+{
+	struct disk_op	*op = arg;
+	int		 ifd;
+
+	if ((ifd = open(op->staging, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC |
+	    O_NOFOLLOW, 0600)) == -1)
+		return (disk_fail(fd, "cannot create the image: %s",
+		    strerror(errno)));
+	if (ftruncate(ifd, (off_t)op->size) != 0) {
+		disk_fail(fd, "cannot size the image: %s", strerror(errno));
+		goto fail;
+	}
+	if (disk_mkfs(op->staging, fd) != 0)
+		goto fail;
+	if (fsync(ifd) != 0) {
+		disk_fail(fd, "fsync: %s", strerror(errno));
+		goto fail;
+	}
+	close(ifd);
+	ifd = -1;
+	if (rename(op->staging, op->image) != 0) {
+		disk_fail(fd, "cannot move the image into place: %s",
+		    strerror(errno));
+		goto fail;
+	}
+	if (disk_mount_image(op->image, op->mnt, fd) != 0) {
+		/*
+		 * Not mounted: the sandbox may be gone (this child's parent
+		 * was killed, and its sandbox destroyed meanwhile). Nothing
+		 * would remove the image then.
+		 */
+		if (!disk_is_mount(op->mnt))
+			unlink(op->image);
+		return (1);
+	}
+	if (chmod(op->mnt, 0700) != 0)
+		return (disk_fail(fd, "chmod: %s", strerror(errno)));
+	return (0);
+fail:
+	if (ifd != -1)
+		close(ifd);
+	unlink(op->staging);
+	return (1);
+}
+
+static int
+disk_mount_child(void *arg, int fd)
+{
+	struct disk_op	*op = arg;
+
+	return (disk_mount_image(op->image, op->mnt, fd));
+}
+
+static void
+disk_op_free(struct disk_op *op)
+{
+	struct disk_waiter	*w;
+
+	while ((w = TAILQ_FIRST(&op->waiters)) != NULL) {
+		TAILQ_REMOVE(&op->waiters, w, entry);
+		free(w);
+	}
+	LIST_REMOVE(op, entry);
+	free(op->image);
+	free(op->mnt);
+	free(op->staging);
+	free(op);
+}
+
+static void
+disk_done(int status, struct evbuffer *report, void *arg)
+{
+	struct disk_op		*op = arg;
+	struct disk_waiter	*w;
+	size_t			 len = evbuffer_get_length(report);
+	char			*error = NULL;
+	static const char	*what[] = { "make", "mount" };
+
+	op->job = NULL;
+	if (status != 0) {
+		xasprintf(&error, "cannot %s the disk of sandbox %s: %.*s",
+		    what[op->kind], op->id, (int)(len > 512 ? 512 : len),
+		    len > 0 ? (const char *)evbuffer_pullup(report, len) :
+		    "its process failed");
+		log_warnx("%s", error);
+	} else
+		log_debug("%s: disk of %s mounted", __func__, op->id);
+	while ((w = TAILQ_FIRST(&op->waiters)) != NULL) {
+		TAILQ_REMOVE(&op->waiters, w, entry);
+		w->cb(error, w->arg);
+		free(w);
+	}
+	free(error);
+	disk_op_free(op);
+}
+
+static struct disk_op *
+disk_op_find(const char *id)
+{
+	struct disk_op	*op;
+
+	LIST_FOREACH(op, &disk_ops, entry) {
+		if (op->job != NULL && strcmp(op->id, id) == 0)
+			return (op);
+	}
+	return (NULL);
+}
+
+static void
+disk_op_wait(struct disk_op *op, disk_cb cb, void *arg)
+{
+	struct disk_waiter	*w;
+
+	w = xcalloc(1, sizeof *w);
+	w->cb = cb;
+	w->arg = arg;
+	TAILQ_INSERT_TAIL(&op->waiters, w, entry);
+}
+
+static void
+disk_op_start(enum disk_kind kind, const char *id, long long size,
+    disk_cb cb, void *arg)
+{
+	static int	(*fns[])(void *, int) = { disk_create_child,
+	    disk_mount_child };
+	static const char *names[] = { "disk-create", "disk-mount" };
+	struct disk_op	*op;
+
+	op = xcalloc(1, sizeof *op);
+	op->kind = kind;
+	strlcpy(op->id, id, sizeof op->id);
+	op->size = size;
+	op->image = disk_image_path(id);
+	op->mnt = state_path("sandboxes/%s", id);
+	op->staging = state_path("sandboxes/.staging/%ld-%llu-%s.img",
+	    (long)getpid(), state_process_start(getpid()), id);
+	TAILQ_INIT(&op->waiters);
+	LIST_INSERT_HEAD(&disk_ops, op, entry);
+	disk_op_wait(op, cb, arg);
+	op->job = job_fork(names[kind], fns[kind], op, disk_done, op);
+}
+
+/*
+ * Make a sandbox's disk of size bytes and mount it on its directory
+ * (which exists, empty); cb(NULL) once it is there, or cb(error).
+ */
+void
+disk_create(const char *id, long long size, disk_cb cb, void *arg)
+{
+	disk_op_start(DISK_CREATE, id, size, cb, arg);
+}
+
+/*
+ * Make sure a sandbox's disk is mounted (after a reboot it is not):
+ * cb(NULL) at once when it is, or when there is no image to mount (a
+ * sandbox made without a disk); otherwise once a child has mounted it.
+ * Callers asking meanwhile share one child.
+ */
+void
+disk_ensure(const char *id, disk_cb cb, void *arg)
+{
+	struct disk_op	*op;
+
+	if ((op = disk_op_find(id)) != NULL) {
+		disk_op_wait(op, cb, arg);
+		return;
+	}
+	if (!disk_exists(id) || disk_mounted(id)) {
+		cb(NULL, arg);
+		return;
+	}
+	disk_op_start(DISK_MOUNT, id, 0, cb, arg);
+}
+
+/* Whether a sandbox has a disk, made or mounted (even half made). */
+int
+disk_present(const char *id)
+{
+	return (disk_exists(id) || disk_mounted(id));
+}
+
+/*
+ * Child side (the trash): take down the disk of a sandbox whose record
+ * and lock are gone. The file system is detached from the tree lazily
+ * (sessions of other processes may still hold it; the loop device goes
+ * with the last of them), the directory goes to the trash and the
+ * image is removed, all under the image's lock. Returns 0, or -1 with
+ * an error for the report.
+ */
+int
+disk_teardown(const char *id, char **error)
+{
+	char	*image, *mnt, *trash, rnd[9];
+	int	 ifd, r = -1;
+
+	image = disk_image_path(id);
+	mnt = state_path("sandboxes/%s", id);
+	util_random_hex(rnd, 8);
+	trash = state_path("sandboxes/.trash/%s-%s", id, rnd);
+	ifd = open(image, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (ifd == -1 && errno != ENOENT) {
+		xasprintf(error, "cannot open %s: %s", image, strerror(errno));
+		goto out;
+	}
+	while (ifd != -1 && flock(ifd, LOCK_EX) == -1) {
+		if (errno != EINTR) {
+			xasprintf(error, "cannot lock %s: %s", image,
+			    strerror(errno));
+			goto out;
+		}
+	}
+	while (disk_is_mount(mnt)) {
+		if (umount2(mnt, MNT_DETACH | UMOUNT_NOFOLLOW) != 0) {
+			xasprintf(error, "cannot unmount %s: %s", mnt,
+			    strerror(errno));
+			goto out;
+		}
+	}
+	if (rename(mnt, trash) != 0 && errno != ENOENT) {
+		xasprintf(error, "cannot move %s: %s", mnt, strerror(errno));
+		goto out;
+	}
+	if (ifd != -1 && unlink(image) != 0 && errno != ENOENT) {
+		xasprintf(error, "cannot remove %s: %s", image,
+		    strerror(errno));
+		goto out;
+	}
+	r = 0;
+out:
+	if (ifd != -1)
+		close(ifd);	/* releases the lock */
+	free(trash);
+	free(mnt);
+	free(image);
+	return (r);
+}
