@@ -242,48 +242,96 @@ tree_read(int dirfd, const char *path, size_t max, size_t *len)
 	return (buf);
 }
 
-/* Remove what is in an open directory, depth first. */
+/*
+ * Empty one directory of the tree (sub, open) whose top is top: files
+ * and empty directories go; a directory that holds something is moved
+ * up into top under a name of its own, to be emptied in its turn. So
+ * the walk never goes deeper than one level, whatever depth a sandbox
+ * made: two descriptors and one directory stream at most.
+ */
 static int
-tree_empty(int dfd)
+tree_empty_one(int top, int sub, unsigned long *moved)
 {
 	struct dirent	*de;
 	struct stat	 st;
 	DIR		*d;
-	int		 fd, sub, r = 0;
+	char		 name[64];
+	int		 fd, r = 0;
 
-	if ((fd = dup(dfd)) == -1)
+	if ((fd = dup(sub)) == -1)
 		return (-1);
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
 		return (-1);
 	}
+	rewinddir(d);	/* a dup shares its offset with the last read */
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0)
 			continue;
-		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		if (fstatat(sub, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
-		if (S_ISDIR(st.st_mode)) {
-			sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY |
-			    O_NOFOLLOW | O_CLOEXEC);
-			if (sub == -1) {
-				r = -1;
-				continue;
-			}
-			if (tree_empty(sub) != 0)
-				r = -1;
-			close(sub);
-			if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) != 0 &&
+		if (!S_ISDIR(st.st_mode)) {
+			if (unlinkat(sub, de->d_name, 0) != 0 &&
 			    errno != ENOENT)
 				r = -1;
-		} else {
-			if (unlinkat(dfd, de->d_name, 0) != 0 &&
-			    errno != ENOENT)
-				r = -1;
+			continue;
 		}
+		if (unlinkat(sub, de->d_name, AT_REMOVEDIR) == 0 ||
+		    errno == ENOENT)
+			continue;
+		if (sub == top)
+			continue;	/* emptied by the caller's next pass */
+		snprintf(name, sizeof name, ".rm-%lu-%08x", (*moved)++,
+		    arc4random());
+		if (renameat(sub, de->d_name, top, name) != 0)
+			r = -1;
 	}
 	closedir(d);
 	return (r);
+}
+
+/* Empty an open directory and all below it, never following a link. */
+static int
+tree_empty(int top)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	unsigned long	 moved = 0;
+	int		 fd, sub, r, left;
+
+	for (;;) {
+		r = tree_empty_one(top, top, &moved);
+		if ((fd = dup(top)) == -1)
+			return (-1);
+		if ((d = fdopendir(fd)) == NULL) {
+			close(fd);
+			return (-1);
+		}
+		rewinddir(d);
+		left = 0;
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") == 0 ||
+			    strcmp(de->d_name, "..") == 0)
+				continue;
+			if (fstatat(top, de->d_name, &st,
+			    AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+				continue;
+			sub = openat(top, de->d_name, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			if (sub == -1)
+				continue;
+			if (tree_empty_one(top, sub, &moved) != 0)
+				r = -1;
+			close(sub);
+			if (unlinkat(top, de->d_name, AT_REMOVEDIR) == 0)
+				left = 1;	/* progress: look again */
+		}
+		closedir(d);
+		if (!left)
+			return (r);
+	}
 }
 
 /*

@@ -20,8 +20,10 @@
 
 #include "config.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,10 +114,62 @@ test_atomic_write(void)
 	return (0);
 }
 
+/*
+ * A tree a sandbox could leave: 3,000 directories deep, a symlink out
+ * of it at every level, files on the way. It is removed with a handful
+ * of descriptors (the limit is cut to 32 for the test), and what the
+ * symlinks point at is untouched.
+ */
+static int
+test_tree_remove(void)
+{
+	char		 dir[] = "/tmp/smcp-unit-tree.XXXXXX", path[256];
+	char		 outside[300];
+	struct rlimit	 rl, old;
+	struct stat	 st;
+	int		 fd, next, i, f;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(outside, sizeof outside, "%s/outside", dir);
+	CHECK(mkdir(outside, 0755) == 0);
+	snprintf(path, sizeof path, "%s/outside/keep", dir);
+	CHECK((f = open(path, O_CREAT | O_WRONLY, 0644)) != -1);
+	close(f);
+	snprintf(path, sizeof path, "%s/t", dir);
+	CHECK(mkdir(path, 0755) == 0);
+	CHECK((fd = open(path, O_RDONLY | O_DIRECTORY)) != -1);
+	for (i = 0; i < 3000; i++) {
+		CHECK(symlinkat(outside, fd, "link") == 0);
+		CHECK((f = openat(fd, "file", O_CREAT | O_WRONLY, 0644)) !=
+		    -1);
+		close(f);
+		CHECK(mkdirat(fd, "d", 0755) == 0);
+		CHECK((next = openat(fd, "d", O_RDONLY | O_DIRECTORY)) != -1);
+		close(fd);
+		fd = next;
+	}
+	close(fd);
+	CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0);
+	rl = old;
+	rl.rlim_cur = 32;
+	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	snprintf(path, sizeof path, "%s/t", dir);
+	i = tree_remove_path(path);
+	setrlimit(RLIMIT_NOFILE, &old);
+	CHECK_INT(i, 0);
+	CHECK(lstat(path, &st) == -1);
+	snprintf(path, sizeof path, "%s/outside/keep", dir);
+	CHECK(lstat(path, &st) == 0);
+	snprintf(path, sizeof path, "rm -rf %s", dir);
+	CHECK(system(path) == 0);
+	return (0);
+}
+
 const struct unit_case unit_util_cases[] = {
 	{ "util/utf8", test_utf8 },
 	{ "util/ids", test_ids },
 	{ "util/encodings", test_encodings },
 	{ "util/atomic-write", test_atomic_write },
+	{ "util/tree-remove", test_tree_remove },
 	{ NULL, NULL }
 };
