@@ -183,8 +183,8 @@ def cross_tenant(base, roots, ws_open):
 
     check_eq((ra.get("tenant"), rb.get("tenant")), ("alice", "bob"),
              "each record names its tenant")
-    check_eq(json.load(open(os.path.join(state, "sandboxes", sa,
-                                         "record.json")))["tenant"],
+    check_eq(json.load(open(os.path.join(state, "sandboxes",
+                                         sa + ".json")))["tenant"],
              "alice", "the tenant is on disk")
 
     # alice's ids under bob's own sandbox: unknown there too.
@@ -369,7 +369,7 @@ def groups_and_roots(base, roots, ws_open, state, sa, sb):
              "alice creates in her nested root")
 
     # A record from before tenants is the local operator's.
-    path = os.path.join(state, "sandboxes", sa, "record.json")
+    path = os.path.join(state, "sandboxes", sa + ".json")
     rec = json.load(open(path))
     del rec["tenant"]
     write_record(path, rec)

@@ -156,6 +156,14 @@ def test():
     run("true", server=s4)
     spares(1, "before the destroy")
     ok_result(s4.call("destroy_sandbox", {"sandbox_id": sid}), "destroy")
+    check(not os.path.exists(os.path.join(state, "sandboxes",
+                                          sid + ".json")),
+          "the sandbox's record is gone")
+    # Its disk and directory go right after, in the trash's child.
+    end = time.time() + 20
+    while (os.path.exists(os.path.join(state, "sandboxes", sid)) and
+           time.time() < end):
+        time.sleep(0.1)
     check(not os.path.exists(os.path.join(state, "sandboxes", sid)),
           "the sandbox's state is gone")
 
