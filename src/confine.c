@@ -99,10 +99,8 @@ confine_init(void)
 	    CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
 	    CLONE_NEWCGROUP, 0x80 /* CLONE_NEWTIME */ };
 	scmp_filter_ctx	 ctx;
-	size_t		 i, size = 0;
-	int		 sys, pipefd[2];
-	ssize_t		 n;
-	char		*buf;
+	size_t		 i;
+	int		 sys;
 
 	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL)
 		fatalx("seccomp_init failed");
@@ -134,6 +132,22 @@ confine_init(void)
 	    SCMP_A2(SCMP_CMP_NE, 0)) != 0)
 		fatalx("seccomp_rule_add mknod failed");
 
+	confine_bpf(ctx, &confine_filter);
+}
+
+/*
+ * The BPF program of a libseccomp filter (released), for children to
+ * install with PR_SET_SECCOMP; exported through a pipe, it is small.
+ */
+void
+confine_bpf(void *filter, struct sock_fprog *prog)
+{
+	scmp_filter_ctx	 ctx = filter;
+	size_t		 size = 0;
+	ssize_t		 n;
+	char		*buf;
+	int		 pipefd[2];
+
 	if (pipe(pipefd) != 0)
 		fatal("pipe");
 	if (seccomp_export_bpf(ctx, pipefd[1]) != 0)
@@ -145,9 +159,9 @@ confine_init(void)
 	close(pipefd[0]);
 	seccomp_release(ctx);
 	if (size == 0 || size % sizeof(struct sock_filter) != 0)
-		fatalx("the helpers' seccomp program has a bad size %zu", size);
-	confine_filter.len = size / sizeof(struct sock_filter);
-	confine_filter.filter = (struct sock_filter *)buf;
+		fatalx("a seccomp program has a bad size %zu", size);
+	prog->len = size / sizeof(struct sock_filter);
+	prog->filter = (struct sock_filter *)buf;
 }
 
 /* mkdir -p of an absolute path under root (a directory descriptor). */

@@ -149,10 +149,7 @@ nsexec_init(int argc, char **argv)
 	    38 /* AF_ALG */ };
 	scmp_filter_ctx	 ctx;
 	size_t		 i;
-	int		 sys, pipefd[2];
-	ssize_t		 n;
-	char		*buf;
-	size_t		 size = 0;
+	int		 sys;
 
 	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL)
 		fatalx("seccomp_init failed");
@@ -200,21 +197,7 @@ nsexec_init(int argc, char **argv)
 		    families[i])) != 0)
 			fatalx("seccomp_rule_add socket failed");
 	}
-	/* Export the BPF program through a pipe; it is small. */
-	if (pipe(pipefd) != 0)
-		fatal("pipe");
-	if (seccomp_export_bpf(ctx, pipefd[1]) != 0)
-		fatalx("seccomp_export_bpf failed");
-	close(pipefd[1]);
-	buf = xmalloc(65536);
-	while ((n = read(pipefd[0], buf + size, 65536 - size)) > 0)
-		size += n;
-	close(pipefd[0]);
-	seccomp_release(ctx);
-	if (size == 0 || size % sizeof(struct sock_filter) != 0)
-		fatalx("the seccomp program has a bad size %zu", size);
-	nsexec_filter.len = size / sizeof(struct sock_filter);
-	nsexec_filter.filter = (struct sock_filter *)buf;
+	confine_bpf(ctx, &nsexec_filter);
 
 	/* The arguments lie end to end from argv[0]. */
 	nsexec_argv0 = argv[0];
