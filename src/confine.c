@@ -95,28 +95,10 @@ confine_init(void)
 	    "iopl", "ioperm", "syslog", "settimeofday", "clock_settime",
 	    "clock_adjtime", "adjtimex", "setdomainname", "sethostname",
 	    "pidfd_getfd", "pidfd_open", "memfd_secret", "vhangup" };
-	static const unsigned long nsflags[] = { CLONE_NEWNS, CLONE_NEWUTS,
-	    CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
-	    CLONE_NEWCGROUP, 0x80 /* CLONE_NEWTIME */ };
 	scmp_filter_ctx	 ctx;
-	size_t		 i;
 	int		 sys;
 
-	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL)
-		fatalx("seccomp_init failed");
-	for (i = 0; i < sizeof denied / sizeof denied[0]; i++) {
-		if ((sys = seccomp_syscall_resolve_name(denied[i])) ==
-		    __NR_SCMP_ERROR)
-			continue;
-		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), sys, 0) != 0)
-			fatalx("seccomp_rule_add %s failed", denied[i]);
-	}
-	for (i = 0; i < sizeof nsflags / sizeof nsflags[0]; i++) {
-		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
-		    SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ,
-		    nsflags[i], nsflags[i])) != 0)
-			fatalx("seccomp_rule_add clone failed");
-	}
+	ctx = confine_filter_new(denied, sizeof denied / sizeof denied[0]);
 	if ((sys = seccomp_syscall_resolve_name("clone3")) !=
 	    __NR_SCMP_ERROR && seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
 	    sys, 0) != 0)
@@ -133,6 +115,39 @@ confine_init(void)
 		fatalx("seccomp_rule_add mknod failed");
 
 	confine_bpf(ctx, &confine_filter);
+}
+
+/*
+ * A filter allowing everything but the calls named in denied (EPERM;
+ * names this libseccomp does not know are skipped) and clone with a
+ * flag that makes a namespace.
+ */
+void *
+confine_filter_new(const char *const *denied, size_t n)
+{
+	static const unsigned long nsflags[] = { CLONE_NEWNS, CLONE_NEWUTS,
+	    CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+	    CLONE_NEWCGROUP, 0x80 /* CLONE_NEWTIME */ };
+	scmp_filter_ctx	 ctx;
+	size_t		 i;
+	int		 sys;
+
+	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL)
+		fatalx("seccomp_init failed");
+	for (i = 0; i < n; i++) {
+		if ((sys = seccomp_syscall_resolve_name(denied[i])) ==
+		    __NR_SCMP_ERROR)
+			continue;
+		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), sys, 0) != 0)
+			fatalx("seccomp_rule_add %s failed", denied[i]);
+	}
+	for (i = 0; i < sizeof nsflags / sizeof nsflags[0]; i++) {
+		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+		    SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ,
+		    nsflags[i], nsflags[i])) != 0)
+			fatalx("seccomp_rule_add clone failed");
+	}
+	return (ctx);
 }
 
 /*

@@ -141,9 +141,6 @@ nsexec_init(int argc, char **argv)
 	    "kcmp", "pidfd_getfd", "process_madvise" };
 	static const char *absent[] = { "clone3", "io_uring_setup",
 	    "io_uring_enter", "io_uring_register" };
-	static const unsigned long nsflags[] = { CLONE_NEWNS, CLONE_NEWUTS,
-	    CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
-	    CLONE_NEWCGROUP, 0x80 /* CLONE_NEWTIME */ };
 	static const unsigned long devices[] = { S_IFCHR, S_IFBLK };
 	static const unsigned long families[] = { 40 /* AF_VSOCK */,
 	    38 /* AF_ALG */ };
@@ -151,21 +148,7 @@ nsexec_init(int argc, char **argv)
 	size_t		 i;
 	int		 sys;
 
-	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL)
-		fatalx("seccomp_init failed");
-	for (i = 0; i < sizeof denied / sizeof denied[0]; i++) {
-		if ((sys = seccomp_syscall_resolve_name(denied[i])) ==
-		    __NR_SCMP_ERROR)
-			continue;
-		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), sys, 0) != 0)
-			fatalx("seccomp_rule_add %s failed", denied[i]);
-	}
-	for (i = 0; i < sizeof nsflags / sizeof nsflags[0]; i++) {
-		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
-		    SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ,
-		    nsflags[i], nsflags[i])) != 0)
-			fatalx("seccomp_rule_add clone failed");
-	}
+	ctx = confine_filter_new(denied, sizeof denied / sizeof denied[0]);
 	for (i = 0; i < sizeof devices / sizeof devices[0]; i++) {
 		if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
 		    SCMP_SYS(mknod), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, S_IFMT,

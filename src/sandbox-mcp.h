@@ -483,6 +483,7 @@ void		 cgroup_session_abandon(const char *, const char *);
 /* confine.c */
 struct sock_fprog;
 void		 confine_init(void);
+void		*confine_filter_new(const char *const *, size_t);
 void		 confine_bpf(void *, struct sock_fprog *);
 int		 confine_enter(const char *const *, size_t,
 		     const char *const *, size_t, char **);
