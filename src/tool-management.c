@@ -272,7 +272,16 @@ tool_create_sandbox_exec(struct tool_call *tc)
 	cJSON		*all, *rec;
 	cJSON		*d;
 
-	/* A tenant's sandboxes are bounded: each is a container. */
+	/*
+	 * A tenant's sandboxes are bounded: each is a container. The local
+	 * operator (standard input, or HTTP without keys) is not.
+	 */
+	if (strcmp(tenant, AUTH_LOCAL) == 0) {
+		sandbox_create(tool_call_span(tc), tool_arg_string(tc,
+		    "image"), tool_arg_string(tc, "workspace_root"), count,
+		    tenant, tool_sandbox_cb, tc);
+		return;
+	}
 	all = sandbox_list();
 	cJSON_ArrayForEach(rec, cJSON_GetObjectItem(all, "sandboxes")) {
 		if (strcmp(auth_record_tenant(rec), tenant) == 0)

@@ -27,7 +27,8 @@ import signal
 import time
 
 from lib import (IMAGE, Server, check, check_eq, check_in, cleanup, err_result,
-                 main, ok_result, remove_our_containers, tmpdir)
+                 http_json, http_session, keygen, main, ok_result,
+                 remove_our_containers, tmpdir)
 
 HELPERS = 6
 
@@ -304,13 +305,33 @@ def test():
 
     # 9. A tenant's sandboxes are bounded; a destroyed sandbox's helper
     # group goes with it.
+    key, line = keygen("carol", "management", "runtime")
     s4 = Server(sets=("management", "runtime"), state=state,
-                config=conf + "limit sandboxes-per-tenant 2\n")
+                listen="127.0.0.1:0", config=conf + line + "\n"
+                "limit sandboxes-per-tenant 1\n")
     s4.initialize()
-    e = err_result(s4.call("create_sandbox", {"image": IMAGE,
-                                              "workspace_root": ws}),
-                   "server_busy", "a third sandbox")
+    c, hdr = http_session(s4.port, key=key)
+
+    def over_http(name, args):
+        st, _, body = c.request("POST", "/mcp", {
+            "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": name, "arguments": args}}, hdr)
+        check_eq(st, 200, name + " over HTTP")
+        return http_json(body)["result"]
+
+    made = ok_result(over_http("create_sandbox", {
+        "image": IMAGE, "workspace_root": ws}), "carol's first")["id"]
+    e = err_result(over_http("create_sandbox", {
+        "image": IMAGE, "workspace_root": ws}), "server_busy",
+        "carol's second, past sandboxes-per-tenant 1")
     check_eq(e["details"].get("limit"), "sandboxes-per-tenant", "named")
+    ok_result(over_http("destroy_sandbox", {"sandbox_id": made}),
+              "carol's destroyed")
+    # The local operator has no such bound (it has two already).
+    mine = ok_result(s4.call("create_sandbox", {"image": IMAGE,
+                                                "workspace_root": ws}),
+                     "the operator's third")["id"]
+    ok_result(s4.call("destroy_sandbox", {"sandbox_id": mine}), "destroy")
     groups = [os.path.join(base, "sandbox-mcp", other) for base in
               ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/memory",
                "/sys/fs/cgroup/pids") if os.path.isdir(base)]
