@@ -1427,6 +1427,27 @@ sandbox_trash_empty(void)
 
 static uint64_t	sandbox_recover_listed_ms;
 
+/* The Engine's list of every container labelled with our state dir. */
+static char *
+sandbox_list_path(void)
+{
+	cJSON	*filters, *list;
+	char	*text, *esc, *path;
+
+	filters = cJSON_CreateObject();
+	list = cJSON_AddArrayToObject(filters, "label");
+	xasprintf(&text, SANDBOX_LABEL "state-dir=%s", cfg->state_dir);
+	cJSON_AddItemToArray(list, cJSON_CreateString(text));
+	free(text);
+	text = util_json_print(filters);
+	cJSON_Delete(filters);
+	esc = util_url_escape(text, 0);
+	free(text);
+	xasprintf(&path, "/containers/json?all=1&filters=%s", esc);
+	free(esc);
+	return (path);
+}
+
 #define SANDBOX_LEASE_MAX	(1024 * 1024)
 
 /*
@@ -1666,8 +1687,8 @@ sandbox_recover_disk_cb(const char *error, void *arg)
 void
 sandbox_recover(void)
 {
-	cJSON	*rec, *owner, *filters, *list;
-	char	**ids, *cause, *text, *esc, *path, *why;
+	cJSON	*rec, *owner;
+	char	**ids, *cause, *path, *why;
 	size_t	 n, i;
 	int	 fd;
 
@@ -1704,17 +1725,7 @@ sandbox_recover(void)
 	free(ids);
 	sandbox_trash_empty();
 
-	filters = cJSON_CreateObject();
-	list = cJSON_AddArrayToObject(filters, "label");
-	xasprintf(&text, SANDBOX_LABEL "state-dir=%s", cfg->state_dir);
-	cJSON_AddItemToArray(list, cJSON_CreateString(text));
-	free(text);
-	text = util_json_print(filters);
-	cJSON_Delete(filters);
-	esc = util_url_escape(text, 0);
-	free(text);
-	xasprintf(&path, "/containers/json?all=1&filters=%s", esc);
-	free(esc);
+	path = sandbox_list_path();
 	sandbox_recover_listed_ms = now_ms();
 	docker_call("GET", path, "container_list", NULL, NULL,
 	    sandbox_recover_cb, NULL);
@@ -1928,9 +1939,9 @@ static void
 sandbox_reconcile(void)
 {
 	struct sandbox_reconcile_item	*items;
-	cJSON				*rec, *cid, *filters, *list;
+	cJSON				*rec, *cid;
 	const char			*state;
-	char				**ids, *text, *esc, *path;
+	char				**ids, *path;
 	size_t				 n, i, k = 0;
 
 	if (sandbox_reconcile_running) {
@@ -1959,17 +1970,7 @@ sandbox_reconcile(void)
 		return;
 	}
 
-	filters = cJSON_CreateObject();
-	list = cJSON_AddArrayToObject(filters, "label");
-	xasprintf(&text, SANDBOX_LABEL "state-dir=%s", cfg->state_dir);
-	cJSON_AddItemToArray(list, cJSON_CreateString(text));
-	free(text);
-	text = util_json_print(filters);
-	cJSON_Delete(filters);
-	esc = util_url_escape(text, 0);
-	free(text);
-	xasprintf(&path, "/containers/json?all=1&filters=%s", esc);
-	free(esc);
+	path = sandbox_list_path();
 	sandbox_reconcile_running = 1;
 	docker_call("GET", path, "container_list", NULL, NULL,
 	    sandbox_reconcile_cb, items);

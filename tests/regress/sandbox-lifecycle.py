@@ -140,7 +140,13 @@ def test():
     other = Server(config=conf, state=state)
     other.initialize()
     listed = ok_result(other.call("list_sandboxes"), "list")["sandboxes"]
-    check_eq([x["id"] for x in listed], [sid] + [b["id"] for b in batch],
+    # Oldest first; the members of one batch may share a millisecond,
+    # and then their ids order them.
+    made = [rec] + batch
+    want = [x["id"] for x in sorted(made, key=lambda x: (
+        x["created_at_ms"], x["id"]))]
+    check_eq(want[0], sid, "the first sandbox is the oldest")
+    check_eq([x["id"] for x in listed], want,
              "listed oldest first by another process")
     check_eq(listed[0], rec, "the same record")
     got = ok_result(other.call("inspect_sandbox", {"sandbox_id": sid}),
