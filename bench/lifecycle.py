@@ -863,10 +863,26 @@ def cleanup(b, say=say):
         except Exception as e:  # noqa: BLE001 - cleanup goes on
             say("cannot list or remove containers: %s" % e)
         if not b.opt.keep:
+            # The sandboxes' disks are mounted under it: unmount them
+            # (lazily) first, or they outlive the directory.
+            for mp in mounts_under(b.tmp):
+                subprocess.run(["umount", "-l", mp], capture_output=True)
             shutil.rmtree(b.tmp, ignore_errors=True)
         else:
             say("kept %s" % b.tmp)
     return left
+
+
+def mounts_under(d):
+    """Mount points at or under a directory, deepest first."""
+    top = os.path.realpath(d)
+    found = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].replace("\\040", " ")
+            if mp == top or mp.startswith(top + "/"):
+                found.append(mp)
+    return sorted(found, key=len, reverse=True)
 
 
 def drive(b, name, report, saved, say, trace=None):
