@@ -119,6 +119,7 @@ struct publish_ctx {
 	struct gitignore	*gi;
 	char			*error;
 	cJSON			*extra;		/* added to the report */
+	size_t			 changed;	/* paths, parents aside */
 	struct publish_audit	*audit;
 	size_t			 naudit;
 };
@@ -1030,9 +1031,9 @@ publish_unstage(const char *staging, const char *smeta,
  * the blame records, and the report. The lock is released here.
  */
 static int
-publish_commit(struct publish_ctx *x, const char *sbox, const char *owner,
-    int *lockp, int fd, size_t changed)
+publish_commit(struct publish_ctx *x, int *lockp, int fd)
 {
+	const char		*sbox = x->a->sandbox, *owner = x->a->owner;
 	struct layer_stack	*next, *now;
 	EVP_MD_CTX		*md;
 	unsigned char		 dig[32];
@@ -1043,7 +1044,7 @@ publish_commit(struct publish_ctx *x, const char *sbox, const char *owner,
 	char			*smanifest, *manifest, *stack;
 	cJSON			*rep, *list, *m;
 	size_t			 i;
-	int			 sfd = -1, r, same;
+	int			 sfd = -1, r, same, moved;
 
 	layer_new_id(x->head->version + 1, 'L', id);
 	staging = state_path("sandboxes/%s/stack/staging/%s", sbox, id);
@@ -1094,7 +1095,7 @@ publish_commit(struct publish_ctx *x, const char *sbox, const char *owner,
 	cJSON_AddNumberToObject(m, "created_at_ms", (double)now_ms());
 	cJSON_AddStringToObject(m, "digest", digest);
 	cJSON_AddNumberToObject(m, "bytes", (double)bytes);
-	cJSON_AddNumberToObject(m, "changed_paths", (double)changed);
+	cJSON_AddNumberToObject(m, "changed_paths", (double)x->changed);
 	text = util_json_print(m);
 	cJSON_Delete(m);
 	next = xcalloc(1, sizeof *next);
@@ -1134,9 +1135,9 @@ publish_commit(struct publish_ctx *x, const char *sbox, const char *owner,
 		r = publish_reject(fd, "storage_error", x->error, NULL);
 		goto out;
 	}
-	i = now->version;
+	moved = now->version != x->head->version;
 	layer_stack_free(now);
-	if ((int)i != x->head->version) {
+	if (moved) {
 		r = PUBLISH_RETRY;
 		goto out;
 	}
@@ -1198,9 +1199,9 @@ publish_commit(struct publish_ctx *x, const char *sbox, const char *owner,
 			cJSON_AddItemToArray(list,
 			    cJSON_CreateString(x->cap.e[i].path));
 	}
-	if (changed > PUBLISH_PATHS_REPORTED)
+	if (x->changed > PUBLISH_PATHS_REPORTED)
 		cJSON_AddNumberToObject(rep, "changed_path_count",
-		    (double)changed);
+		    (double)x->changed);
 	if (x->cap.ndropped > 0) {
 		list = cJSON_AddArrayToObject(rep, "dropped");
 		for (i = 0; i < x->cap.ndropped; i++)
@@ -1234,12 +1235,47 @@ out:
 }
 
 /*
- * Check the capture against the head (when it moved since the base):
- * 0 when it may be published, 1 after reporting a conflict, -1 after
- * reporting an error.
+ * Commit on the head as it is now, and again each time another publish
+ * commits first; from the PUBLISH_TRIES'th attempt on, the writer lock
+ * is taken before the head is read, so a busy stack cannot starve this
+ * one. prepare readies each attempt on x->head: 0 to commit, or -1
+ * once it has reported (the child's exit code in *code).
  */
 static int
-publish_check_all(struct publish_ctx *x, int fd)
+publish_attempts(struct publish_ctx *x, int fd, int (*prepare)(struct
+    publish_ctx *, int, void *, int *), void *arg)
+{
+	const char	*sbox = x->a->sandbox;
+	int		 lock = -1, attempt, r, code;
+
+	for (attempt = 0;; attempt++) {
+		if (attempt >= PUBLISH_TRIES && lock == -1 &&
+		    (lock = layer_lock(sbox)) == -1)
+			return (publish_reject(fd, "storage_error", "cannot"
+			    " take the stack's writer lock", NULL));
+		publish_attempt_clear(x);
+		layer_stack_free(x->head);
+		if ((x->head = layer_stack_read(sbox, &x->error)) == NULL) {
+			layer_unlock(lock);
+			return (publish_reject(fd, "storage_error", x->error,
+			    NULL));
+		}
+		if (prepare(x, fd, arg, &code) != 0) {
+			layer_unlock(lock);
+			return (code);
+		}
+		if ((r = publish_commit(x, &lock, fd)) != PUBLISH_RETRY)
+			return (r);
+	}
+}
+
+/*
+ * Check the capture against the head (when it moved since the base):
+ * 0 when it may be published, -1 once a conflict (*code 0) or an error
+ * (*code 1) is reported.
+ */
+static int
+publish_check_all(struct publish_ctx *x, int fd, void *arg, int *code)
 {
 	cJSON	*details;
 	size_t	 i;
@@ -1258,6 +1294,7 @@ publish_check_all(struct publish_ctx *x, int fd)
 			publish_reject(fd, x->upperfd != -1 ?
 			    "capture_failed" : "storage_error", x->error,
 			    NULL);
+			*code = 1;
 			return (-1);
 		}
 	}
@@ -1270,7 +1307,8 @@ publish_check_all(struct publish_ctx *x, int fd)
 	cJSON_AddNumberToObject(details, "head_version", x->head->version);
 	publish_reject(fd, "source_conflict", "the session's changes conflict"
 	    " with changes published since it began", details);
-	return (1);
+	*code = 0;
+	return (-1);
 }
 
 /* The child: capture, validate, then check and commit on the head. */
@@ -1283,8 +1321,7 @@ publish_child(void *arg, int fd)
 	const char		*class;
 	char			*msg;
 	cJSON			*rep, *list, *details;
-	size_t			 i, changed = 0;
-	int			 lock = -1, r, attempt;
+	size_t			 i;
 
 	memset(&x, 0, sizeof x);
 	x.a = a;
@@ -1316,9 +1353,9 @@ publish_child(void *arg, int fd)
 			    "a path is not UTF-8", details));
 		}
 		if (e->kind != PUBLISH_PARENT)
-			changed++;
+			x.changed++;
 	}
-	if (changed == 0) {
+	if (x.changed == 0) {
 		rep = cJSON_CreateObject();
 		cJSON_AddNullToObject(rep, "publish");
 		list = cJSON_AddArrayToObject(rep, "dropped");
@@ -1327,25 +1364,7 @@ publish_child(void *arg, int fd)
 			    cJSON_CreateString(x.cap.dropped[i]));
 		return (publish_report(fd, rep));
 	}
-
-	for (attempt = 0;; attempt++) {
-		if (attempt >= PUBLISH_TRIES && lock == -1 &&
-		    (lock = layer_lock(a->sandbox)) == -1)
-			return (publish_reject(fd, "storage_error", "cannot"
-			    " take the stack's writer lock", NULL));
-		publish_attempt_clear(&x);
-		layer_stack_free(x.head);
-		if ((x.head = layer_stack_read(a->sandbox, &x.error)) ==
-		    NULL)
-			return (publish_reject(fd, "storage_error", x.error,
-			    NULL));
-		if ((r = publish_check_all(&x, fd)) != 0)
-			return (r == 1 ? 0 : 1);
-		r = publish_commit(&x, a->sandbox, a->owner, &lock, fd,
-		    changed);
-		if (r != PUBLISH_RETRY)
-			return (r);
-	}
+	return (publish_attempts(&x, fd, publish_check_all, NULL));
 }
 
 /* A refusal of a sessionless write or edit. */
@@ -1355,6 +1374,12 @@ publish_file_refuse(int fd, struct files_error *err)
 	return (publish_report(fd, files_report(NULL, err)));
 }
 
+/* A sessionless write or edit, and its path as the head has it. */
+struct publish_file_attempt {
+	const struct publish_file_args	*f;
+	struct layer_entry		 le;
+};
+
 /*
  * One attempt of a sessionless write or edit on x->head: the new content
  * (an edit applies to the path's content in that head) and the entries
@@ -1362,9 +1387,11 @@ publish_file_refuse(int fd, struct files_error *err)
  * reporting a refusal.
  */
 static int
-publish_file_prepare(struct publish_ctx *x, const struct publish_file_args *f,
-    int fd, struct layer_entry *le, size_t *changed)
+publish_file_prepare(struct publish_ctx *x, int fd, void *arg, int *code)
 {
+	struct publish_file_attempt	*fa = arg;
+	const struct publish_file_args	*f = fa->f;
+	struct layer_entry		*le = &fa->le;
 	struct publish_entry		*e;
 	struct files_error		 err;
 	struct files_edit_result	 res;
@@ -1376,6 +1403,8 @@ publish_file_prepare(struct publish_ctx *x, const struct publish_file_args *f,
 	mode_t				 mode = 0644;
 	int				 ffd;
 
+	*code = 0;		/* a refusal is an answer */
+	x->base = x->head;
 	memset(&err, 0, sizeof err);
 	memset(&res, 0, sizeof res);
 	for (i = 0; i < x->cap.n; i++) {
@@ -1385,7 +1414,7 @@ publish_file_prepare(struct publish_ctx *x, const struct publish_file_args *f,
 		free(x->cap.e[i].path);
 	}
 	x->cap.n = 0;
-	*changed = 1;
+	x->changed = 1;
 	if (files_snapshot_find(x->head, f->path, le, &err) != 0) {
 		publish_file_refuse(fd, &err);
 		return (-1);
@@ -1444,7 +1473,7 @@ publish_file_prepare(struct publish_ctx *x, const struct publish_file_args *f,
 		else if (le->nparent < LAYER_PARENTS_MAX) {
 			/* Missing from here down. */
 			publish_add(&x->cap, prefix, PUBLISH_MKDIR, 0755);
-			(*changed)++;
+			x->changed++;
 		} else if (layer_resolve(x->head, prefix, &pe,
 		    &x->error) != 0) {
 			free(prefix);
@@ -1488,24 +1517,25 @@ publish_file_prepare(struct publish_ctx *x, const struct publish_file_args *f,
 int
 publish_file_child(void *arg, int fd)
 {
+	struct publish_file_attempt	 fa;
 	const struct publish_file_args	*f = arg;
 	struct publish_args		 a;
 	struct publish_ctx		 x;
 	struct files_error		 err;
-	struct layer_entry		 le;
 	struct layer_stack		*ls;
 	char				*msg;
-	size_t				 changed;
-	int				 lock = -1, r, attempt;
+	int				 r;
 
 	memset(&x, 0, sizeof x);
 	memset(&err, 0, sizeof err);
 	memset(&a, 0, sizeof a);
+	memset(&fa, 0, sizeof fa);
 	a.sandbox = f->sandbox;
 	a.upper = "";
 	a.owner = f->owner;
 	x.a = &a;
 	x.upperfd = -1;
+	fa.f = f;
 	if (f->kind == FILES_EDIT && files_edits_check(f->edits, &err) != 0)
 		return (publish_file_refuse(fd, &err));
 	if ((ls = layer_stack_read(f->sandbox, &x.error)) == NULL)
@@ -1517,25 +1547,5 @@ publish_file_child(void *arg, int fd)
 		    x.error);
 		return (publish_reject(fd, "storage_error", msg, NULL));
 	}
-	for (attempt = 0;; attempt++) {
-		if (attempt >= PUBLISH_TRIES && lock == -1 &&
-		    (lock = layer_lock(f->sandbox)) == -1)
-			return (publish_reject(fd, "storage_error", "cannot"
-			    " take the stack's writer lock", NULL));
-		publish_attempt_clear(&x);
-		layer_stack_free(x.head);
-		if ((x.head = layer_stack_read(f->sandbox, &x.error)) ==
-		    NULL)
-			return (publish_reject(fd, "storage_error", x.error,
-			    NULL));
-		x.base = x.head;
-		if (publish_file_prepare(&x, f, fd, &le, &changed) != 0) {
-			layer_unlock(lock);
-			return (0);
-		}
-		r = publish_commit(&x, f->sandbox, f->owner, &lock, fd,
-		    changed);
-		if (r != PUBLISH_RETRY)
-			return (r);
-	}
+	return (publish_attempts(&x, fd, publish_file_prepare, &fa));
 }
