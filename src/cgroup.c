@@ -138,8 +138,20 @@ cgroup_find(void)
 	free(buf);
 }
 
-/* Write a short text to a control file. */
+/* Whether dir lies under the mount point base (NULL: no). */
 static int
+cgroup_under(const char *dir, const char *base)
+{
+	size_t	len;
+
+	if (base == NULL)
+		return (0);
+	len = strlen(base);
+	return (strncmp(dir, base, len) == 0 && dir[len] == '/');
+}
+
+/* Write a short text to a control file of the group dir. */
+int
 cgroup_write(const char *dir, const char *file, const char *text)
 {
 	char	path[PATH_MAX];
@@ -210,18 +222,6 @@ cgroup_helper_dirs(const char *sbox, char *dirs[CGROUP__COUNT])
 	return (n);
 }
 
-/* Whether a helper directory is the unified hierarchy's. */
-static int
-cgroup_is_v2(const char *dir)
-{
-	size_t	len;
-
-	if (cgroup_v2 == NULL)
-		return (0);
-	len = strlen(cgroup_v2);
-	return (strncmp(dir, cgroup_v2, len) == 0 && dir[len] == '/');
-}
-
 /*
  * Make a sandbox's helper group with its caps (idempotent; the caps are
  * written each time, so a changed configuration takes effect). Returns
@@ -240,7 +240,7 @@ cgroup_helper_prepare(const char *sbox, char **cause)
 		top = xstrdup(dirs[i]);
 		if ((slash = strrchr(top, '/')) != NULL)
 			*slash = '\0';
-		if (cgroup_is_v2(dirs[i])) {
+		if (cgroup_under(dirs[i], cgroup_v2)) {
 			/* Controllers for the children of the root and ours. */
 			cgroup_write(cgroup_v2, "cgroup.subtree_control",
 			    "+cpu +memory +pids");
@@ -257,7 +257,7 @@ cgroup_helper_prepare(const char *sbox, char **cause)
 			r = -1;
 			continue;
 		}
-		if (cgroup_is_v2(dirs[i])) {
+		if (cgroup_under(dirs[i], cgroup_v2)) {
 			snprintf(num, sizeof num, "%lld 100000", cpus * 100000);
 			cgroup_write(dirs[i], "cpu.max", num);
 			snprintf(num, sizeof num, "%lld",
@@ -269,23 +269,17 @@ cgroup_helper_prepare(const char *sbox, char **cause)
 			cgroup_write(dirs[i], "pids.max", num);
 			continue;
 		}
-		if (cgroup_v1[CGROUP_CPU] != NULL && strncmp(dirs[i],
-		    cgroup_v1[CGROUP_CPU], strlen(cgroup_v1[CGROUP_CPU])) ==
-		    0) {
+		if (cgroup_under(dirs[i], cgroup_v1[CGROUP_CPU])) {
 			cgroup_write(dirs[i], "cpu.cfs_period_us", "100000");
 			snprintf(num, sizeof num, "%lld", cpus * 100000);
 			cgroup_write(dirs[i], "cpu.cfs_quota_us", num);
 		}
-		if (cgroup_v1[CGROUP_MEMORY] != NULL && strncmp(dirs[i],
-		    cgroup_v1[CGROUP_MEMORY],
-		    strlen(cgroup_v1[CGROUP_MEMORY])) == 0) {
+		if (cgroup_under(dirs[i], cgroup_v1[CGROUP_MEMORY])) {
 			snprintf(num, sizeof num, "%lld",
 			    cfg_limit(LIMIT_HELPER_MEMORY));
 			cgroup_write(dirs[i], "memory.limit_in_bytes", num);
 		}
-		if (cgroup_v1[CGROUP_PIDS] != NULL && strncmp(dirs[i],
-		    cgroup_v1[CGROUP_PIDS], strlen(cgroup_v1[CGROUP_PIDS])) ==
-		    0) {
+		if (cgroup_under(dirs[i], cgroup_v1[CGROUP_PIDS])) {
 			snprintf(num, sizeof num, "%lld",
 			    cfg_limit(LIMIT_HELPER_PIDS));
 			cgroup_write(dirs[i], "pids.max", num);
@@ -389,9 +383,7 @@ cgroup_session_create(const char *parent, const char *name, char **cause)
 static int
 cgroup_freezer_v2(const char *dir)
 {
-	return (cgroup_v1[CGROUP_FREEZER] == NULL || strncmp(dir,
-	    cgroup_v1[CGROUP_FREEZER], strlen(cgroup_v1[CGROUP_FREEZER])) !=
-	    0);
+	return (!cgroup_under(dir, cgroup_v1[CGROUP_FREEZER]));
 }
 
 /* Ask the kernel to freeze (1) or thaw (0) a group. */
@@ -473,8 +465,7 @@ cgroup_session_abandon(const char *path, const char *ws)
 	base = cgroup_v1[CGROUP_FREEZER] != NULL ?
 	    cgroup_v1[CGROUP_FREEZER] : cgroup_v2;
 	snprintf(want, sizeof want, "smcp-%s", ws);
-	if (base == NULL || strncmp(path, base, strlen(base)) != 0 ||
-	    path[strlen(base)] != '/' || strstr(path, "/..") != NULL ||
+	if (!cgroup_under(path, base) || strstr(path, "/..") != NULL ||
 	    (leaf = strrchr(path, '/')) == NULL || strcmp(leaf + 1, want) !=
 	    0)
 		return;

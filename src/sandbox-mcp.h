@@ -470,6 +470,7 @@ void		 job_early(struct job *);
 int		 job_write_all(int, const void *, size_t);
 
 /* cgroup.c */
+int		 cgroup_write(const char *, const char *, const char *);
 int		 cgroup_helper_prepare(const char *, char **);
 int		 cgroup_helper_join(const char *);
 void		 cgroup_helper_remove(const char *);

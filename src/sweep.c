@@ -34,7 +34,6 @@
 #include <sys/syscall.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +50,7 @@
 
 struct sweep {
 	char			 id[65];
-	char			**procs;	/* cgroup.procs paths */
+	char			**dirs;		/* the cgroups */
 	size_t			 n;
 	int			 round;
 	struct event		*ev;
@@ -59,33 +58,19 @@ struct sweep {
 };
 static LIST_HEAD(, sweep) sweeps = LIST_HEAD_INITIALIZER(sweeps);
 
-/* Write a short value to a file of a cgroup; -1 when it cannot be. */
-static int
-sweep_write(const char *procs, const char *file, const char *value)
-{
-	char	*path;
-	size_t	 dirlen = strrchr(procs, '/') - procs;
-	int	 fd, r = -1;
-
-	xasprintf(&path, "%.*s/%s", (int)dirlen, procs, file);
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) != -1) {
-		if (write(fd, value, strlen(value)) == (ssize_t)strlen(value))
-			r = 0;
-		close(fd);
-	}
-	free(path);
-	return (r);
-}
-
-/* Up to max pids from a cgroup.procs file; returns how many. */
+/* Up to max pids of a cgroup; returns how many. */
 static size_t
-sweep_pids(const char *procs, pid_t *pids, size_t max)
+sweep_pids(const char *dir, pid_t *pids, size_t max)
 {
 	FILE	*f;
+	char	*procs;
 	long	 pid;
 	size_t	 n = 0;
 
-	if ((f = fopen(procs, "re")) == NULL)
+	xasprintf(&procs, "%s/cgroup.procs", dir);
+	f = fopen(procs, "re");
+	free(procs);
+	if (f == NULL)
 		return (0);
 	while (n < max && fscanf(f, "%ld", &pid) == 1) {
 		if (pid > 0)
@@ -112,15 +97,15 @@ sweep_once(struct sweep *sw)
 	again = xcalloc(SWEEP_PIDS, sizeof *again);
 	fds = xcalloc(SWEEP_PIDS, sizeof *fds);
 	for (i = 0; i < sw->n; i++) {
-		sweep_write(sw->procs[i], "cgroup.kill", "1");
-		sweep_write(sw->procs[i], "freezer.state", "FROZEN");
-		sweep_write(sw->procs[i], "cgroup.freeze", "1");
+		cgroup_write(sw->dirs[i], "cgroup.kill", "1");
+		cgroup_write(sw->dirs[i], "freezer.state", "FROZEN");
+		cgroup_write(sw->dirs[i], "cgroup.freeze", "1");
 	}
 	for (i = 0; i < sw->n; i++) {
-		n = sweep_pids(sw->procs[i], pids, SWEEP_PIDS);
+		n = sweep_pids(sw->dirs[i], pids, SWEEP_PIDS);
 		for (j = 0; j < n; j++)
 			fds[j] = (int)syscall(SYS_pidfd_open, pids[j], 0);
-		m = sweep_pids(sw->procs[i], again, SWEEP_PIDS);
+		m = sweep_pids(sw->dirs[i], again, SWEEP_PIDS);
 		for (j = 0; j < n; j++) {
 			if (fds[j] == -1)
 				continue;
@@ -137,8 +122,8 @@ sweep_once(struct sweep *sw)
 			found = n;
 	}
 	for (i = 0; i < sw->n; i++) {
-		sweep_write(sw->procs[i], "freezer.state", "THAWED");
-		sweep_write(sw->procs[i], "cgroup.freeze", "0");
+		cgroup_write(sw->dirs[i], "freezer.state", "THAWED");
+		cgroup_write(sw->dirs[i], "cgroup.freeze", "0");
 	}
 	if (found != 0)
 		log_debug("sandbox %s: %zu processes left in the cgroups of"
@@ -158,8 +143,8 @@ sweep_free(struct sweep *sw)
 	if (sw->ev != NULL)
 		event_free(sw->ev);
 	for (i = 0; i < sw->n; i++)
-		free(sw->procs[i]);
-	free(sw->procs);
+		free(sw->dirs[i]);
+	free(sw->dirs);
 	free(sw);
 }
 
@@ -169,18 +154,14 @@ sweep_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct sweep	*sw = arg;
 	struct timeval	 tv = { 0, SWEEP_MS * 1000 };
-	char		*dir;
 	size_t		 i, found;
 
 	found = sweep_once(sw);
 	if (found == 0) {
 		for (i = 0; i < sw->n; i++) {
-			dir = xstrdup(sw->procs[i]);
-			*strrchr(dir, '/') = '\0';
-			if (rmdir(dir) != 0 && errno != ENOENT)
+			if (rmdir(sw->dirs[i]) != 0 && errno != ENOENT)
 				log_debug("sandbox %s: cannot remove %s: %s",
-				    sw->id, dir, strerror(errno));
-			free(dir);
+				    sw->id, sw->dirs[i], strerror(errno));
 		}
 		sweep_free(sw);
 		return;
@@ -202,6 +183,7 @@ void
 sweep_start(const char *id, const char *cid, char **procs, size_t n)
 {
 	struct sweep	*sw;
+	char		*slash;
 	size_t		 i;
 
 	sw = xcalloc(1, sizeof *sw);
@@ -209,13 +191,14 @@ sweep_start(const char *id, const char *cid, char **procs, size_t n)
 	for (i = 0; i < n; i++) {
 		if (cid == NULL || strlen(cid) < 12 ||
 		    strstr(procs[i], cid) == NULL ||
-		    strrchr(procs[i], '/') == NULL) {
+		    (slash = strrchr(procs[i], '/')) == NULL) {
 			free(procs[i]);
 			continue;
 		}
-		sw->procs = xreallocarray(sw->procs, sw->n + 1,
-		    sizeof *sw->procs);
-		sw->procs[sw->n++] = procs[i];
+		*slash = '\0';		/* the cgroup's directory */
+		sw->dirs = xreallocarray(sw->dirs, sw->n + 1,
+		    sizeof *sw->dirs);
+		sw->dirs[sw->n++] = procs[i];
 	}
 	free(procs);
 	if ((sw->ev = evtimer_new(ev_base, sweep_cb, sw)) == NULL)
