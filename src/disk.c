@@ -543,13 +543,11 @@ disk_present(const char *id)
 int
 disk_teardown(const char *id, char **error)
 {
-	char	*image, *mnt, *trash, rnd[9];
+	char	*image, *mnt, *trash;
 	int	 ifd, r = -1;
 
 	image = disk_image_path(id);
 	mnt = state_path("sandboxes/%s", id);
-	util_random_hex(rnd, 8);
-	trash = state_path("sandboxes/.trash/%s-%s", id, rnd);
 	ifd = open(image, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (ifd == -1 && errno != ENOENT) {
 		xasprintf(error, "cannot open %s: %s", image, strerror(errno));
@@ -569,10 +567,9 @@ disk_teardown(const char *id, char **error)
 			goto out;
 		}
 	}
-	if (rename(mnt, trash) != 0 && errno != ENOENT) {
-		xasprintf(error, "cannot move %s: %s", mnt, strerror(errno));
+	if ((trash = state_sandbox_trash(id, error)) == NULL)
 		goto out;
-	}
+	free(trash);
 	if (ifd != -1 && unlink(image) != 0 && errno != ENOENT) {
 		xasprintf(error, "cannot remove %s: %s", image,
 		    strerror(errno));
@@ -582,7 +579,6 @@ disk_teardown(const char *id, char **error)
 out:
 	if (ifd != -1)
 		close(ifd);	/* releases the lock */
-	free(trash);
 	free(mnt);
 	free(image);
 	return (r);

@@ -36,7 +36,6 @@
 #include "config.h"
 
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -161,8 +160,6 @@ static void
 job_helper_done(struct job *j)
 {
 	struct job	*o;
-	struct stat	 st;
-	char		*dir;
 
 	if (!(j->flags & JOB_RUNNING))
 		return;
@@ -174,10 +171,8 @@ job_helper_done(struct job *j)
 		    j->sandbox) == 0)
 			return;
 	}
-	dir = state_path("sandboxes/%s.json", j->sandbox);
-	if (stat(dir, &st) != 0 && errno == ENOENT)
+	if (state_record_gone(j->sandbox))
 		cgroup_helper_remove(j->sandbox);
-	free(dir);
 }
 
 static void

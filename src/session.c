@@ -289,8 +289,6 @@ static void
 rt_sweep_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct rt_sandbox	*sb;
-	struct stat		 st;
-	char			*path;
 	size_t			 i;
 
 	for (i = 0; i < session_ncgroups_left; i++) {
@@ -303,15 +301,13 @@ rt_sweep_cb(evutil_socket_t fd, short events, void *arg)
 	LIST_FOREACH(sb, &rt_sandboxes, entry) {
 		if (sb->zjob == NULL && LIST_EMPTY(&sb->sessions))
 			continue;
-		path = state_path("sandboxes/%s.json", sb->id);
-		if (stat(path, &st) != 0 && errno == ENOENT) {
+		if (state_record_gone(sb->id)) {
 			log_info("sandbox %s was destroyed: ending our sessions"
 			    " in it", sb->id);
 			command_forget_sandbox(sb->id);
 			rt_sandbox_forget(sb->id);
 			cgroup_helper_remove(sb->id);
 		}
-		free(path);
 	}
 }
 

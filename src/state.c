@@ -255,6 +255,20 @@ state_unlock(int fd)
 		close(fd);	/* releases the flock */
 }
 
+/* Whether a sandbox's record is gone (the sandbox was destroyed). */
+int
+state_record_gone(const char *id)
+{
+	struct stat	 st;
+	char		*path;
+	int		 r;
+
+	path = state_path("sandboxes/%s.json", id);
+	r = stat(path, &st) != 0 && errno == ENOENT;
+	free(path);
+	return (r);
+}
+
 /* Read a sandbox's record; NULL (errno ENOENT when there is none). */
 cJSON *
 state_record_read(const char *id)
@@ -373,7 +387,7 @@ state_sandbox_init(const char *id, char **cause)
 }
 
 /*
- * Take a sandbox's directory (with no disk of its own) out of sight at
+ * Take a sandbox's directory (no disk mounted on it) out of sight at
  * once (rename into the trash); the tree is removed later by a child
  * process. Returns the trash path, or NULL.
  */
