@@ -1199,6 +1199,21 @@ rt_sandbox_same_tenant(struct rt_sandbox *a, struct rt_sandbox *b)
 	    strcmp(a->tenant, b->tenant) == 0);
 }
 
+/* Sessions of a sandbox that count against the limits (spares do not). */
+static unsigned int
+session_counted(struct rt_sandbox *sb)
+{
+	struct session	*s;
+	unsigned int	 n = 0;
+
+	LIST_FOREACH(s, &sb->sessions, entry) {
+		if (s->state != SESSION_ENDED && s->state != SESSION_IDLE &&
+		    !s->spare)
+			n++;
+	}
+	return (n);
+}
+
 /*
  * Whether a sandbox can take no more sessions of this process: at most
  * sessions-per-sandbox in it, sessions-per-tenant in its tenant's, and
@@ -1211,18 +1226,12 @@ session_full(struct rt_sandbox *sb, const char **limit, char **message)
 {
 	static long long	 fdmax = -1;
 	struct rt_sandbox	*other;
-	struct session		*s;
 	struct rlimit		 rl;
-	unsigned int		 n = 0;
+	unsigned int		 n;
 	long long		 total;
 
 	/* Spares are bounded by the pool, and ask for nothing. */
-	LIST_FOREACH(s, &sb->sessions, entry) {
-		if (s->state != SESSION_ENDED && s->state != SESSION_IDLE &&
-		    !s->spare)
-			n++;
-	}
-	if (n >= cfg_limit(LIMIT_SESSIONS_PER_SANDBOX)) {
+	if ((n = session_counted(sb)) >= cfg_limit(LIMIT_SESSIONS_PER_SANDBOX)) {
 		if (limit != NULL) {
 			*limit = "sessions-per-sandbox";
 			xasprintf(message, "sandbox %s has %u workspace"
@@ -1233,13 +1242,8 @@ session_full(struct rt_sandbox *sb, const char **limit, char **message)
 	}
 	n = 0;
 	LIST_FOREACH(other, &rt_sandboxes, entry) {
-		if (!rt_sandbox_same_tenant(sb, other))
-			continue;
-		LIST_FOREACH(s, &other->sessions, entry) {
-			if (s->state != SESSION_ENDED &&
-			    s->state != SESSION_IDLE && !s->spare)
-				n++;
-		}
+		if (rt_sandbox_same_tenant(sb, other))
+			n += session_counted(other);
 	}
 	if (n >= cfg_limit(LIMIT_SESSIONS_PER_TENANT)) {
 		if (limit != NULL) {
@@ -1614,10 +1618,11 @@ session_sealed(struct session *s, int sealed)
 		return;
 	}
 	s->freeze_tries = 0;
-	if (s->freeze_ev == NULL && (s->freeze_ev = evtimer_new(ev_base,
-	    session_freeze_cb, sp)) == NULL)
+	if (s->freeze_ev != NULL)
+		event_free(s->freeze_ev);	/* a past publish's */
+	if ((s->freeze_ev = evtimer_new(ev_base, session_freeze_cb,
+	    sp)) == NULL)
 		fatalx("%s: evtimer_new", __func__);
-	event_assign(s->freeze_ev, ev_base, -1, 0, session_freeze_cb, sp);
 	session_freeze_cb(-1, 0, sp);
 }
 
