@@ -180,6 +180,8 @@ static void	transport_http_tunnel_drained(struct http_conn *);
 static void	transport_http_evictable(struct http_conn *);
 static void	transport_http_respond(struct http_conn *, int, const char *,
 		    const char *, size_t, const char *);
+static void	transport_http_json(struct http_conn *, int, cJSON *,
+		    const char *);
 static void	transport_http_listen_update(void);
 
 int
@@ -550,7 +552,7 @@ transport_http_charge_forwarded(struct http_conn *c)
 {
 	struct http_client	*cl;
 	const char		*xff;
-	char			 name[HTTP_CLIENT_NAME], *text;
+	char			 name[HTTP_CLIENT_NAME];
 	cJSON			*body;
 
 	xff = http_msg_header(c->req, "X-Forwarded-For");
@@ -565,11 +567,9 @@ transport_http_charge_forwarded(struct http_conn *c)
 		cJSON_AddStringToObject(body, "error", "too many connections"
 		    " from this address: the limit max-connections-per-address"
 		    " is reached");
-		text = util_json_print(body);
+		transport_http_json(c, 503, body, "Retry-After: "
+		    HTTP_RETRY_AFTER "\r\n");
 		cJSON_Delete(body);
-		transport_http_respond(c, 503, "application/json", text,
-		    strlen(text), "Retry-After: " HTTP_RETRY_AFTER "\r\n");
-		free(text);
 		return (-1);
 	}
 	c->client = transport_http_client_get(name);
@@ -654,14 +654,10 @@ static void
 transport_http_plain(struct http_conn *c, int status, const char *extra)
 {
 	cJSON	*body;
-	char	*text;
 
 	body = cJSON_CreateObject();
 	cJSON_AddStringToObject(body, "error", http_status_text(status));
-	text = util_json_print(body);
-	transport_http_respond(c, status, "application/json", text,
-	    strlen(text), extra);
-	free(text);
+	transport_http_json(c, status, body, extra);
 	cJSON_Delete(body);
 }
 
@@ -1813,7 +1809,7 @@ transport_http_start(const char *listen, int sets, char **cause)
 	struct addrinfo		*res;
 	struct sockaddr_storage	 ss;
 	socklen_t		 sslen = sizeof ss;
-	char			 h[NI_MAXHOST], p[NI_MAXSERV], seed[9];
+	char			 h[NI_MAXHOST], p[NI_MAXSERV];
 	int			 i;
 
 	if ((res = cfg_listen_resolve(listen, cause)) == NULL)
@@ -1832,8 +1828,7 @@ transport_http_start(const char *listen, int sets, char **cause)
 		LIST_INIT(&http.sessions[i]);
 	for (i = 0; i < HTTP_CLIENT_BUCKETS; i++)
 		LIST_INIT(&http.clients[i]);
-	util_random_hex(seed, 8);
-	http.client_seed = (uint32_t)strtoul(seed, NULL, 16);
+	http.client_seed = arc4random();
 	http.listener = evconnlistener_new_bind(ev_base,
 	    transport_http_accept_cb, NULL, LEV_OPT_CLOSE_ON_FREE |
 	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 511, res->ai_addr,
