@@ -684,58 +684,6 @@ nsexec_unescape(char *s)
 static char	*nsexec_proc_path[NSEXEC_PROC_MOUNTS];
 static int	 nsexec_nproc;
 
-static int
-nsexec_proc_list(pid_t pid, char *err, size_t errlen)
-{
-	char	 path[64], *buf, *line, *next, *mp;
-	int	 fd, field, rv = -1;
-	size_t	 len = 0;
-	ssize_t	 r;
-
-	snprintf(path, sizeof path, "/proc/%ld/mountinfo", (long)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		snprintf(err, errlen, "the container's mounts: %s",
-		    strerror(errno));
-		return (-1);
-	}
-	buf = xmalloc(NSEXEC_MOUNTINFO_MAX);
-	while ((r = read(fd, buf + len, NSEXEC_MOUNTINFO_MAX - 1 - len)) > 0)
-		len += r;
-	close(fd);
-	if (r == -1 || len == NSEXEC_MOUNTINFO_MAX - 1) {
-		snprintf(err, errlen, "the container's mounts: %s", r == -1 ?
-		    strerror(errno) : "too many");
-		goto out;
-	}
-	buf[len] = '\0';
-	for (line = buf; line != NULL && *line != '\0'; line = next) {
-		if ((next = strchr(line, '\n')) != NULL)
-			*next++ = '\0';
-		/* ID PARENT MAJ:MIN ROOT MOUNT-POINT ... */
-		mp = line;
-		for (field = 0; field < 4 && mp != NULL; field++) {
-			if ((mp = strchr(mp, ' ')) != NULL)
-				mp++;
-		}
-		if (mp == NULL)
-			continue;
-		mp[strcspn(mp, " ")] = '\0';
-		nsexec_unescape(mp);
-		if (strncmp(mp, "/proc/", 6) != 0)
-			continue;
-		if (nsexec_nproc == NSEXEC_PROC_MOUNTS) {
-			snprintf(err, errlen, "more than %d mounts under the"
-			    " container's /proc", NSEXEC_PROC_MOUNTS);
-			goto out;
-		}
-		nsexec_proc_path[nsexec_nproc++] = xstrdup(mp);
-	}
-	rv = 0;
-out:
-	free(buf);
-	return (rv);
-}
-
 /*
  * The session's own /proc, hiding what the container's hides: each
  * mount of the list is cloned before the new proc covers it and moved to
@@ -883,87 +831,113 @@ nsexec_isolate_attr(char *opts)
 }
 
 /*
- * The container's mounts but its root and what lies under /proc, parents
- * before children (a child's mount point is longer than its parent's).
- * Read once, by the zygote (nobody mounts in a running container); when
- * they cannot be, isolated sessions fail to build and say why.
+ * One line of the container's mountinfo, split into its fields, for
+ * isolated sessions: every mount but the root and what lies under /proc,
+ * parents before children (a child's mount point is longer than its
+ * parent's). When there are too many, isolated sessions fail to build
+ * and say why.
  */
 static void
-nsexec_isolate_mounts(pid_t pid)
+nsexec_isolate_add(char **f, int nf)
 {
 	struct nsexec_mount	 m;
-	char			 path[64], *buf, *line, *next, *f[32];
-	int			 fd, nf, dash, i;
-	size_t			 len = 0;
-	ssize_t			 r;
+	int			 dash, i;
+
+	/*
+	 * ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [OPTIONAL...]
+	 * - TYPE SOURCE SUPER-OPTIONS
+	 */
+	for (dash = 6; dash < nf && strcmp(f[dash], "-") != 0; dash++)
+		;
+	if (dash + 3 >= nf || strcmp(f[4], "/") == 0 ||
+	    nsexec_mounts_error != NULL)
+		return;
+	if (nsexec_nmounts == NSEXEC_MOUNTS_MAX) {
+		xasprintf(&nsexec_mounts_error, "more than %d mounts in the"
+		    " container", NSEXEC_MOUNTS_MAX);
+		return;
+	}
+	memset(&m, 0, sizeof m);
+	if (sscanf(f[2], "%u:%u", &m.major, &m.minor) != 2)
+		return;
+	m.path = xstrdup(f[4]);
+	m.type = xstrdup(f[dash + 1]);
+	m.opts = xstrdup(f[dash + 3]);
+	m.attr = nsexec_isolate_attr(f[5]);
+	/* A mount over another at the same place hides it. */
+	for (i = 0; i < nsexec_nmounts; i++) {
+		if (strcmp(nsexec_mounts[i].path, m.path) == 0)
+			break;
+	}
+	if (i < nsexec_nmounts) {
+		free(nsexec_mounts[i].path);
+		free(nsexec_mounts[i].type);
+		free(nsexec_mounts[i].opts);
+		nsexec_mounts[i] = m;
+		return;
+	}
+	/* Insert, keeping the order of equal lengths. */
+	for (i = nsexec_nmounts; i > 0 &&
+	    strlen(nsexec_mounts[i - 1].path) > strlen(m.path); i--)
+		nsexec_mounts[i] = nsexec_mounts[i - 1];
+	nsexec_mounts[i] = m;
+	nsexec_nmounts++;
+}
+
+/*
+ * Read the container's mounts once, by the zygote, from the container's
+ * first process (nobody mounts in a running container): the list under
+ * its /proc for every session, the rest for isolated ones.
+ */
+static int
+nsexec_container_mounts(pid_t pid, char *err, size_t errlen)
+{
+	char	 path[64], *buf, *line, *next, *f[32];
+	int	 fd, nf, rv = -1;
+	size_t	 len = 0;
+	ssize_t	 r;
 
 	snprintf(path, sizeof path, "/proc/%ld/mountinfo", (long)pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		xasprintf(&nsexec_mounts_error, "the container's mounts: %s",
+		snprintf(err, errlen, "the container's mounts: %s",
 		    strerror(errno));
-		return;
+		return (-1);
 	}
 	buf = xmalloc(NSEXEC_MOUNTINFO_MAX);
 	while ((r = read(fd, buf + len, NSEXEC_MOUNTINFO_MAX - 1 - len)) > 0)
 		len += r;
 	close(fd);
 	if (r == -1 || len == NSEXEC_MOUNTINFO_MAX - 1) {
-		xasprintf(&nsexec_mounts_error, "the container's mounts: %s",
-		    r == -1 ? strerror(errno) : "too many");
+		snprintf(err, errlen, "the container's mounts: %s", r == -1 ?
+		    strerror(errno) : "too many");
 		goto out;
 	}
 	buf[len] = '\0';
 	for (line = buf; line != NULL && *line != '\0'; line = next) {
 		if ((next = strchr(line, '\n')) != NULL)
 			*next++ = '\0';
-		/*
-		 * ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [OPTIONAL...]
-		 * - TYPE SOURCE SUPER-OPTIONS
-		 */
 		nf = 0;
 		while (nf < (int)(sizeof f / sizeof f[0]) &&
 		    (f[nf] = strsep(&line, " ")) != NULL)
 			nf++;
-		for (dash = 6; dash < nf && strcmp(f[dash], "-") != 0; dash++)
-			;
-		if (dash + 3 >= nf)
+		if (nf < 6)
 			continue;
 		nsexec_unescape(f[4]);
-		if (strcmp(f[4], "/") == 0 || strncmp(f[4], "/proc/", 6) == 0)
+		if (strncmp(f[4], "/proc/", 6) != 0) {
+			nsexec_isolate_add(f, nf);
 			continue;
-		if (nsexec_nmounts == NSEXEC_MOUNTS_MAX) {
-			xasprintf(&nsexec_mounts_error, "more than %d mounts in"
-			    " the container", NSEXEC_MOUNTS_MAX);
+		}
+		if (nsexec_nproc == NSEXEC_PROC_MOUNTS) {
+			snprintf(err, errlen, "more than %d mounts under the"
+			    " container's /proc", NSEXEC_PROC_MOUNTS);
 			goto out;
 		}
-		memset(&m, 0, sizeof m);
-		if (sscanf(f[2], "%u:%u", &m.major, &m.minor) != 2)
-			continue;
-		m.path = xstrdup(f[4]);
-		m.type = xstrdup(f[dash + 1]);
-		m.opts = xstrdup(f[dash + 3]);
-		m.attr = nsexec_isolate_attr(f[5]);
-		/* A mount over another at the same place hides it. */
-		for (i = 0; i < nsexec_nmounts; i++) {
-			if (strcmp(nsexec_mounts[i].path, m.path) == 0)
-				break;
-		}
-		if (i < nsexec_nmounts) {
-			free(nsexec_mounts[i].path);
-			free(nsexec_mounts[i].type);
-			free(nsexec_mounts[i].opts);
-			nsexec_mounts[i] = m;
-			continue;
-		}
-		/* Insert, keeping the order of equal lengths. */
-		for (i = nsexec_nmounts; i > 0 &&
-		    strlen(nsexec_mounts[i - 1].path) > strlen(m.path); i--)
-			nsexec_mounts[i] = nsexec_mounts[i - 1];
-		nsexec_mounts[i] = m;
-		nsexec_nmounts++;
+		nsexec_proc_path[nsexec_nproc++] = xstrdup(f[4]);
 	}
+	rv = 0;
 out:
 	free(buf);
+	return (rv);
 }
 
 /*
@@ -1456,12 +1430,11 @@ nsexec_zygote(void *arg, int report)
 		}
 	}
 	if (nsexec_cgroups(z->cgroup_procs, z->ncgroup, err,
-	    sizeof err) != 0 || nsexec_proc_list(z->container_pid, err,
-	    sizeof err) != 0) {
+	    sizeof err) != 0 || nsexec_container_mounts(z->container_pid,
+	    err, sizeof err) != 0) {
 		dprintf(report, "error %s\n", err);
 		return (125);
 	}
-	nsexec_isolate_mounts(z->container_pid);
 	for (i = 0; i < 3; i++) {
 		if (setns(fds[i], types[i]) != 0) {
 			dprintf(report, "error entering the container (%s):"
