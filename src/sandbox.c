@@ -1249,6 +1249,28 @@ sandbox_trash_teardown(const char *id, int fd)
 }
 
 /*
+ * Child side: name, a file of dir ending in a suffix of slen bytes, has
+ * no companion (the same stem ending in pair): path removed first, when
+ * given, then what is left of that sandbox taken down.
+ */
+static void
+sandbox_trash_unpaired(const char *dir, const char *name, size_t slen,
+    const char *pair, const char *path, int fd)
+{
+	char	*other, *id;
+	size_t	 stem = strlen(name) - slen;
+
+	xasprintf(&other, "%s/%.*s%s", dir, (int)stem, name, pair);
+	if (access(other, F_OK) != 0 && errno == ENOENT &&
+	    (path == NULL || unlink(path) == 0)) {
+		id = xstrndup(name, stem);
+		sandbox_trash_teardown(id, fd);
+		free(id);
+	}
+	free(other);
+}
+
+/*
  * Child side: what is left beside the sandbox directories of a sandbox
  * whose lock is gone (destroyed, or its process killed while it made or
  * removed it). The lock is made first and removed just before the
@@ -1287,24 +1309,11 @@ sandbox_trash_leftover(const char *dir, const char *name, int fd)
 		free(path);
 		return;
 	}
-	if (len > 4 && strcmp(name + len - 4, ".img") == 0) {
-		xasprintf(&other, "%s/%.*s.lock", dir, (int)(len - 4), name);
-		if (access(other, F_OK) != 0 && errno == ENOENT) {
-			id = xstrndup(name, len - 4);
-			sandbox_trash_teardown(id, fd);
-			free(id);
-		}
-		free(other);
-	} else if (len > 5 && strcmp(name + len - 5, ".json") == 0) {
-		xasprintf(&other, "%s/%.*s.lock", dir, (int)(len - 5), name);
-		if (access(other, F_OK) != 0 && errno == ENOENT &&
-		    unlink(path) == 0) {
-			id = xstrndup(name, len - 5);
-			sandbox_trash_teardown(id, fd);
-			free(id);
-		}
-		free(other);
-	} else if ((p = strstr(name, ".json.tmp-")) != NULL) {
+	if (len > 4 && strcmp(name + len - 4, ".img") == 0)
+		sandbox_trash_unpaired(dir, name, 4, ".lock", NULL, fd);
+	else if (len > 5 && strcmp(name + len - 5, ".json") == 0)
+		sandbox_trash_unpaired(dir, name, 5, ".lock", path, fd);
+	else if ((p = strstr(name, ".json.tmp-")) != NULL) {
 		id = xstrndup(name, p - name);
 		lock = state_lock(id);	/* none: the sandbox is gone */
 		if (unlink(path) != 0 && errno != ENOENT)
@@ -1314,16 +1323,8 @@ sandbox_trash_leftover(const char *dir, const char *name, int fd)
 		free(id);
 	} else if (st.st_mtime + 60 > time(NULL))
 		;	/* a create may be under way */
-	else if (len > 5 && strcmp(name + len - 5, ".lock") == 0) {
-		xasprintf(&other, "%s/%.*s.json", dir, (int)(len - 5), name);
-		if (access(other, F_OK) != 0 && errno == ENOENT &&
-		    unlink(path) == 0) {
-			id = xstrndup(name, len - 5);
-			sandbox_trash_teardown(id, fd);
-			free(id);
-		}
-		free(other);
-	}
+	else if (len > 5 && strcmp(name + len - 5, ".lock") == 0)
+		sandbox_trash_unpaired(dir, name, 5, ".json", path, fd);
 	free(path);
 }
 
@@ -1539,7 +1540,7 @@ sandbox_recover_sessions(const char *id)
 {
 	struct dirent		*de;
 	DIR			*d;
-	char			*dir, *path, *to, rnd[9], *text, *name;
+	char			*dir, *path, *to, *text;
 	cJSON			*lease, *attrs;
 	FILE			*f;
 	struct stat		 st;
@@ -1593,10 +1594,7 @@ sandbox_recover_sessions(const char *id)
 				    lease, "cgroup")->valuestring, de->d_name);
 			cJSON_Delete(lease);
 			xasprintf(&path, "%s/%s", dir, de->d_name);
-			util_random_hex(rnd, 8);
-			xasprintf(&name, "%s-%s", de->d_name, rnd);
-			to = state_trash_path(id, name);
-			free(name);
+			to = state_trash_path(id, de->d_name);
 			if (rename(path, to) == 0) {
 				log_info("recovery: workspace session %s of %s"
 				    " was abandoned by its process; its"
@@ -1624,10 +1622,7 @@ sandbox_recover_sessions(const char *id)
 			    state_process_start(pid) == start)
 				continue;
 			xasprintf(&path, "%s/%s", dir, de->d_name);
-			util_random_hex(rnd, 8);
-			xasprintf(&name, "cmd-%s", rnd);
-			to = state_trash_path(id, name);
-			free(name);
+			to = state_trash_path(id, "cmd");
 			if (rename(path, to) != 0)
 				log_warn("recovery: %s", path);
 			free(path);
@@ -1644,10 +1639,7 @@ sandbox_recover_sessions(const char *id)
 				if (de->d_name[0] == '.')
 					continue;
 				xasprintf(&path, "%s/%s", dir, de->d_name);
-				util_random_hex(rnd, 8);
-				xasprintf(&name, "stg-%s", rnd);
-				to = state_trash_path(id, name);
-				free(name);
+				to = state_trash_path(id, "stg");
 				if (rename(path, to) == 0)
 					log_info("recovery: removed the"
 					    " half-built layer %s of %s",

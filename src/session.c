@@ -441,11 +441,9 @@ session_free(struct session *s)
 static void
 session_trash(struct session *s)
 {
-	char	*to, name[32];
+	char	*to;
 
-	snprintf(name, sizeof name, "%s-", s->id);
-	util_random_hex(name + strlen(name), 8);
-	to = state_trash_path(s->sb->id, name);
+	to = state_trash_path(s->sb->id, s->id);
 	if (rename(s->dir, to) != 0 && errno != ENOENT)
 		log_warn("cannot remove %s", s->dir);
 	free(to);

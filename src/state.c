@@ -442,12 +442,15 @@ state_sandbox_forget(const char *id, char **cause)
 
 /*
  * Where scratch of a sandbox goes to be removed: its own trash, on the
- * same file system as the scratch.
+ * same file system as the scratch, under what it was and a random tail.
  */
 char *
-state_trash_path(const char *id, const char *name)
+state_trash_path(const char *id, const char *what)
 {
-	return (state_path("sandboxes/%s/trash/%s", id, name));
+	char	rnd[9];
+
+	util_random_hex(rnd, 8);
+	return (state_path("sandboxes/%s/trash/%s-%s", id, what, rnd));
 }
 
 /* The ids of every sandbox record, in directory order. */
