@@ -1265,10 +1265,10 @@ static char *
 transport_http_header_match(struct http_conn *c, const char *name,
     const cJSON *body, int decode, int required)
 {
-	const char	*v;
-	char		*got, *why = NULL, num[64];
-	const char	*want = NULL;
+	const char	*v, *want = NULL;
+	char		*got, *end, *why = NULL, num[64];
 	size_t		 len;
+	double		 d;
 
 	v = transport_http_single(c, name);
 	if (v != NULL && *v == '\0') {
@@ -1305,10 +1305,9 @@ transport_http_header_match(struct http_conn *c, const char *name,
 		got = xstrdup(v);
 		len = strlen(v);
 	}
+	/* Numbers compare as numbers (42.0 is 42). */
 	if (cJSON_IsNumber(body) && len > 0 && len < 32) {
-		char	*end;
-		double	 d = strtod(got, &end);
-
+		d = strtod(got, &end);
 		if (*end == '\0' && d == body->valuedouble) {
 			free(got);
 			return (NULL);
