@@ -163,8 +163,9 @@ static int	cfg_kw_profile(struct cfg_parse *, int, char **);
 static int	cfg_kw_state_dir(struct cfg_parse *, int, char **);
 static int	cfg_kw_trusted_proxy(struct cfg_parse *, int, char **);
 static int	cfg_kw_workspace_root(struct cfg_parse *, int, char **);
+static int	cfg_kw_result_text(struct cfg_parse *, int, char **);
 
-/* Sorted by name for bsearch. */
+/* Looked up in order (a short table): new directives go at the end. */
 static const struct cfg_keyword {
 	const char	*name;
 	int		 min_args;
@@ -180,6 +181,7 @@ static const struct cfg_keyword {
 	{ "state-dir", 1, 1, cfg_kw_state_dir },
 	{ "trusted-proxy", 1, 1, cfg_kw_trusted_proxy },
 	{ "workspace-root", 1, 3, cfg_kw_workspace_root },
+	{ "result-text", 1, 1, cfg_kw_result_text },
 };
 
 /* A configuration holding the defaults. */
@@ -732,6 +734,24 @@ cfg_kw_trusted_proxy(struct cfg_parse *p, int argc, char **argv)
 }
 
 /*
+ * result-text yes|no: whether every tool result also carries its JSON as
+ * one text content item (a 2025-03-26 session always gets it).
+ */
+static int
+cfg_kw_result_text(struct cfg_parse *p, int argc, char **argv)
+{
+	if (strcmp(argv[0], "yes") == 0)
+		p->cfg->result_text = 1;
+	else if (strcmp(argv[0], "no") == 0)
+		p->cfg->result_text = 0;
+	else {
+		cfg_error(p, "result-text must be yes or no: %s", argv[0]);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
  * profile cpus N memory-high SIZE memory-max SIZE pids N disk SIZE|none
  * (any subset)
  */
@@ -851,10 +871,17 @@ cfg_kw_limit(struct cfg_parse *p, int argc, char **argv)
 	return (0);
 }
 
-static int
-cfg_keyword_cmp(const void *key, const void *elem)
+/* The directive named name, or NULL. */
+static const struct cfg_keyword *
+cfg_keyword_find(const char *name)
 {
-	return (strcmp(key, ((const struct cfg_keyword *)elem)->name));
+	size_t	i;
+
+	for (i = 0; i < sizeof cfg_keywords / sizeof cfg_keywords[0]; i++) {
+		if (strcmp(name, cfg_keywords[i].name) == 0)
+			return (&cfg_keywords[i]);
+	}
+	return (NULL);
 }
 
 /* Split one line into words and run its directive. */
@@ -918,8 +945,7 @@ cfg_line(struct cfg_parse *p, char *line)
 	}
 	if (n == 0)
 		return;
-	kw = bsearch(words[0], cfg_keywords, sizeof cfg_keywords /
-	    sizeof cfg_keywords[0], sizeof cfg_keywords[0], cfg_keyword_cmp);
+	kw = cfg_keyword_find(words[0]);
 	if (kw == NULL) {
 		cfg_error(p, "unknown directive \"%s\"", words[0]);
 		return;

@@ -45,6 +45,24 @@ static const char *mcp_versions[] = {
 	"2025-03-26",
 };
 
+/*
+ * The revisions served statelessly, each request carrying its version in
+ * _meta (newest first). server/discover and the -32022 error list these
+ * and then the ones above, which are reached through initialize.
+ */
+static const char *mcp_modern_versions[] = {
+	"2026-07-28",
+};
+
+#define MCP_META_VERSION	"io.modelcontextprotocol/protocolVersion"
+#define MCP_META_CAPABILITIES	"io.modelcontextprotocol/clientCapabilities"
+#define MCP_META_CLIENT		"io.modelcontextprotocol/clientInfo"
+#define MCP_META_LOG_LEVEL	"io.modelcontextprotocol/logLevel"
+#define MCP_META_SERVER		"io.modelcontextprotocol/serverInfo"
+
+/* How long a client may keep a list or a discovery answer (caching). */
+#define MCP_CACHE_TTL_MS	300000
+
 static const char *mcp_log_levels[] = {
 	"debug", "info", "notice", "warning", "error", "critical", "alert",
 	"emergency"
@@ -64,6 +82,9 @@ struct mcp_session {
 	int			 log_level;
 	unsigned int		 references;
 	struct mcp_requests	 inflight;
+	int			 stateless;	/* one request, modern era */
+	mcp_check_cb		 check;		/* the transport's checks */
+	void			*check_arg;
 };
 
 struct mcp_reply {
@@ -84,12 +105,16 @@ struct mcp_request {
 	struct tool_call	*call;
 	int			 cancelled;
 	int			 done;
+	int			 modern;	/* a 2026-07-28 era request */
+	int			 log_level;	/* its _meta logLevel, or -1 */
 	TAILQ_ENTRY(mcp_request) entry;
 };
 
 static void	mcp_reply_add(struct mcp_reply *, cJSON *);
 static void	mcp_reply_finish(struct mcp_reply *);
 static void	mcp_session_unref(struct mcp_session *);
+static cJSON	*mcp_result_shape(struct mcp_session *, struct mcp_request *,
+		    cJSON *);
 
 /* Whether a protocol version is one we speak. */
 int
@@ -345,7 +370,8 @@ mcp_tool_done(struct tool_call *call, cJSON *envelope, void *arg)
 		cJSON_Delete(envelope);
 		response = NULL;
 	} else
-		response = jsonrpc_result(r->id, envelope);
+		response = jsonrpc_result(r->id, mcp_result_shape(s, r,
+		    envelope));
 	cJSON_Delete(r->id);
 	free(r);
 	mcp_reply_add(reply, response);
@@ -357,7 +383,7 @@ mcp_tool_done(struct tool_call *call, cJSON *envelope, void *arg)
  */
 static void
 mcp_tools_call(struct mcp_session *s, struct mcp_reply *reply,
-    const cJSON *id, cJSON *args, const char *name)
+    const cJSON *id, cJSON *args, const char *name, int modern, int level)
 {
 	struct mcp_request	*r;
 	struct tool_call	*call;
@@ -365,11 +391,274 @@ mcp_tools_call(struct mcp_session *s, struct mcp_reply *reply,
 	r = xcalloc(1, sizeof *r);
 	r->reply = reply;
 	r->id = cJSON_Duplicate(id, 1);
+	r->modern = modern;
+	r->log_level = level;
 	TAILQ_INSERT_TAIL(&s->inflight, r, entry);
 	call = tool_call_start(name, args, s->sets, s->tenant, mcp_tool_done,
 	    r);
 	if (call != NULL)
 		r->call = call;	/* else r is already answered and freed */
+}
+
+/* The version a request's _meta names (the modern era), or NULL. */
+static const char *
+mcp_meta_version(const cJSON *params)
+{
+	const cJSON	*meta, *v;
+
+	meta = cJSON_IsObject(params) ?
+	    cJSON_GetObjectItemCaseSensitive(params, "_meta") : NULL;
+	v = cJSON_IsObject(meta) ?
+	    cJSON_GetObjectItemCaseSensitive(meta, MCP_META_VERSION) : NULL;
+	return (cJSON_IsString(v) ? v->valuestring : NULL);
+}
+
+static int
+mcp_modern_supported(const char *v)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof mcp_modern_versions /
+	    sizeof mcp_modern_versions[0]; i++) {
+		if (strcmp(v, mcp_modern_versions[i]) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* Every version we speak, newest first. */
+static cJSON *
+mcp_all_versions(void)
+{
+	cJSON	*a;
+	size_t	 i;
+
+	a = cJSON_CreateArray();
+	for (i = 0; i < sizeof mcp_modern_versions /
+	    sizeof mcp_modern_versions[0]; i++)
+		cJSON_AddItemToArray(a,
+		    cJSON_CreateString(mcp_modern_versions[i]));
+	for (i = 0; i < sizeof mcp_versions / sizeof mcp_versions[0]; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(mcp_versions[i]));
+	return (a);
+}
+
+/* Add _meta with our identity to a modern result. */
+static void
+mcp_server_meta(cJSON *result)
+{
+	cJSON	*meta, *info;
+
+	meta = cJSON_AddObjectToObject(result, "_meta");
+	info = cJSON_AddObjectToObject(meta, MCP_META_SERVER);
+	cJSON_AddStringToObject(info, "name", SANDBOX_MCP_NAME);
+	cJSON_AddStringToObject(info, "title", SANDBOX_MCP_TITLE);
+	cJSON_AddStringToObject(info, "version", PACKAGE_VERSION);
+}
+
+/*
+ * A modern result: resultType, our identity and, for what may be cached,
+ * the caching hints. What a peer sees depends on the sets its API key
+ * grants, so with keys configured its answers are private to the key.
+ */
+static cJSON *
+mcp_modern_result(struct mcp_session *s, cJSON *result, int cacheable)
+{
+	cJSON_AddStringToObject(result, "resultType", "complete");
+	if (cacheable) {
+		cJSON_AddNumberToObject(result, "ttlMs", MCP_CACHE_TTL_MS);
+		cJSON_AddStringToObject(result, "cacheScope",
+		    s->key != NULL ? "private" : "public");
+	}
+	mcp_server_meta(result);
+	return (result);
+}
+
+/*
+ * Shape a tool call's envelope for its peer. The envelope keeps content
+ * empty (the result is in structuredContent) except for a 2025-03-26
+ * session, whose revision has no structuredContent, and when the
+ * configuration says result-text yes: then content holds one text item
+ * with the same JSON.
+ */
+static cJSON *
+mcp_result_shape(struct mcp_session *s, struct mcp_request *r, cJSON *env)
+{
+	cJSON	*content, *item;
+	char	*text;
+
+	if ((cfg != NULL && cfg->result_text) || (!r->modern &&
+	    s->initialized && strcmp(s->version, "2025-03-26") == 0)) {
+		content = cJSON_GetObjectItemCaseSensitive(env, "content");
+		text = util_json_print(cJSON_GetObjectItemCaseSensitive(env,
+		    "structuredContent"));
+		item = cJSON_CreateObject();
+		cJSON_AddStringToObject(item, "type", "text");
+		cJSON_AddStringToObject(item, "text", text);
+		free(text);
+		cJSON_AddItemToArray(content, item);
+	}
+	if (r->modern)
+		mcp_modern_result(s, env, 0);
+	return (env);
+}
+
+static cJSON *
+mcp_unknown_tool(const cJSON *id, const char *name)
+{
+	return (jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+	    "unknown tool: %.100s", name));
+}
+
+/* server/discover: what we speak, can do and are. */
+static cJSON *
+mcp_discover(struct mcp_session *s, const cJSON *id)
+{
+	cJSON	*result, *caps, *v;
+	char	*text;
+
+	result = cJSON_CreateObject();
+	cJSON_AddItemToObject(result, "supportedVersions",
+	    mcp_all_versions());
+	caps = cJSON_AddObjectToObject(result, "capabilities");
+	v = cJSON_AddObjectToObject(caps, "tools");
+	cJSON_AddFalseToObject(v, "listChanged");
+	text = mcp_instructions(s->sets);
+	cJSON_AddStringToObject(result, "instructions", text);
+	free(text);
+	return (jsonrpc_result(id, mcp_modern_result(s, result, 1)));
+}
+
+/* tools/list: the list text is built once and carried verbatim. */
+static cJSON *
+mcp_tools_list(struct mcp_session *s, const cJSON *id, int modern)
+{
+	cJSON	*result;
+
+	result = cJSON_CreateObject();
+	cJSON_AddItemToObject(result, "tools", cJSON_CreateRaw(
+	    tool_list_json(s->sets, modern ? TOOL_ERA_MODERN :
+	    TOOL_ERA_LEGACY)));
+	if (modern)
+		mcp_modern_result(s, result, 1);
+	return (jsonrpc_result(id, result));
+}
+
+/*
+ * A request of the stateless era (2026-07-28): everything it needs is in
+ * its _meta, checked here before the method runs: the version, the
+ * client's capabilities (required), its log level (optional), then the
+ * transport's own checks (HTTP headers), then whether we speak the
+ * version. initialize, ping and logging/setLevel are not methods of this
+ * era.
+ */
+static int
+mcp_handle_modern(struct mcp_session *s, struct mcp_reply *reply,
+    cJSON *msg, const cJSON *id, const char *m, cJSON *params,
+    cJSON **response)
+{
+	cJSON		*meta, *v, *err;
+	const char	*version;
+	int		 level = -1;
+	size_t		 i;
+
+	if (id == NULL) {
+		log_trace(TRACE_JSONRPC, "notification %.100s (stateless)", m);
+		if (strcmp(m, "notifications/cancelled") == 0)
+			mcp_cancelled(s, params);
+		return (0);
+	}
+	log_trace(TRACE_JSONRPC, "request %.100s (stateless)", m);
+	meta = cJSON_IsObject(params) ?
+	    cJSON_GetObjectItemCaseSensitive(params, "_meta") : NULL;
+	if (!cJSON_IsObject(meta)) {
+		*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+		    "invalid params: params._meta is required, with "
+		    MCP_META_VERSION " and " MCP_META_CAPABILITIES);
+		return (0);
+	}
+	if ((version = mcp_meta_version(params)) == NULL) {
+		*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+		    "invalid params: params._meta." MCP_META_VERSION
+		    " must be a string");
+		return (0);
+	}
+	if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(meta,
+	    MCP_META_CAPABILITIES))) {
+		*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+		    "invalid params: params._meta." MCP_META_CAPABILITIES
+		    " must be an object");
+		return (0);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(meta, MCP_META_CLIENT);
+	if (v != NULL && !cJSON_IsObject(v)) {
+		*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+		    "invalid params: params._meta." MCP_META_CLIENT
+		    " must be an object");
+		return (0);
+	}
+	if ((v = cJSON_GetObjectItemCaseSensitive(meta,
+	    MCP_META_LOG_LEVEL)) != NULL) {
+		for (i = 0; cJSON_IsString(v) && i < sizeof mcp_log_levels /
+		    sizeof mcp_log_levels[0]; i++) {
+			if (strcmp(v->valuestring, mcp_log_levels[i]) == 0)
+				level = (int)i;
+		}
+		if (level == -1) {
+			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+			    "invalid params: params._meta." MCP_META_LOG_LEVEL
+			    " must be one of debug, info, notice, warning,"
+			    " error, critical, alert, emergency");
+			return (0);
+		}
+	}
+	if (s->check != NULL &&
+	    (*response = s->check(msg, version, s->check_arg)) != NULL)
+		return (0);
+	if (!mcp_modern_supported(version)) {
+		*response = jsonrpc_error(id, MCP_ERR_UNSUPPORTED_VERSION,
+		    "unsupported protocol version %.32s: this server speaks"
+		    " 2026-07-28 per request, and 2025-11-25, 2025-06-18"
+		    " and 2025-03-26 through initialize", version);
+		err = cJSON_GetObjectItemCaseSensitive(*response, "error");
+		v = cJSON_AddObjectToObject(err, "data");
+		cJSON_AddItemToObject(v, "supported", mcp_all_versions());
+		cJSON_AddStringToObject(v, "requested", version);
+		return (0);
+	}
+
+	if (strcmp(m, "server/discover") == 0)
+		*response = mcp_discover(s, id);
+	else if (strcmp(m, "tools/list") == 0) {
+		v = cJSON_GetObjectItemCaseSensitive(params, "cursor");
+		if (v != NULL && !cJSON_IsString(v) && !cJSON_IsNull(v))
+			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+			    "invalid params: params.cursor must be a string");
+		else
+			*response = mcp_tools_list(s, id, 1);
+	} else if (strcmp(m, "tools/call") == 0) {
+		v = cJSON_GetObjectItemCaseSensitive(params, "name");
+		meta = cJSON_GetObjectItemCaseSensitive(params, "arguments");
+		if (!cJSON_IsString(v))
+			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+			    "invalid params: params.name must be a string");
+		else if (meta != NULL && !cJSON_IsObject(meta) &&
+		    !cJSON_IsNull(meta))
+			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+			    "invalid params: params.arguments must be an"
+			    " object");
+		else if (tool_find(v->valuestring, s->sets) == NULL)
+			*response = mcp_unknown_tool(id, v->valuestring);
+		else {
+			mcp_tools_call(s, reply, id, cJSON_IsObject(meta) ?
+			    meta : NULL, v->valuestring, 1, level);
+			return (1);
+		}
+	} else
+		*response = jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,
+		    "method not found: %.100s (protocol version %s)", m,
+		    version);
+	return (0);
 }
 
 /*
@@ -424,6 +713,9 @@ mcp_handle(struct mcp_session *s, struct mcp_reply *reply, cJSON *msg,
 		return (0);
 	}
 
+	if (s->stateless || mcp_meta_version(params) != NULL)
+		return (mcp_handle_modern(s, reply, msg, id, m, params,
+		    response));
 	if (id == NULL) {
 		log_trace(TRACE_JSONRPC, "notification %.100s", m);
 		if (strcmp(m, "notifications/initialized") == 0)
@@ -447,7 +739,7 @@ mcp_handle(struct mcp_session *s, struct mcp_reply *reply, cJSON *msg,
 			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
 			    "invalid params: params.cursor must be a string");
 		else
-			*response = jsonrpc_result(id, tool_list(s->sets));
+			*response = mcp_tools_list(s, id, 0);
 	} else if (strcmp(m, "tools/call") == 0) {
 		v = cJSON_GetObjectItemCaseSensitive(params, "name");
 		method = cJSON_GetObjectItemCaseSensitive(params,
@@ -460,9 +752,11 @@ mcp_handle(struct mcp_session *s, struct mcp_reply *reply, cJSON *msg,
 			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
 			    "invalid params: params.arguments must be an"
 			    " object");
+		else if (tool_find(v->valuestring, s->sets) == NULL)
+			*response = mcp_unknown_tool(id, v->valuestring);
 		else {
 			mcp_tools_call(s, reply, id, cJSON_IsObject(method) ?
-			    method : NULL, v->valuestring);
+			    method : NULL, v->valuestring, 0, -1);
 			return (1);
 		}
 	} else if (strcmp(m, "logging/setLevel") == 0)
@@ -671,4 +965,51 @@ mcp_receive(struct mcp_session *s, const char *buf, size_t len,
 		return (NULL);
 	}
 	return (reply);
+}
+
+/*
+ * Take one message of the stateless era from a peer that holds no
+ * session (an HTTP request with no Mcp-Session-Id): it is served with the
+ * sets and tenant given here, after check (may be NULL) has looked at it
+ * for the transport. Otherwise as mcp_receive.
+ */
+struct mcp_reply *
+mcp_receive_stateless(int transport, int sets, const char *key,
+    const char *tenant, const char *buf, size_t len, mcp_check_cb check,
+    void *check_arg, mcp_reply_cb cb, void *arg)
+{
+	struct mcp_session	*s;
+	struct mcp_reply	*reply;
+
+	s = mcp_session_new(transport, sets, key, tenant);
+	s->stateless = 1;
+	s->check = check;
+	s->check_arg = check_arg;
+	reply = mcp_receive(s, buf, len, cb, arg);
+	mcp_session_unref(s);	/* the reply holds it while it runs */
+	return (reply);
+}
+
+/*
+ * What a message (its raw bytes) opens: MCP_MSG_INITIALIZE, MCP_MSG_MODERN
+ * (its params._meta names a protocol version) or MCP_MSG_OTHER.
+ */
+int
+mcp_message_era(const char *buf, size_t len)
+{
+	cJSON	*msg, *m;
+	int	 era = MCP_MSG_OTHER;
+
+	if ((msg = cJSON_ParseWithLength(buf, len)) == NULL)
+		return (MCP_MSG_OTHER);
+	m = cJSON_IsObject(msg) ? cJSON_GetObjectItemCaseSensitive(msg,
+	    "method") : NULL;
+	if (cJSON_IsObject(msg) && mcp_meta_version(
+	    cJSON_GetObjectItemCaseSensitive(msg, "params")) != NULL)
+		era = MCP_MSG_MODERN;
+	else if (cJSON_IsString(m) && strcmp(m->valuestring, "initialize") ==
+	    0)
+		era = MCP_MSG_INITIALIZE;
+	cJSON_Delete(msg);
+	return (era);
 }

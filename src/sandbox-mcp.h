@@ -133,6 +133,7 @@ struct cfg {
 	struct cfg_words	 proxies;
 	struct cfg_profile	 profile;
 	long long		 limits[LIMIT__COUNT];
+	int			 result_text;	/* text content for all */
 };
 
 /* proc.c */
@@ -603,6 +604,9 @@ void		 sweep_start(const char *, const char *, char **, size_t);
 #define JSONRPC_INVALID_PARAMS	-32602
 #define JSONRPC_INTERNAL_ERROR	-32603
 #define JSONRPC_NOT_INITIALIZED	-32002
+#define MCP_ERR_HEADER_MISMATCH	-32020
+#define MCP_ERR_MISSING_CAPABILITY -32021
+#define MCP_ERR_UNSUPPORTED_VERSION -32022
 struct cJSON	*jsonrpc_error(const struct cJSON *, int, const char *, ...)
 		     __attribute__((__format__ (printf, 3, 4)));
 struct cJSON	*jsonrpc_result(const struct cJSON *, struct cJSON *);
@@ -614,6 +618,11 @@ int		 jsonrpc_id_valid(const struct cJSON *);
 struct mcp_session;
 struct mcp_reply;
 typedef void (*mcp_reply_cb)(struct mcp_reply *, struct cJSON *, void *);
+typedef struct cJSON *(*mcp_check_cb)(const struct cJSON *, const char *,
+		     void *);
+#define MCP_MSG_OTHER		0
+#define MCP_MSG_INITIALIZE	1
+#define MCP_MSG_MODERN		2
 struct mcp_session *mcp_session_new(int, int, const char *, const char *);
 void		 mcp_session_free(struct mcp_session *);
 int		 mcp_session_sets(struct mcp_session *);
@@ -626,6 +635,10 @@ struct mcp_reply *mcp_receive(struct mcp_session *, const char *, size_t,
 		     mcp_reply_cb, void *);
 void		 mcp_reply_detach(struct mcp_reply *);
 int		 mcp_message_is_initialize(const char *, size_t);
+struct mcp_reply *mcp_receive_stateless(int, int, const char *, const char *,
+		     const char *, size_t, mcp_check_cb, void *, mcp_reply_cb,
+		     void *);
+int		 mcp_message_era(const char *, size_t);
 int		 mcp_version_supported(const char *);
 const char	*mcp_negotiate_version(const char *);
 
@@ -678,6 +691,10 @@ struct tool_entry {
 typedef void (*tool_done_cb)(struct tool_call *, struct cJSON *, void *);
 
 struct cJSON	*tool_list(int);
+#define TOOL_ERA_LEGACY		0
+#define TOOL_ERA_MODERN		1
+const char	*tool_list_json(int, int);
+const char	*tool_arg_header(const struct tool_arg *);
 const struct tool_entry *tool_find(const char *, int);
 struct tool_call *tool_call_start(const char *, struct cJSON *, int,
 		     const char *, tool_done_cb, void *);

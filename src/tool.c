@@ -76,11 +76,32 @@ struct tool_call {
 	int			 finished;
 };
 
-static cJSON	*tool_list_cache[TOOLSET_ALL + 1];
+static char	*tool_list_cache[2][TOOLSET_ALL + 1];
 
-/* The input schema of a tool, generated from its argument table. */
+/*
+ * The HTTP header a stateless-era client mirrors an argument into
+ * (x-mcp-header: Mcp-Param-NAME), so that a proxy can route a call by
+ * the sandbox it acts on without reading the body; NULL for none.
+ */
+const char *
+tool_arg_header(const struct tool_arg *a)
+{
+	if (a->type != TOOL_ARG_STRING)
+		return (NULL);
+	if (strcmp(a->name, "sandbox_id") == 0)
+		return ("Sandbox-Id");
+	if (strcmp(a->name, "id") == 0)
+		return ("Id");
+	return (NULL);
+}
+
+/*
+ * The input schema of a tool, generated from its argument table. The
+ * stateless era's schema adds the x-mcp-header declarations; the older
+ * eras' keep the published schema exactly.
+ */
 static cJSON *
-tool_schema(const struct tool_entry *te)
+tool_schema(const struct tool_entry *te, int era)
 {
 	const struct tool_arg	*a;
 	cJSON			*schema, *props, *p, *req, *d;
@@ -115,6 +136,9 @@ tool_schema(const struct tool_entry *te)
 		}
 		cJSON_AddStringToObject(p, "type", type);
 		cJSON_AddStringToObject(p, "description", a->description);
+		if (era == TOOL_ERA_MODERN && tool_arg_header(a) != NULL)
+			cJSON_AddStringToObject(p, "x-mcp-header",
+			    tool_arg_header(a));
 		if (a->type == TOOL_ARG_INTEGER && a->minimum >= 0)
 			cJSON_AddNumberToObject(p, "minimum",
 			    (double)a->minimum);
@@ -134,7 +158,7 @@ tool_schema(const struct tool_entry *te)
 }
 
 static cJSON *
-tool_describe(const struct tool_entry *te)
+tool_describe(const struct tool_entry *te, int era)
 {
 	cJSON	*t, *ann;
 
@@ -142,7 +166,7 @@ tool_describe(const struct tool_entry *te)
 	cJSON_AddStringToObject(t, "name", te->name);
 	cJSON_AddStringToObject(t, "title", te->title);
 	cJSON_AddStringToObject(t, "description", te->description);
-	cJSON_AddItemToObject(t, "inputSchema", tool_schema(te));
+	cJSON_AddItemToObject(t, "inputSchema", tool_schema(te, era));
 	ann = cJSON_AddObjectToObject(t, "annotations");
 	cJSON_AddStringToObject(ann, "title", te->title);
 	cJSON_AddBoolToObject(ann, "readOnlyHint",
@@ -157,28 +181,44 @@ tool_describe(const struct tool_entry *te)
 }
 
 /*
- * The tools/list result for the sets a peer may use, in table order. The
- * table never changes while running, so each answer is built once.
+ * The tools array of tools/list, as JSON text, for the sets a peer may
+ * use, in table order, in the schema form of its era. The table never
+ * changes while running, so each text is built once and shared.
  */
-cJSON *
-tool_list(int sets)
+const char *
+tool_list_json(int sets, int era)
 {
-	cJSON	*result, *tools;
+	cJSON	*tools;
 	size_t	 i;
 
 	sets &= TOOLSET_ALL;
-	if (tool_list_cache[sets] == NULL) {
-		result = cJSON_CreateObject();
-		tools = cJSON_AddArrayToObject(result, "tools");
+	era = era == TOOL_ERA_MODERN ? TOOL_ERA_MODERN : TOOL_ERA_LEGACY;
+	if (tool_list_cache[era][sets] == NULL) {
+		tools = cJSON_CreateArray();
 		for (i = 0; i < sizeof tool_table / sizeof tool_table[0];
 		    i++) {
 			if (tool_table[i]->set & sets)
 				cJSON_AddItemToArray(tools,
-				    tool_describe(tool_table[i]));
+				    tool_describe(tool_table[i], era));
 		}
-		tool_list_cache[sets] = result;
+		tool_list_cache[era][sets] = util_json_print(tools);
+		cJSON_Delete(tools);
 	}
-	return (cJSON_Duplicate(tool_list_cache[sets], 1));
+	return (tool_list_cache[era][sets]);
+}
+
+/* The tools/list result of the 2025 eras, as an object. */
+cJSON *
+tool_list(int sets)
+{
+	cJSON	*result, *tools;
+
+	result = cJSON_CreateObject();
+	if ((tools = cJSON_Parse(tool_list_json(sets,
+	    TOOL_ERA_LEGACY))) == NULL)
+		fatalx("%s: the tool list does not parse", __func__);
+	cJSON_AddItemToObject(result, "tools", tools);
+	return (result);
 }
 
 /* The entry of a tool the sets grant, or NULL. */

@@ -144,6 +144,7 @@ struct http_conn {
 	int				 authed; /* a request passed auth */
 	int				 evictable;
 	TAILQ_ENTRY(http_conn)		 evict_entry;
+	int				 modern; /* a stateless-era request */
 };
 TAILQ_HEAD(http_conns, http_conn);
 
@@ -183,6 +184,9 @@ static void	transport_http_respond(struct http_conn *, int, const char *,
 static void	transport_http_json(struct http_conn *, int, cJSON *,
 		    const char *);
 static void	transport_http_listen_update(void);
+static int	transport_http_modern_version(struct http_conn *);
+static void	transport_http_modern(struct http_conn *, const char *,
+		    size_t);
 
 int
 transport_http_active(void)
@@ -1064,6 +1068,14 @@ transport_http_head(struct http_conn *c)
 	if (transport_http_auth(c, 0) != 0)
 		return;
 
+	if (strcmp(req->method, "POST") != 0 &&
+	    transport_http_modern_version(c)) {
+		transport_http_refuse(c, 405, JSONRPC_INVALID_REQUEST,
+		    "Allow: POST\r\n", "method not allowed: in protocol"
+		    " version %.32s /mcp takes POST only",
+		    http_msg_header(req, "MCP-Protocol-Version"));
+		return;
+	}
 	if (strcmp(req->method, "DELETE") == 0 ||
 	    strcmp(req->method, "POST") == 0) {
 		if (strcmp(req->method, "DELETE") == 0 && (req->chunked ||
@@ -1155,6 +1167,276 @@ transport_http_delete(struct http_conn *c, struct http_session *s)
 }
 
 /*
+ * Whether a request names, in MCP-Protocol-Version, a revision that is
+ * not one of the 2025 ones reached through initialize: it is served in
+ * the stateless era (and refused there when we do not speak it).
+ */
+static int
+transport_http_modern_version(struct http_conn *c)
+{
+	const char	*pv = http_msg_header(c->req, "MCP-Protocol-Version");
+
+	return (pv != NULL && !mcp_version_supported(pv));
+}
+
+/* The value of a header that may appear once; "" when repeated. */
+static const char *
+transport_http_single(struct http_conn *c, const char *name)
+{
+	struct http_header	*h;
+	const char		*v = NULL;
+
+	TAILQ_FOREACH(h, &c->req->headers, entry) {
+		if (strcasecmp(h->name, name) != 0)
+			continue;
+		if (v != NULL)
+			return ("");
+		v = h->value;
+	}
+	return (v);
+}
+
+/*
+ * Decode a header value that may use the Base64 form
+ * (=?base64?DATA?=, strict: padded, standard alphabet) into *out (NUL
+ * ended, to be freed). A plain value must be visible ASCII or blank.
+ * Returns 0, or -1 when the value is malformed.
+ */
+static int
+transport_http_header_decode(const char *v, char **out, size_t *outlen)
+{
+	static const char	 alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char		*d, *p;
+	size_t			 len, n, i, pad;
+	unsigned char		*o;
+	unsigned int		 acc;
+	int			 k;
+
+	for (p = v; *p != '\0'; p++) {
+		if ((unsigned char)*p >= 0x7f)
+			return (-1);
+	}
+	len = strlen(v);
+	if (len < 11 || strncmp(v, "=?base64?", 9) != 0 ||
+	    strcmp(v + len - 2, "?=") != 0) {
+		*out = xstrdup(v);
+		*outlen = len;
+		return (0);
+	}
+	d = v + 9;
+	n = len - 11;
+	if (n == 0 || n % 4 != 0)
+		return (-1);
+	pad = d[n - 1] == '=' ? (d[n - 2] == '=' ? 2 : 1) : 0;
+	o = xmalloc(n / 4 * 3 + 1);
+	*outlen = 0;
+	for (i = 0; i < n; i += 4) {
+		acc = 0;
+		for (k = 0; k < 4; k++) {
+			if (i + k >= n - pad) {
+				acc <<= 6;
+				continue;
+			}
+			if (d[i + k] == '\0' || (p = strchr(alphabet,
+			    d[i + k])) == NULL) {
+				free(o);
+				return (-1);
+			}
+			acc = (acc << 6) | (unsigned int)(p - alphabet);
+		}
+		o[(*outlen)++] = (acc >> 16) & 0xff;
+		if (i + 4 < n || pad < 2)
+			o[(*outlen)++] = (acc >> 8) & 0xff;
+		if (i + 4 < n || pad < 1)
+			o[(*outlen)++] = acc & 0xff;
+	}
+	o[*outlen] = '\0';
+	*out = (char *)o;
+	return (0);
+}
+
+/*
+ * Compare a request header (after OWS trimming, which the parser does,
+ * and Base64 decoding where allowed) with the body value it mirrors.
+ * Returns NULL when they agree, else why not.
+ */
+static char *
+transport_http_header_match(struct http_conn *c, const char *name,
+    const cJSON *body, int decode, int required)
+{
+	const char	*v, *want = NULL;
+	char		*got, *end, *why = NULL, num[64];
+	size_t		 len;
+	double		 d;
+
+	v = transport_http_single(c, name);
+	if (v != NULL && *v == '\0') {
+		xasprintf(&why, "the %s header is empty or repeated", name);
+		return (why);
+	}
+	if (body == NULL || cJSON_IsNull(body)) {
+		if (v != NULL)
+			xasprintf(&why, "the %s header is sent but the body"
+			    " has no value for it", name);
+		return (why);
+	}
+	if (cJSON_IsString(body))
+		want = body->valuestring;
+	else if (cJSON_IsBool(body))
+		want = cJSON_IsTrue(body) ? "true" : "false";
+	else if (cJSON_IsNumber(body)) {
+		snprintf(num, sizeof num, "%.17g", body->valuedouble);
+		want = num;
+	} else
+		return (NULL);	/* not mirrored; the arguments check says */
+	if (v == NULL) {
+		if (required || decode)
+			xasprintf(&why, "the %s header is required", name);
+		return (why);
+	}
+	if (decode) {
+		if (transport_http_header_decode(v, &got, &len) != 0) {
+			xasprintf(&why, "the %s header value is malformed",
+			    name);
+			return (why);
+		}
+	} else {
+		got = xstrdup(v);
+		len = strlen(v);
+	}
+	/* Numbers compare as numbers (42.0 is 42). */
+	if (cJSON_IsNumber(body) && len > 0 && len < 32) {
+		d = strtod(got, &end);
+		if (*end == '\0' && d == body->valuedouble) {
+			free(got);
+			return (NULL);
+		}
+	}
+	if (len != strlen(want) || strcmp(got, want) != 0)
+		xasprintf(&why, "the %s header value does not match the"
+		    " body's %.100s", name, want);
+	free(got);
+	return (why);
+}
+
+/*
+ * The stateless era's header checks, run by the protocol layer once the
+ * request's _meta is known good: MCP-Protocol-Version, Mcp-Method and
+ * Mcp-Name must mirror the body, and so must the Mcp-Param-* header of
+ * each argument the tool's schema declares with x-mcp-header. Returns a
+ * HeaderMismatch error, or NULL.
+ */
+static cJSON *
+transport_http_modern_check(const cJSON *msg, const char *version,
+    void *arg)
+{
+	struct http_conn		*c = arg;
+	const cJSON			*id, *method, *params, *name, *args;
+	const struct tool_entry		*te;
+	const struct tool_arg		*a;
+	cJSON				*err, *vj;
+	char				*why = NULL, hname[128];
+	int				 named;
+
+	id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+	method = cJSON_GetObjectItemCaseSensitive(msg, "method");
+	params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+	vj = cJSON_CreateString(version);
+	why = transport_http_header_match(c, "MCP-Protocol-Version", vj, 0,
+	    1);
+	cJSON_Delete(vj);
+	if (why == NULL)
+		why = transport_http_header_match(c, "Mcp-Method", method, 0,
+		    1);
+	named = strcmp(method->valuestring, "tools/call") == 0 ||
+	    strcmp(method->valuestring, "prompts/get") == 0 ||
+	    strcmp(method->valuestring, "resources/read") == 0;
+	name = cJSON_GetObjectItemCaseSensitive(params,
+	    strcmp(method->valuestring, "resources/read") == 0 ? "uri" :
+	    "name");
+	if (why == NULL && named)
+		why = transport_http_header_match(c, "Mcp-Name", name, 1, 1);
+	if (why == NULL && strcmp(method->valuestring, "tools/call") == 0 &&
+	    cJSON_IsString(name) && (te = tool_find(name->valuestring,
+	    transport_http_sets(c))) != NULL) {
+		args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
+		for (a = te->args; why == NULL && a != NULL && a->name != NULL;
+		    a++) {
+			if (tool_arg_header(a) == NULL)
+				continue;
+			snprintf(hname, sizeof hname, "Mcp-Param-%s",
+			    tool_arg_header(a));
+			why = transport_http_header_match(c, hname,
+			    cJSON_IsObject(args) ?
+			    cJSON_GetObjectItemCaseSensitive(args, a->name) :
+			    NULL, 1, 0);
+		}
+	}
+	if (why == NULL)
+		return (NULL);
+	log_debug("http client %u header mismatch: %s", c->id, why);
+	err = jsonrpc_error(id, MCP_ERR_HEADER_MISMATCH, "header mismatch:"
+	    " %s", why);
+	free(why);
+	return (err);
+}
+
+/*
+ * The protocol layer has answered a stateless-era POST. The status
+ * follows the error: 404 for a method we do not have, 400 for a request
+ * we refuse as malformed, mismatched or of a version we do not speak.
+ */
+static void
+transport_http_modern_reply_cb(struct mcp_reply *reply, cJSON *response,
+    void *arg)
+{
+	struct http_conn	*c = arg;
+	cJSON			*err, *code;
+	int			 status = 200;
+
+	c->reply = NULL;
+	if (response == NULL) {
+		transport_http_respond(c, 202, NULL, NULL, 0, NULL);
+		return;
+	}
+	err = cJSON_GetObjectItemCaseSensitive(response, "error");
+	code = cJSON_GetObjectItemCaseSensitive(err, "code");
+	if (cJSON_IsNumber(code)) {
+		switch (code->valueint) {
+		case JSONRPC_METHOD_NOT_FOUND:
+			status = 404;
+			break;
+		case JSONRPC_PARSE_ERROR:
+		case JSONRPC_INVALID_REQUEST:
+		case JSONRPC_INVALID_PARAMS:
+		case MCP_ERR_HEADER_MISMATCH:
+		case MCP_ERR_MISSING_CAPABILITY:
+		case MCP_ERR_UNSUPPORTED_VERSION:
+			status = 400;
+			break;
+		}
+	}
+	transport_http_json(c, status, response, NULL);
+}
+
+/*
+ * A POST of the stateless era (2026-07-28): no MCP session and no
+ * Mcp-Session-Id. The API key, its grants and its tenant were checked
+ * for this very request (transport_http_auth); the protocol layer checks
+ * _meta and, through transport_http_modern_check, the headers.
+ */
+static void
+transport_http_modern(struct http_conn *c, const char *body, size_t len)
+{
+	c->modern = 1;
+	c->reply = mcp_receive_stateless(MCP_TRANSPORT_HTTP,
+	    transport_http_sets(c), c->key != NULL ? c->key->name : NULL,
+	    auth_tenant(c->key), body, len, transport_http_modern_check, c,
+	    transport_http_modern_reply_cb, c);
+}
+
+/*
  * Count one more MCP session for the request's key (with no key
  * configured, for its client address). Past max-sessions-per-key the
  * least recently used idle session of that same key ends; when none is
@@ -1231,6 +1513,16 @@ transport_http_body_done(struct http_conn *c)
 	    (size_t)cfg_limit(LIMIT_MAX_HEADER));
 
 	sid = http_msg_header(req, "Mcp-Session-Id");
+	len = evbuffer_get_length(req->body);
+	body = len != 0 ? (const char *)evbuffer_pullup(req->body, len) : "";
+	c->modern = 0;
+	if (strcmp(req->method, "POST") == 0 &&
+	    (transport_http_modern_version(c) || (sid == NULL &&
+	    http_msg_header(req, "MCP-Protocol-Version") == NULL &&
+	    mcp_message_era(body, len) == MCP_MSG_MODERN))) {
+		transport_http_modern(c, body, len);
+		return;
+	}
 	if (sid != NULL) {
 		s = transport_http_session_find(sid);
 		if (s == NULL || s->key != c->key) {
@@ -1254,8 +1546,6 @@ transport_http_body_done(struct http_conn *c)
 		return;
 	}
 
-	len = evbuffer_get_length(req->body);
-	body = len != 0 ? (const char *)evbuffer_pullup(req->body, len) : "";
 	if (s == NULL) {
 		if (!mcp_message_is_initialize(body, len)) {
 			transport_http_refuse(c, 400, JSONRPC_INVALID_REQUEST,

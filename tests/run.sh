@@ -135,9 +135,10 @@ for t in "$srcdir"/tests/regress/*.py "$srcdir"/tests/regress/*.sh; do
 	esac
 done
 
-for t in "$srcdir"/tests/conformance/*.sh; do
+for t in "$srcdir"/tests/conformance/*.sh \
+    "$srcdir"/tests/conformance-2026/*.sh; do
 	[ -e "$t" ] || continue
-	name=conformance/$(basename "$t" .sh)
+	name=$(basename "$(dirname "$t")")/$(basename "$t" .sh)
 	run "$name" 600 bash "$t"
 done
 

@@ -27,11 +27,14 @@ def test():
     check_eq(st, 200, "tools/call status")
     ok_result(http_json(b)["result"], "list_docker_images over HTTP")
 
-    # Tool errors are results, over HTTP too.
+    # An unknown tool is a protocol error, over HTTP too.
     st, h, b = c.request("POST", "/mcp", {
         "jsonrpc": "2.0", "id": 4, "method": "tools/call",
         "params": {"name": "nope"}}, hdr)
-    err_result(http_json(b)["result"], "invalid_request", "unknown tool")
+    check_eq((st, http_json(b)["error"]["code"]), (200, -32602),
+             "unknown tool")
+    check_eq(http_json(b)["error"]["message"], "unknown tool: nope",
+             "unknown tool message")
 
     # Notifications and responses: 202, no body.
     st, h, b = c.request("POST", "/mcp", {

@@ -35,8 +35,16 @@ static int	 calls;
 static void
 collect_cb(struct mcp_reply *reply, cJSON *response, void *arg)
 {
+	char	*text;
+
 	cJSON_Delete(last);
-	last = response != NULL ? cJSON_Duplicate(response, 1) : NULL;
+	last = NULL;
+	if (response != NULL) {
+		/* As a peer reads it (a tool list is carried as raw text). */
+		text = util_json_print(response);
+		last = cJSON_Parse(text);
+		free(text);
+	}
 	calls++;
 }
 
@@ -212,8 +220,16 @@ test_tool_errors_are_results(void)
 	struct mcp_session	*s = initialized("2025-06-18");
 	cJSON			*r, *res, *err;
 
+	/* An unknown tool is a protocol error naming it. */
 	r = send_msg(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
 	    "\"tools/call\",\"params\":{\"name\":\"no_such_tool\"}}");
+	CHECK_INT(error_code(r), JSONRPC_INVALID_PARAMS);
+	CHECK_STR(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "error"),
+	    "message")->valuestring, "unknown tool: no_such_tool");
+	/* An unknown argument is a tool error, in the result. */
+	r = send_msg(s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":"
+	    "\"tools/call\",\"params\":{\"name\":\"list_sandboxes\","
+	    "\"arguments\":{\"colour\":1}}}");
 	CHECK(r != NULL && error_code(r) == 0);
 	res = cJSON_GetObjectItem(r, "result");
 	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(res, "isError")));
@@ -223,9 +239,9 @@ test_tool_errors_are_results(void)
 	CHECK_STR(cJSON_GetObjectItem(err, "kind")->valuestring,
 	    "invalid_request");
 	CHECK_STR(cJSON_GetObjectItem(err, "message")->valuestring,
-	    "unknown tool: no_such_tool");
+	    "unknown argument for list_sandboxes: colour");
 	CHECK_STR(cJSON_GetObjectItem(cJSON_GetObjectItem(err, "details"),
-	    "tool")->valuestring, "no_such_tool");
+	    "argument")->valuestring, "colour");
 	mcp_session_free(s);
 	return (0);
 }
