@@ -133,6 +133,7 @@ struct cfg {
 	struct cfg_words	 proxies;
 	struct cfg_profile	 profile;
 	long long		 limits[LIMIT__COUNT];
+	struct cfg_words	 public_hosts;
 };
 
 /* proc.c */
@@ -559,6 +560,7 @@ void		 telemetry_span_end(struct tspan *, const char *);
 const char	*telemetry_span_trace(struct tspan *);
 void		 telemetry_event(const char *, const char *, struct tspan *,
 		     const char *, struct cJSON *);
+void		 telemetry_client(const char *);
 
 /* docker-http.c */
 struct docker_req;
