@@ -185,6 +185,17 @@ def test():
     check_eq(post(STRANGER, "sandbox.example.com", {
         "Origin": "http://localhost:5173"}), 403,
         "local page calling the public name")
+    # Unless it is allowed.
+    s2 = Server(config="trusted-proxy %s\npublic-host sandbox.example.com\n"
+                "allow-origin http://localhost:5173\n" % PROXY,
+                listen="127.0.0.1:0", stdio=False)
+    st, h, b = conn_from(PROXY, s2.port).request(
+        "POST", "/mcp", init_body(), {
+            "X-Forwarded-Host": "sandbox.example.com",
+            "X-Forwarded-For": "203.0.113.9",
+            "Origin": "http://localhost:5173"}, host="sandbox_mcp")
+    check_eq((st, h.get("access-control-allow-origin")),
+             (200, "http://localhost:5173"), "an allowed local page")
     # The refusal names the client in the normal (not debug) log.
     wait_log(s, "refused: Origin \"http://localhost:5173\" peer=%s:"
              % PROXY, "refusal logged")
