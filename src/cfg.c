@@ -160,6 +160,7 @@ static int	cfg_kw_docker_host(struct cfg_parse *, int, char **);
 static int	cfg_kw_limit(struct cfg_parse *, int, char **);
 static int	cfg_kw_listen(struct cfg_parse *, int, char **);
 static int	cfg_kw_profile(struct cfg_parse *, int, char **);
+static int	cfg_kw_public_host(struct cfg_parse *, int, char **);
 static int	cfg_kw_state_dir(struct cfg_parse *, int, char **);
 static int	cfg_kw_trusted_proxy(struct cfg_parse *, int, char **);
 static int	cfg_kw_workspace_root(struct cfg_parse *, int, char **);
@@ -178,6 +179,7 @@ static const struct cfg_keyword {
 	{ "limit", 2, 2, cfg_kw_limit },
 	{ "listen", 1, 1, cfg_kw_listen },
 	{ "profile", 2, 10, cfg_kw_profile },
+	{ "public-host", 1, 1, cfg_kw_public_host },
 	{ "state-dir", 1, 1, cfg_kw_state_dir },
 	{ "trusted-proxy", 1, 1, cfg_kw_trusted_proxy },
 	{ "workspace-root", 1, 3, cfg_kw_workspace_root },
@@ -199,6 +201,7 @@ cfg_new(void)
 	TAILQ_INIT(&c->apikeys);
 	TAILQ_INIT(&c->origins);
 	TAILQ_INIT(&c->proxies);
+	TAILQ_INIT(&c->public_hosts);
 	c->profile.nano_cpus = 1000000000ULL;
 	c->profile.memory_high = 384LL * 1024 * 1024;
 	c->profile.memory_max = 512LL * 1024 * 1024;
@@ -235,6 +238,7 @@ cfg_free(struct cfg *c)
 	cfg_words_free(&c->roots);
 	cfg_words_free(&c->origins);
 	cfg_words_free(&c->proxies);
+	cfg_words_free(&c->public_hosts);
 	while ((k = TAILQ_FIRST(&c->apikeys)) != NULL) {
 		TAILQ_REMOVE(&c->apikeys, k, entry);
 		free(k->name);
@@ -748,6 +752,31 @@ cfg_kw_result_text(struct cfg_parse *p, int argc, char **argv)
 		cfg_error(p, "result-text must be yes or no: %s", argv[0]);
 		return (-1);
 	}
+	return (0);
+}
+
+/*
+ * public-host NAME: a name clients reach this server by (through a
+ * proxy), a host name or address with an optional port, or "*." and a
+ * domain for every name under it.
+ */
+static int
+cfg_kw_public_host(struct cfg_parse *p, int argc, char **argv)
+{
+	const char	*h = argv[0], *name = argv[0];
+	size_t		 i;
+
+	if (strncmp(name, "*.", 2) == 0)
+		name += 2;
+	i = strspn(name, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]");
+	if (*name == '\0' || name[i] != '\0' || strlen(h) > 255) {
+		cfg_error(p, "public-host must be a host name or address with"
+		    " an optional :port, or *.domain: %s", h);
+		return (-1);
+	}
+	if (!cfg_words_has(&p->cfg->public_hosts, h))
+		cfg_words_add(&p->cfg->public_hosts, h);
 	return (0);
 }
 

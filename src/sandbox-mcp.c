@@ -23,6 +23,9 @@
 #include "config.h"
 
 #include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <linux/capability.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -90,6 +93,80 @@ help(void)
 	    "Logs go to stderr; stdout carries only JSON-RPC. See"
 	    " sandbox-mcp(8).\n", PACKAGE_VERSION, sandbox_mcp_usage,
 	    SANDBOX_MCP_CONF, SANDBOX_MCP_STATEDIR);
+}
+
+/*
+ * The capabilities the server uses, root's by default: mounts (the
+ * sandboxes' disks on loop devices, overlays, the helpers' roots) and
+ * namespaces (entering a container's through /proc/PID/ns) need
+ * CAP_SYS_ADMIN, CAP_SYS_PTRACE and CAP_SYS_CHROOT; writing cgroup files
+ * and the state directory, and giving commands Docker's default set, the
+ * rest.
+ */
+static const struct {
+	int		 cap;
+	const char	*name;
+} sandbox_mcp_caps[] = {
+	{ CAP_SYS_ADMIN, "CAP_SYS_ADMIN" },
+	{ CAP_SYS_PTRACE, "CAP_SYS_PTRACE" },
+	{ CAP_SYS_CHROOT, "CAP_SYS_CHROOT" },
+	{ CAP_DAC_OVERRIDE, "CAP_DAC_OVERRIDE" },
+	{ CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH" },
+	{ CAP_CHOWN, "CAP_CHOWN" },
+	{ CAP_FOWNER, "CAP_FOWNER" },
+	{ CAP_FSETID, "CAP_FSETID" },
+	{ CAP_MKNOD, "CAP_MKNOD" },
+	{ CAP_SETUID, "CAP_SETUID" },
+	{ CAP_SETGID, "CAP_SETGID" },
+	{ CAP_SETPCAP, "CAP_SETPCAP" },
+	{ CAP_SETFCAP, "CAP_SETFCAP" },
+	{ CAP_KILL, "CAP_KILL" },
+	{ CAP_NET_RAW, "CAP_NET_RAW" },
+	{ CAP_NET_BIND_SERVICE, "CAP_NET_BIND_SERVICE" },
+	{ CAP_AUDIT_WRITE, "CAP_AUDIT_WRITE" }
+};
+
+/*
+ * Whether the process holds the capabilities it needs; if not, a cause
+ * that says what to grant, before anything fails on its own with
+ * "Permission denied".
+ */
+static int
+sandbox_mcp_privileged(char **cause)
+{
+	struct __user_cap_header_struct	 hdr;
+	struct __user_cap_data_struct	 data[2];
+	char				*missing = NULL, *tmp;
+	size_t				 i;
+	int				 cap;
+
+	memset(&hdr, 0, sizeof hdr);
+	memset(data, 0, sizeof data);
+	hdr.version = _LINUX_CAPABILITY_VERSION_3;
+	if (syscall(SYS_capget, &hdr, data) != 0) {
+		xasprintf(cause, "capget: %s", strerror(errno));
+		return (-1);
+	}
+	for (i = 0; i < sizeof sandbox_mcp_caps / sizeof sandbox_mcp_caps[0];
+	    i++) {
+		cap = sandbox_mcp_caps[i].cap;
+		if (data[cap / 32].effective & (1U << (cap % 32)))
+			continue;
+		xasprintf(&tmp, "%s%s%s", missing != NULL ? missing : "",
+		    missing != NULL ? ", " : "", sandbox_mcp_caps[i].name);
+		free(missing);
+		missing = tmp;
+	}
+	if (missing == NULL)
+		return (0);
+	xasprintf(cause, "not enough privilege: running as uid %u without"
+	    " %s. Run sandbox-mcp as root, or as a user holding those"
+	    " capabilities (ambient; they also open the Docker socket and the"
+	    " cgroup files): see PRIVILEGES in sandbox-mcp(8). It mounts the"
+	    " sandboxes' disks on loop devices, enters containers' namespaces"
+	    " and writes their cgroups", (unsigned int)geteuid(), missing);
+	free(missing);
+	return (-1);
 }
 
 static int
@@ -217,6 +294,11 @@ main(int argc, char **argv)
 	if (verbose > 1)
 		log_tracing = ~0;
 	util_json_init();
+	if (!noaction && sandbox_mcp_privileged(&cause) != 0) {
+		log_warnx("%s", cause);
+		free(cause);
+		return (1);
+	}
 
 	cfg = cfg_new();
 	if ((errors = cfg_load(cfg, conf, conf_given)) != 0) {

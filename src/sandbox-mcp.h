@@ -134,6 +134,7 @@ struct cfg {
 	struct cfg_profile	 profile;
 	long long		 limits[LIMIT__COUNT];
 	int			 result_text;	/* text content for all */
+	struct cfg_words	 public_hosts;
 };
 
 /* proc.c */
@@ -560,6 +561,7 @@ void		 telemetry_span_end(struct tspan *, const char *);
 const char	*telemetry_span_trace(struct tspan *);
 void		 telemetry_event(const char *, const char *, struct tspan *,
 		     const char *, struct cJSON *);
+void		 telemetry_client(const char *);
 
 /* docker-http.c */
 struct docker_req;

@@ -56,6 +56,22 @@ struct tspan {
 };
 
 static int	telemetry_warned;
+static char	telemetry_client_addr[64]; /* of the request being handled */
+
+/*
+ * The address of the client whose request is being handed over (NULL
+ * once it is): root spans begun meanwhile, the tool calls it makes, carry
+ * it as client_addr.
+ */
+void
+telemetry_client(const char *addr)
+{
+	if (addr == NULL)
+		telemetry_client_addr[0] = '\0';
+	else
+		strlcpy(telemetry_client_addr, addr,
+		    sizeof telemetry_client_addr);
+}
 
 /* Create the state directory's telemetry folder if it is not there. */
 void
@@ -191,6 +207,9 @@ telemetry_span_begin(const char *trace, struct tspan *parent,
 	ts->start_ms = now_ms();
 	ts->start_us = mono_us();
 	ts->attrs = cJSON_CreateObject();
+	if (parent == NULL && telemetry_client_addr[0] != '\0')
+		cJSON_AddStringToObject(ts->attrs, "client_addr",
+		    telemetry_client_addr);
 	return (ts);
 }
 

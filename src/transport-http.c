@@ -141,6 +141,8 @@ struct http_conn {
 	struct http_client		*client; /* the address charged */
 	int				 client_request; /* for a request */
 	int				 proxied; /* a trusted proxy's */
+	int				 forwarded; /* request: by a proxy */
+	char				 client_addr[64]; /* request: whose */
 	int				 authed; /* a request passed auth */
 	int				 evictable;
 	TAILQ_ENTRY(http_conn)		 evict_entry;
@@ -187,6 +189,7 @@ static void	transport_http_listen_update(void);
 static int	transport_http_modern_version(struct http_conn *);
 static void	transport_http_modern(struct http_conn *, const char *,
 		    size_t);
+static void	transport_http_cors(struct http_conn *, struct evbuffer *);
 
 int
 transport_http_active(void)
@@ -422,21 +425,19 @@ transport_http_xff_entry(const char *p, size_t n, char *addr, size_t len)
 }
 
 /*
- * The name of the client a trusted proxy forwards for: the last entry of
- * X-Forwarded-For that is not itself a trusted proxy (the peer that
- * proxy saw; entries before it are the client's own word), or the first
- * entry when all are proxies. -1 when the header names no one.
+ * The client a trusted proxy forwards for, as an address (or the entry
+ * made printable): the last X-Forwarded-For entry that is not itself a
+ * trusted proxy (the peer that proxy saw; entries before it are the
+ * client's own word), or the first entry when all are proxies. -1 when
+ * the header names no one.
  */
 static int
-transport_http_xff_name(const char *xff, char *buf, size_t len)
+transport_http_xff_client(const char *xff, char *buf, size_t len)
 {
-	struct sockaddr_storage	 ss;
-	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
-	const char		*end = xff + strlen(xff), *p;
-	char			 addr[64], found[64];
+	const char	*end = xff + strlen(xff), *p;
+	char		 addr[64];
 
-	found[0] = '\0';
+	buf[0] = '\0';
 	while (end > xff) {
 		for (p = end; p > xff && p[-1] != ','; p--)
 			;
@@ -444,11 +445,26 @@ transport_http_xff_name(const char *xff, char *buf, size_t len)
 		end = p > xff ? p - 1 : xff;
 		if (addr[0] == '\0')
 			continue;
-		strlcpy(found, addr, sizeof found);
+		strlcpy(buf, addr, len);
 		if (!transport_http_proxy(addr))
 			break;
 	}
-	if (found[0] == '\0')
+	return (buf[0] == '\0' ? -1 : 0);
+}
+
+/*
+ * The name the client a trusted proxy forwards for is counted under.
+ * -1 when the header names no one.
+ */
+static int
+transport_http_xff_name(const char *xff, char *buf, size_t len)
+{
+	struct sockaddr_storage	 ss;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
+	char			 found[64];
+
+	if (transport_http_xff_client(xff, found, sizeof found) != 0)
 		return (-1);
 	memset(&ss, 0, sizeof ss);
 	if (inet_pton(AF_INET, found, &sin->sin_addr) == 1) {
@@ -460,6 +476,188 @@ transport_http_xff_name(const char *xff, char *buf, size_t len)
 	} else
 		snprintf(buf, len, "a%s", found);
 	return (0);
+}
+
+/*
+ * The value of parameter name (host, proto) in the last element of a
+ * Forwarded header (RFC 7239), unquoted, into buf (cut to len - 1
+ * bytes). The last element is the one the proxy next to us added; -1
+ * when it has no such parameter.
+ */
+static int
+transport_http_forwarded_param(const char *fwd, const char *name, char *buf,
+    size_t len)
+{
+	const char	*p = fwd, *k;
+	size_t		 klen, n = 0, nlen = strlen(name);
+	int		 found = 0, match;
+
+	buf[0] = '\0';
+	while (*p != '\0') {
+		while (*p == ' ' || *p == '\t' || *p == ';')
+			p++;
+		if (*p == ',') {
+			found = 0;
+			buf[0] = '\0';
+			p++;
+			continue;
+		}
+		k = p;
+		while (*p != '\0' && *p != '=' && *p != ';' && *p != ',')
+			p++;
+		klen = p - k;
+		if (*p != '=')
+			continue;	/* no value: not a pair */
+		p++;
+		match = klen == nlen && strncasecmp(k, name, nlen) == 0;
+		if (match) {
+			found = 1;
+			n = 0;
+		}
+		if (*p == '"') {
+			for (p++; *p != '\0' && *p != '"'; p++) {
+				if (*p == '\\' && p[1] != '\0')
+					p++;
+				if (match && n + 1 < len)
+					buf[n++] = *p;
+			}
+			if (*p == '"')
+				p++;
+		} else {
+			for (; *p != '\0' && *p != ';' && *p != ',' &&
+			    *p != ' ' && *p != '\t'; p++) {
+				if (match && n + 1 < len)
+					buf[n++] = *p;
+			}
+		}
+		if (match)
+			buf[n] = '\0';
+	}
+	return (found ? 0 : -1);
+}
+
+/*
+ * The last entry of a comma-separated header (the one the proxy next to
+ * us added), blanks taken off, into buf; -1 when it is empty or does not
+ * fit.
+ */
+static int
+transport_http_last_entry(const char *v, char *buf, size_t len)
+{
+	const char	*p, *end;
+
+	if ((p = strrchr(v, ',')) != NULL)
+		p++;
+	else
+		p = v;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	end = p + strlen(p);
+	while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	if (end == p || (size_t)(end - p) >= len)
+		return (-1);
+	memcpy(buf, p, end - p);
+	buf[end - p] = '\0';
+	return (0);
+}
+
+/* Whether s is a plausible host[:port]: letters, digits, . - : [ ] _. */
+static int
+transport_http_host_valid(const char *s)
+{
+	size_t	n = strlen(s);
+
+	return (n != 0 && n <= 255 && s[strspn(s, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]_")] == '\0');
+}
+
+/*
+ * The host the client asked for. From a trusted proxy: the last entry of
+ * X-Forwarded-Host, else the host of its Forwarded header (*fwd is set);
+ * otherwise, or when the proxy sends neither, Host. NULL when there is
+ * none or the forwarded one is not a host[:port].
+ */
+static const char *
+transport_http_request_host(struct http_conn *c, char *buf, size_t len,
+    int *fwd)
+{
+	const char	*h;
+
+	*fwd = 0;
+	if (c->proxied) {
+		if ((h = http_msg_header(c->req, "X-Forwarded-Host")) != NULL) {
+			*fwd = 1;
+			if (transport_http_last_entry(h, buf, len) != 0)
+				return (NULL);
+		} else if ((h = http_msg_header(c->req, "Forwarded")) !=
+		    NULL && transport_http_forwarded_param(h, "host", buf,
+		    len) == 0)
+			*fwd = 1;
+		if (*fwd)
+			return (transport_http_host_valid(buf) ? buf : NULL);
+	}
+	return (http_msg_header(c->req, "Host"));
+}
+
+/*
+ * The scheme the client used: what a trusted proxy says in
+ * X-Forwarded-Proto or its Forwarded header's proto when that is http or
+ * https, else http (this listener has no TLS).
+ */
+static const char *
+transport_http_request_proto(struct http_conn *c)
+{
+	const char	*h;
+	char		 buf[16];
+
+	if (!c->proxied)
+		return ("http");
+	if ((h = http_msg_header(c->req, "X-Forwarded-Proto")) != NULL) {
+		if (transport_http_last_entry(h, buf, sizeof buf) != 0)
+			return ("http");
+	} else if ((h = http_msg_header(c->req, "Forwarded")) == NULL ||
+	    transport_http_forwarded_param(h, "proto", buf, sizeof buf) != 0)
+		return ("http");
+	return (strcasecmp(buf, "https") == 0 ? "https" : "http");
+}
+
+/*
+ * Note whom a request is for: from a trusted proxy that says (with
+ * X-Forwarded-For, X-Forwarded-Host or Forwarded), the client it forwards
+ * for; from anyone else, the peer.
+ */
+static void
+transport_http_request_client(struct http_conn *c)
+{
+	const char	*xff;
+
+	c->forwarded = c->proxied && (http_msg_header(c->req,
+	    "X-Forwarded-For") != NULL || http_msg_header(c->req,
+	    "X-Forwarded-Host") != NULL || http_msg_header(c->req,
+	    "Forwarded") != NULL);
+	if (c->proxied && (xff = http_msg_header(c->req,
+	    "X-Forwarded-For")) != NULL && transport_http_xff_client(xff,
+	    c->client_addr, sizeof c->client_addr) == 0)
+		return;
+	strlcpy(c->client_addr, c->peer_addr, sizeof c->client_addr);
+}
+
+/*
+ * Who sent a request, for a log line: the peer, and the client a trusted
+ * proxy forwards for.
+ */
+static const char *
+transport_http_who(struct http_conn *c)
+{
+	static char	buf[sizeof c->peer + sizeof c->client_addr + 16];
+
+	if (c->forwarded && strcmp(c->client_addr, c->peer_addr) != 0)
+		snprintf(buf, sizeof buf, "peer=%s client=%s", c->peer,
+		    c->client_addr);
+	else
+		snprintf(buf, sizeof buf, "peer=%s", c->peer);
+	return (buf);
 }
 
 static void
@@ -601,10 +799,12 @@ transport_http_respond(struct http_conn *c, int status,
 	    http_status_text(status));
 	if (content_type != NULL)
 		evbuffer_add_printf(out, "Content-Type: %s\r\n", content_type);
-	evbuffer_add_printf(out, "Content-Length: %zu\r\n", len);
+	if (status != 204)
+		evbuffer_add_printf(out, "Content-Length: %zu\r\n", len);
 	evbuffer_add_printf(out, "Cache-Control: no-store\r\n");
 	if (!c->keepalive)
 		evbuffer_add_printf(out, "Connection: close\r\n");
+	transport_http_cors(c, out);
 	if (extra != NULL)
 		evbuffer_add(out, extra, strlen(extra));
 	evbuffer_add(out, "\r\n", 2);
@@ -883,19 +1083,105 @@ transport_http_port_ok(const char *p)
 	    '\0');
 }
 
-/* Whether an Origin may call us (DNS-rebinding guard). */
+/*
+ * Whether host[:port] is one of the public-host names: a name alone
+ * matches it with any port, a name with a port that port only, "*." and
+ * a domain any name under the domain.
+ */
 static int
-transport_http_origin_ok(const char *origin)
+transport_http_public_name(const char *hp)
 {
 	struct cfg_word	*w;
-	const char	*hp;
+	size_t		 len = transport_http_host_len(hp), wlen, slen;
+
+	TAILQ_FOREACH(w, &cfg->public_hosts, entry) {
+		wlen = strlen(w->word);
+		if (strncmp(w->word, "*.", 2) == 0) {
+			slen = wlen - 1;	/* ".domain" */
+			if (len > slen && strncasecmp(hp + len - slen,
+			    w->word + 1, slen) == 0)
+				return (1);
+		} else if (transport_http_host_len(w->word) < wlen) {
+			if (strcasecmp(hp, w->word) == 0)
+				return (1);
+		} else if (len == wlen && strncasecmp(hp, w->word, len) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * The Host guard: the host the client asked for (a trusted proxy's word
+ * for it, else Host) must name loopback or a public-host. A listener on
+ * another address with no public-host takes any.
+ */
+static int
+transport_http_host_ok(struct http_conn *c)
+{
+	const char	*host;
+	char		 buf[256];
 	size_t		 len;
+	int		 fwd;
+
+	if ((host = transport_http_request_host(c, buf, sizeof buf, &fwd)) ==
+	    NULL)
+		return (0);
+	len = transport_http_host_len(host);
+	if (!transport_http_port_ok(host + len))
+		return (0);
+	if (transport_http_loopback_name(host, len) ||
+	    transport_http_public_name(host))
+		return (1);
+	return (!http.loopback && TAILQ_EMPTY(&cfg->public_hosts));
+}
+
+/* Refuse a request the Host guard stops. */
+static void
+transport_http_host_refuse(struct http_conn *c)
+{
+	const char	*host, *h;
+	char		 buf[256];
+	int		 fwd;
+
+	host = transport_http_request_host(c, buf, sizeof buf, &fwd);
+	if (host == NULL && fwd)
+		host = (h = http_msg_header(c->req, "X-Forwarded-Host")) !=
+		    NULL ? h : http_msg_header(c->req, "Forwarded");
+	if (host == NULL)
+		host = "";
+	log_info("http client %u refused: %s \"%.64s\" is neither loopback"
+	    " nor a public-host %s", c->id, fwd ? "forwarded host" : "Host",
+	    host, transport_http_who(c));
+	c->close_after = 1;
+	transport_http_refuse(c, 403, -32001, NULL, "forbidden: the %s %.100s"
+	    " names neither localhost nor a public-host of this server",
+	    fwd ? "forwarded host" : "Host", host);
+}
+
+/*
+ * Whether an Origin may call us (DNS-rebinding guard): an allow-origin
+ * one; on a loopback listener, also a loopback one, when the request
+ * names a loopback host itself and no trusted proxy forwards it (a page
+ * on the client's localhost calling a public name is cross-origin).
+ */
+static int
+transport_http_origin_ok(struct http_conn *c, const char *origin)
+{
+	struct cfg_word	*w;
+	const char	*hp, *host;
+	char		 buf[256];
+	size_t		 len;
+	int		 fwd;
 
 	TAILQ_FOREACH(w, &cfg->origins, entry) {
 		if (strcasecmp(w->word, origin) == 0)
 			return (1);
 	}
-	if (!http.loopback)
+	if (!http.loopback || c->forwarded)
+		return (0);
+	host = transport_http_request_host(c, buf, sizeof buf, &fwd);
+	if (host == NULL || fwd || !transport_http_loopback_name(host,
+	    transport_http_host_len(host)))
 		return (0);
 	if (strncasecmp(origin, "http://", 7) == 0)
 		hp = origin + 7;
@@ -908,20 +1194,79 @@ transport_http_origin_ok(const char *origin)
 	    transport_http_port_ok(hp + len));
 }
 
-/* While on loopback, Host must name loopback too. */
-static int
-transport_http_host_ok(struct http_conn *c)
+/*
+ * The CORS headers of a response to an allowed Origin (none for a
+ * request without one, or with one not allowed).
+ */
+static void
+transport_http_cors(struct http_conn *c, struct evbuffer *out)
 {
-	const char	*host = http_msg_header(c->req, "Host");
-	size_t		 len;
+	const char	*origin;
 
-	if (!http.loopback)
-		return (1);
-	if (host == NULL)
-		return (0);	/* the parser refuses it already */
-	len = transport_http_host_len(host);
-	return (transport_http_loopback_name(host, len) &&
-	    transport_http_port_ok(host + len));
+	if (c->req == NULL || c->req->state == HTTP_MSG_START ||
+	    (origin = http_msg_header(c->req, "Origin")) == NULL ||
+	    !transport_http_origin_ok(c, origin))
+		return;
+	evbuffer_add_printf(out, "Access-Control-Allow-Origin: %s\r\n"
+	    "Access-Control-Expose-Headers: Mcp-Session-Id\r\n"
+	    "Vary: Origin%s\r\n", origin, c->req->method != NULL &&
+	    strcmp(c->req->method, "OPTIONS") == 0 ?
+	    ", Access-Control-Request-Headers" : "");
+}
+
+/*
+ * OPTIONS /mcp, a browser's CORS preflight: no key needed. An allowed
+ * Origin gets 204 with the methods and headers it may use; any other
+ * gets 403 and no CORS headers. The request headers allowed are the
+ * fixed ones of both MCP eras and, as CORS has no wildcard for a prefix,
+ * each Mcp-Param-* header the preflight asks for.
+ */
+static void
+transport_http_options(struct http_conn *c)
+{
+	const char	*origin, *acrh, *p, *e;
+	char		 extra[2048], name[72];
+	size_t		 n, off;
+	int		 params = 0;
+
+	if ((origin = http_msg_header(c->req, "Origin")) == NULL) {
+		transport_http_respond(c, 204, NULL, NULL, 0,
+		    "Allow: GET, POST, DELETE, OPTIONS\r\n");
+		return;
+	}
+	if (!transport_http_origin_ok(c, origin)) {
+		log_info("http client %u refused: preflight from Origin"
+		    " \"%.64s\" %s", c->id, origin, transport_http_who(c));
+		transport_http_refuse(c, 403, -32001, NULL, "forbidden: the"
+		    " Origin %.100s is not allowed", origin);
+		return;
+	}
+	off = (size_t)snprintf(extra, sizeof extra,
+	    "Access-Control-Allow-Methods: GET, POST, DELETE, OPTIONS\r\n"
+	    "Access-Control-Allow-Headers: Authorization, Content-Type,"
+	    " Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID,"
+	    " Mcp-Method, Mcp-Name");
+	acrh = http_msg_header(c->req, "Access-Control-Request-Headers");
+	for (p = acrh; p != NULL && *p != '\0' && params < 32; p = e) {
+		p += strspn(p, " \t,");
+		e = p + strcspn(p, " \t,");
+		n = e - p;
+		if (n <= 10 || n >= sizeof name ||
+		    strncasecmp(p, "mcp-param-", 10) != 0)
+			continue;
+		memcpy(name, p, n);
+		name[n] = '\0';
+		if (name[strspn(name, "abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")] != '\0' ||
+		    off + n + 8 >= sizeof extra)
+			continue;
+		off += (size_t)snprintf(extra + off, sizeof extra - off, ", %s",
+		    name);
+		params++;
+	}
+	snprintf(extra + off, sizeof extra - off, "\r\n"
+	    "Access-Control-Max-Age: 600\r\n");
+	transport_http_respond(c, 204, NULL, NULL, 0, extra);
 }
 
 /*
@@ -949,8 +1294,8 @@ transport_http_auth(struct http_conn *c, int need)
 	while (*key == ' ')
 		key++;
 	if ((c->key = auth_lookup(key)) == NULL) {
-		log_info("http client %u refused: unknown API key peer=%s",
-		    c->id, c->peer);
+		log_info("http client %u refused: unknown API key %s",
+		    c->id, transport_http_who(c));
 		transport_http_refuse(c, 401, -32001,
 		    "WWW-Authenticate: Bearer realm=\"sandbox-mcp\","
 		    " error=\"invalid_token\"\r\n",
@@ -1033,15 +1378,11 @@ transport_http_head(struct http_conn *c)
 
 	c->keepalive = http_msg_keepalive(req);
 	transport_http_path(c, path, sizeof path);
+	transport_http_request_client(c);
 	if (c->proxied && transport_http_charge_forwarded(c) != 0)
 		return;
-	if (http.loopback && !transport_http_host_ok(c)) {
-		log_info("http client %u refused: Host \"%.64s\" on loopback"
-		    " peer=%s", c->id, http_msg_header(req, "Host") != NULL ?
-		    http_msg_header(req, "Host") : "", c->peer);
-		c->close_after = 1;
-		transport_http_refuse(c, 403, -32001, NULL, "forbidden: the"
-		    " Host header must name localhost on a loopback listener");
+	if (!transport_http_host_ok(c)) {
+		transport_http_host_refuse(c);
 		return;
 	}
 	if (strcmp(path, "/health") == 0) {
@@ -1056,11 +1397,15 @@ transport_http_head(struct http_conn *c)
 		transport_http_plain(c, 404, NULL);
 		return;
 	}
+	if (strcmp(req->method, "OPTIONS") == 0) {
+		transport_http_options(c);
+		return;
+	}
 
 	if ((origin = http_msg_header(req, "Origin")) != NULL &&
-	    !transport_http_origin_ok(origin)) {
-		log_info("http client %u refused: Origin \"%.64s\" peer=%s",
-		    c->id, origin, c->peer);
+	    !transport_http_origin_ok(c, origin)) {
+		log_info("http client %u refused: Origin \"%.64s\" %s",
+		    c->id, origin, transport_http_who(c));
 		transport_http_refuse(c, 403, -32001, NULL, "forbidden: the"
 		    " Origin %.100s is not allowed", origin);
 		return;
@@ -1430,10 +1775,12 @@ static void
 transport_http_modern(struct http_conn *c, const char *body, size_t len)
 {
 	c->modern = 1;
+	telemetry_client(c->client_addr);
 	c->reply = mcp_receive_stateless(MCP_TRANSPORT_HTTP,
 	    transport_http_sets(c), c->key != NULL ? c->key->name : NULL,
 	    auth_tenant(c->key), body, len, transport_http_modern_check, c,
 	    transport_http_modern_reply_cb, c);
+	telemetry_client(NULL);
 }
 
 /*
@@ -1570,7 +1917,9 @@ transport_http_body_done(struct http_conn *c)
 		    "bad request: unsupported MCP-Protocol-Version %.32s", pv);
 		return;
 	}
+	telemetry_client(c->client_addr);
 	c->reply = mcp_receive(s->mcp, body, len, transport_http_reply_cb, c);
+	telemetry_client(NULL);
 }
 
 /*
@@ -1739,7 +2088,8 @@ transport_http_hop_header(const char *name)
 	static const char *hop[] = { "Connection", "Keep-Alive",
 	    "Proxy-Connection", "Proxy-Authorization", "Authorization", "TE",
 	    "Trailer", "Host", "Upgrade", "X-Forwarded-For",
-	    "X-Forwarded-Host", "X-Forwarded-Prefix" };
+	    "X-Forwarded-Host", "X-Forwarded-Prefix", "X-Forwarded-Proto",
+	    "Forwarded", "X-Real-IP" };
 	size_t	i;
 
 	for (i = 0; i < sizeof hop / sizeof hop[0]; i++) {
@@ -1763,7 +2113,9 @@ transport_http_tunnel_start(struct http_conn *c, struct http_route *r,
 	struct http_header	*h;
 	struct evbuffer		*out;
 	const char		*upgrade, *host;
+	char			 hbuf[256];
 	socklen_t		 len;
+	int			 fwd;
 
 	memset(&ss, 0, sizeof ss);
 	if (inet_pton(AF_INET, ip, &sin->sin_addr) == 1) {
@@ -1813,9 +2165,13 @@ transport_http_tunnel_start(struct http_conn *c, struct http_route *r,
 		    "Upgrade: %s\r\n", upgrade);
 	else
 		evbuffer_add_printf(out, "Connection: close\r\n");
-	evbuffer_add_printf(out, "X-Forwarded-For: %s\r\n", c->peer_addr);
-	if ((host = http_msg_header(c->req, "Host")) != NULL)
+	/* Who asked, and for what: a trusted proxy's word, else ours. */
+	evbuffer_add_printf(out, "X-Forwarded-For: %s\r\n", c->client_addr);
+	if ((host = transport_http_request_host(c, hbuf, sizeof hbuf,
+	    &fwd)) != NULL)
 		evbuffer_add_printf(out, "X-Forwarded-Host: %s\r\n", host);
+	evbuffer_add_printf(out, "X-Forwarded-Proto: %s\r\n",
+	    transport_http_request_proto(c));
 	evbuffer_add_printf(out, "X-Forwarded-Prefix: /sandboxes/%s/forward/%d"
 	    "\r\n\r\n", r->id, r->port);
 	/* Body bytes already read follow the head unchanged. */
@@ -1895,7 +2251,9 @@ transport_http_sandbox(struct http_conn *c, const char *path)
 	size_t			 len;
 
 	if ((origin = http_msg_header(c->req, "Origin")) != NULL &&
-	    !transport_http_origin_ok(origin)) {
+	    !transport_http_origin_ok(c, origin)) {
+		log_info("http client %u refused: Origin \"%.64s\" %s",
+		    c->id, origin, transport_http_who(c));
 		transport_http_refuse(c, 403, -32001, NULL, "forbidden: the"
 		    " Origin %.100s is not allowed", origin);
 		return;

@@ -80,6 +80,10 @@ test_full(void)
 	    "allow-origin https://console.example.com\n"
 	    "trusted-proxy 127.0.0.1\n"
 	    "trusted-proxy ::1\n"
+	    "public-host sandbox.example.com\n"
+	    "public-host *.boxes.example.com\n"
+	    "public-host [::1]:8443\n"
+	    "public-host sandbox.example.com\n"
 	    "profile cpus 1.5 memory-high 384M memory-max 1G pids 300\n"
 	    "profile disk 64M\n"
 	    "limit max-body 8M\n"
@@ -91,6 +95,11 @@ test_full(void)
 	CHECK_STR(w->word, "/srv/workspaces");
 	CHECK_STR(TAILQ_NEXT(w, entry)->word, "/srv/with space");
 	CHECK_STR(c->listen, "127.0.0.1:8080");
+	w = TAILQ_FIRST(&c->public_hosts);
+	CHECK_STR(w->word, "sandbox.example.com");
+	CHECK_STR(TAILQ_NEXT(w, entry)->word, "*.boxes.example.com");
+	CHECK_STR(TAILQ_LAST(&c->public_hosts, cfg_words)->word,
+	    "[::1]:8443");	/* the repeated name is kept once */
 	k = TAILQ_FIRST(&c->apikeys);
 	CHECK_STR(k->name, "ci");
 	CHECK_INT(k->sets, TOOLSET_RUNTIME | TOOLSET_OBSERVABILITY);
@@ -135,6 +144,12 @@ test_errors(void)
 		{ "allow-origin example.com\n", "must start with http" },
 		{ "allow-origin https://a.example/path\n", "no path" },
 		{ "trusted-proxy proxy.example\n", "IPv4 or IPv6" },
+		{ "public-host https://a.example\n", "test.conf:1: public-host"
+		    " must be a host name or address with an optional :port,"
+		    " or *.domain: https://a.example" },
+		{ "public-host a.example/x\n", "public-host must be" },
+		{ "public-host *.\n", "public-host must be" },
+		{ "public-host a b\n", "public-host takes 1 argument, not 2" },
 		{ "profile cpus 0\n", "profile cpus must be a number" },
 		{ "profile memory-max 1K\n", "at least 6M" },
 		{ "profile pids 1\n", "from 16 to" },
