@@ -160,7 +160,8 @@ def test():
             "sandbox_id": sid, "cmd": "echo ok > after%d; cat after%d"
             % (i, i), "yield_time_ms": 60000}), "usable after a crash")
         check_eq(r["output"], "ok\n", "works")
-        check(r["publish"]["layer_id"], "publishes")
+        check(r.get("publish") and r["publish"]["layer_id"],
+              "publishes: %r" % (r,))
     # kill -9 of a publish child itself, mid-way.
     s.send({"jsonrpc": "2.0", "id": 6000, "method": "tools/call",
             "params": {"name": "exec_command", "arguments": {
@@ -200,7 +201,8 @@ def test():
              "half-built layers removed at start")
     r = ok_result(s.call("exec_command", {"sandbox_id": sid,
                                           "cmd": "echo end > end"}), "end")
-    check(r["publish"]["layer_id"], "still publishing")
+    check(r.get("publish") and r["publish"]["layer_id"],
+          "still publishing: %r" % (r,))
 
 
 main(test)

@@ -193,10 +193,18 @@ def test():
             helper = pids[0]
         time.sleep(0.002)
     check(helper is not None, "a helper in the sandbox's group")
+    # The helper joins the group when it is forked and confines itself
+    # next, the seccomp filter last: look at it once that is done (a
+    # helper that never gets there ends with its publish, and the test
+    # fails below).
     try:
+        while True:
+            with open("/proc/%d/status" % helper) as f:
+                status = f.read()
+            if "Seccomp:\t2" in status:
+                break
+            time.sleep(0.002)
         root = os.listdir("/proc/%d/root" % helper)
-        with open("/proc/%d/status" % helper) as f:
-            status = f.read()
         with open("/proc/%d/mountinfo" % helper) as f:
             mounts = f.read().splitlines()
     except OSError as e:
