@@ -20,9 +20,12 @@
  * one pipe, in order) appended to a transcript on disk, its status, and
  * the tool calls that wait on it. All pipes are on the event loop.
  *
- * A command is finished when the init reports its exit (the shell has
- * exited and no process is left in its process group) and its output
- * has reached end of file. On a timeout, or when a Ctrl-C ends it, the
+ * A command is finished when the init reports its shell's exit and its
+ * output has reached end of file: every process holding the output has
+ * exited or closed it. What the shell left in the background with its
+ * output sent elsewhere does not keep the command running; it lives on
+ * in the session until the session ends (an automatic session's end
+ * comes with this command's). On a timeout, or when a Ctrl-C ends it, the
  * whole process group gets SIGTERM, then SIGKILL after a grace. When
  * the last command of an automatic session finishes, the session's
  * processes are killed and its changes captured and published before the
