@@ -985,7 +985,8 @@ command_lookup(struct rt_sandbox *sb, const char *id, command_cb cb,
 
 /*
  * write_command_stdin: write data (a lone Ctrl-C interrupts the process
- * group, a lone Ctrl-D closes stdin), then wait like exec_command.
+ * group, a lone Ctrl-D closes stdin, an empty string writes nothing),
+ * then wait like exec_command.
  */
 void
 command_stdin(struct rt_sandbox *sb, const char *id, const char *data,
@@ -1001,6 +1002,11 @@ command_stdin(struct rt_sandbox *sb, const char *id, const char *data,
 		*handle = NULL;
 	if ((c = command_lookup(sb, id, cb, arg)) == NULL)
 		return;
+	/* Nothing to write: wait, also while its session publishes. */
+	if (len == 0 && c->state == COMMAND_FINALIZING) {
+		command_wait(c, yield_ms, cb, arg, handle);
+		return;
+	}
 	if (c->state != COMMAND_RUNNING) {
 		xasprintf(&msg, "command %s has already finished", id);
 		d = tool_details("command_session_id", id);
