@@ -955,8 +955,14 @@ command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
 		return;
 	}
 	if (ws != NULL) {
+		/*
+		 * An automatic session whose last command is finishing is
+		 * not joined: its processes are being killed, or it is being
+		 * published. It is still found until its publish is visible.
+		 */
 		if ((s = session_find(sb, ws)) == NULL ||
-		    s->state != SESSION_LIVE) {
+		    (s->state != SESSION_LIVE && !(s->state == SESSION_DEAD &&
+		    s->publishing))) {
 			xasprintf(&msg, "no workspace session %s in sandbox %s"
 			    " (it ended, or another process owns it)", ws,
 			    sb->id);
@@ -965,7 +971,7 @@ command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
 			free(msg);
 			return;
 		}
-		if (s->publishing) {
+		if (s->publishing || s->dead_cb != NULL) {
 			xasprintf(&msg, "workspace session %s is being"
 			    " published", ws);
 			cb(NULL, TOOL_ERR_CONFLICT, msg, tool_details(
