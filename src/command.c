@@ -20,9 +20,12 @@
  * one pipe, in order) appended to a transcript on disk, its status, and
  * the tool calls that wait on it. All pipes are on the event loop.
  *
- * A command is finished when the init reports its exit (the shell has
- * exited and no process is left in its process group) and its output
- * has reached end of file. On a timeout, or when a Ctrl-C ends it, the
+ * A command is finished when the init reports its shell's exit and its
+ * output has reached end of file: every process holding the output has
+ * exited or closed it. What the shell left in the background with its
+ * output sent elsewhere does not keep the command running; it lives on
+ * in the session until the session ends (an automatic session's end
+ * comes with this command's). On a timeout, or when a Ctrl-C ends it, the
  * whole process group gets SIGTERM, then SIGKILL after a grace. When
  * the last command of an automatic session finishes, the session's
  * processes are killed and its changes captured and published before the
@@ -97,6 +100,7 @@ struct command {
 	long long		 timeout_ms;
 	struct event		*timer;		/* timeout, then grace */
 	int			 grace;
+	int			 lost;		/* its session cannot report */
 	cJSON			*publish;	/* fields for the result */
 	struct command_waits	 waits;
 	TAILQ_ENTRY(command)	 entry;
@@ -129,16 +133,23 @@ static void	command_wake(struct command *);
 static void	command_run(struct command *, long long, command_cb, void *,
 		    struct command_wait **);
 
+/* How the command ended (once its shell has, whatever its state). */
 static const char *
-command_status(struct command *c)
+command_end_status(struct command *c)
 {
-	if (c->state != COMMAND_DONE)
-		return ("running");
 	if (c->timed_out)
 		return ("timed_out");
 	if (c->interrupted && c->exit_code == 130)
 		return ("cancelled");
 	return (c->exit_code == 0 ? "ok" : "error");
+}
+
+static const char *
+command_status(struct command *c)
+{
+	if (c->state != COMMAND_DONE)
+		return ("running");
+	return (command_end_status(c));
 }
 
 static unsigned int
@@ -362,6 +373,29 @@ command_exited(struct command *c, int code, const char *error)
 	command_finish(c);
 }
 
+/*
+ * The command's session can no longer report its exit, or has ended
+ * while a background process held the command's output: the command
+ * ends now, as killed (128 + SIGKILL), with why (if not NULL) at the end
+ * of its output. Its result comes when its output closes, which the end
+ * of its session brings at once; if something still holds the output, a
+ * little later.
+ */
+static void
+command_lost(struct command *c, const char *why)
+{
+	struct timeval	tv = { 0, COMMAND_LOST_MS * 1000 };
+
+	c->lost = 1;
+	if (c->timer != NULL) {
+		c->grace = 2;
+		evtimer_add(c->timer, &tv);
+	}
+	/* A shell that exited before is overruled: it ends killed too. */
+	c->reaped = 0;
+	command_exited(c, 128 + SIGKILL, why);
+}
+
 /* A message from a session's init about one of its commands. */
 void
 command_session_message(struct session *s, char **f, int nf)
@@ -391,11 +425,15 @@ command_session_message(struct session *s, char **f, int nf)
 void
 command_session_gone(struct session *s)
 {
-	struct command	*c, *c1;
+	struct command	*c;
 
-	TAILQ_FOREACH_SAFE(c, &commands, entry, c1) {
-		if (c->s == s && c->state == COMMAND_RUNNING)
-			command_exited(c, 128 + SIGKILL, NULL);
+	/* Finishing one may drop others (the retention cap): start over. */
+again:
+	TAILQ_FOREACH(c, &commands, entry) {
+		if (c->s == s && c->state == COMMAND_RUNNING && !c->lost) {
+			command_lost(c, NULL);
+			goto again;
+		}
 	}
 }
 
@@ -468,7 +506,7 @@ command_finish(struct command *c)
 		c->out = NULL;
 	}
 	log_debug("command %s finished status=%s exit=%d in %.3f s", c->id,
-	    command_status(c), c->exit_code,
+	    command_end_status(c), c->exit_code,
 	    (double)(c->end_us - c->start_us) / 1e6);
 	if (s != NULL && s->automatic && s->commands == 1 &&
 	    s->state != SESSION_ENDED) {
@@ -917,8 +955,14 @@ command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
 		return;
 	}
 	if (ws != NULL) {
+		/*
+		 * An automatic session whose last command is finishing is
+		 * not joined: its processes are being killed, or it is being
+		 * published. It is still found until its publish is visible.
+		 */
 		if ((s = session_find(sb, ws)) == NULL ||
-		    s->state != SESSION_LIVE) {
+		    (s->state != SESSION_LIVE && !(s->state == SESSION_DEAD &&
+		    s->publishing))) {
 			xasprintf(&msg, "no workspace session %s in sandbox %s"
 			    " (it ended, or another process owns it)", ws,
 			    sb->id);
@@ -927,7 +971,7 @@ command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
 			free(msg);
 			return;
 		}
-		if (s->publishing) {
+		if (s->publishing || s->dead_cb != NULL) {
 			xasprintf(&msg, "workspace session %s is being"
 			    " published", ws);
 			cb(NULL, TOOL_ERR_CONFLICT, msg, tool_details(
@@ -982,7 +1026,8 @@ command_lookup(struct rt_sandbox *sb, const char *id, command_cb cb,
 
 /*
  * write_command_stdin: write data (a lone Ctrl-C interrupts the process
- * group, a lone Ctrl-D closes stdin), then wait like exec_command.
+ * group, a lone Ctrl-D closes stdin, an empty string writes nothing),
+ * then wait like exec_command.
  */
 void
 command_stdin(struct rt_sandbox *sb, const char *id, const char *data,
@@ -998,6 +1043,11 @@ command_stdin(struct rt_sandbox *sb, const char *id, const char *data,
 		*handle = NULL;
 	if ((c = command_lookup(sb, id, cb, arg)) == NULL)
 		return;
+	/* Nothing to write: wait, also while its session publishes. */
+	if (len == 0 && c->state == COMMAND_FINALIZING) {
+		command_wait(c, yield_ms, cb, arg, handle);
+		return;
+	}
 	if (c->state != COMMAND_RUNNING) {
 		xasprintf(&msg, "command %s has already finished", id);
 		d = tool_details("command_session_id", id);
@@ -1077,47 +1127,47 @@ command_running_in(const char *sandbox, const char *ws)
 	return (a);
 }
 
-/* A sandbox is going away: end its commands (their sessions end too). */
+/*
+ * A sandbox is being destroyed and this process's sessions in it have
+ * ended: its commands still running end now, as killed, saying so at
+ * the end of their output (their sessions can no longer report their
+ * exits); finished ones nobody waits on go.
+ */
 void
 command_forget_sandbox(const char *sandbox)
 {
 	struct command	*c, *c1;
+	char		*why;
 
+	xasprintf(&why, "sandbox %s is being destroyed", sandbox);
+	command_sandbox_lost(sandbox, why);
+	free(why);
 	TAILQ_FOREACH_SAFE(c, &commands, entry, c1) {
-		if (strcmp(c->sandbox, sandbox) != 0)
-			continue;
-		if (c->state == COMMAND_RUNNING)
-			command_signal(c, SIGKILL);
-		else if (c->state == COMMAND_DONE && TAILQ_EMPTY(&c->waits))
+		if (strcmp(c->sandbox, sandbox) == 0 &&
+		    c->state == COMMAND_DONE && TAILQ_EMPTY(&c->waits))
 			command_free(c);
 	}
 }
 
 /*
- * The sandbox's container has died and this process's sessions there
- * are ended: every command still running in it ends now, as killed
- * (128 + SIGKILL), with why at the end of its output, rather than wait
- * for an exit report that its session's init can no longer send. Its
- * result comes when its output closes, which the death of its session
- * brings at once; if something still holds the output, a little later.
+ * The sandbox's container has died, or the sandbox is being destroyed,
+ * and this process's sessions there are ended: every command still
+ * running in it ends now, as killed (128 + SIGKILL), with why at the end
+ * of its output, rather than wait for an exit report that its session's
+ * init can no longer send.
  */
 void
 command_sandbox_lost(const char *sandbox, const char *why)
 {
 	struct command	*c;
-	struct timeval	 tv = { 0, COMMAND_LOST_MS * 1000 };
 
 	/* Finishing one may drop others (the retention cap): start over. */
 again:
 	TAILQ_FOREACH(c, &commands, entry) {
-		if (c->state != COMMAND_RUNNING || c->reaped ||
+		if (c->state != COMMAND_RUNNING || c->lost ||
 		    strcmp(c->sandbox, sandbox) != 0)
 			continue;
-		if (c->timer != NULL) {
-			c->grace = 2;
-			evtimer_add(c->timer, &tv);
-		}
-		command_exited(c, 128 + SIGKILL, why);
+		command_lost(c, why);
 		goto again;
 	}
 }

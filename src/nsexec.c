@@ -383,6 +383,7 @@ struct nsexec_cmd {
 	pid_t	pid;
 	int	exited;		/* the shell has, with code */
 	int	code;
+	int	reported;	/* its exit has been said */
 };
 
 static volatile sig_atomic_t	nsexec_child_exited;
@@ -490,10 +491,8 @@ nsexec_init_main(const struct nsexec_zygote *z)
 	size_t			 ncmds = 0, i;
 	char			*buf, *f[NSEXEC_FIELDS_MAX], err[512], num[32];
 	const char		*out[4];
-	struct timespec		 recheck = { 0, 20 * 1000 * 1000 };
 	struct mount_attr	 attr;
 	int			 nf, fds[NSEXEC_FDS_MAX], nfds, status, k;
-	int			 linger;
 	pid_t			 pid;
 
 	nsexec_rename(z, NSEXEC_INIT_NAME);
@@ -530,29 +529,29 @@ nsexec_init_main(const struct nsexec_zygote *z)
 			    WTERMSIG(status) : WEXITSTATUS(status);
 		}
 		/*
-		 * A command ends when its shell has and nothing is left in
-		 * its process group (orphans come to us, so their exits
-		 * wake us too; a process that leaves the group with setsid
-		 * wakes nobody, so while a group outlives its shell we look
-		 * again every few milliseconds).
+		 * A shell's exit is reported as soon as it is reaped: what
+		 * it left in the background is not waited for here (the
+		 * server waits for the end of the output, which is what
+		 * keeps a command running). A command is kept after that
+		 * while its process group lives, for "kill"; a group gone
+		 * frees its place.
 		 */
-		linger = 0;
 		for (i = 0; i < ncmds; i++) {
 			if (!cmds[i].exited)
 				continue;
-			if (kill(-cmds[i].pid, 0) == 0 || errno != ESRCH) {
-				linger = 1;
-				continue;
+			if (!cmds[i].reported) {
+				snprintf(num, sizeof num, "%d", cmds[i].code);
+				out[0] = "exit";
+				out[1] = cmds[i].id;
+				out[2] = num;
+				nsexec_send(3, out, 3, NULL, 0);
+				cmds[i].reported = 1;
 			}
-			snprintf(num, sizeof num, "%d", cmds[i].code);
-			out[0] = "exit";
-			out[1] = cmds[i].id;
-			out[2] = num;
-			nsexec_send(3, out, 3, NULL, 0);
-			cmds[i--] = cmds[--ncmds];
+			if (kill(-cmds[i].pid, 0) != 0 && errno == ESRCH)
+				cmds[i--] = cmds[--ncmds];
 		}
 		pfd.revents = 0;
-		if (ppoll(&pfd, 1, linger ? &recheck : NULL, &empty) == -1) {
+		if (ppoll(&pfd, 1, NULL, &empty) == -1) {
 			if (errno == EINTR)
 				continue;
 			_exit(1);
@@ -567,6 +566,13 @@ nsexec_init_main(const struct nsexec_zygote *z)
 			continue;
 		if (strcmp(f[0], "exec") == 0 && nf >= 3 && nfds == 2) {
 			out[1] = f[1];
+			if (ncmds >= NSEXEC_MAX_COMMANDS) {
+				/* Groups that outlived their shells go. */
+				for (i = 0; i < ncmds; i++) {
+					if (cmds[i].reported)
+						cmds[i--] = cmds[--ncmds];
+				}
+			}
 			if (ncmds >= NSEXEC_MAX_COMMANDS)
 				pid = -1, snprintf(err, sizeof err,
 				    "too many commands in the session");
@@ -578,6 +584,14 @@ nsexec_init_main(const struct nsexec_zygote *z)
 				out[2] = err;
 				nsexec_send(3, out, 3, NULL, 0);
 			} else {
+				/*
+				 * A group of that number is gone: a command
+				 * still listed under it is over.
+				 */
+				for (i = 0; i < ncmds; i++) {
+					if (cmds[i].pid == pid)
+						cmds[i--] = cmds[--ncmds];
+				}
 				cmds = xreallocarray(cmds, ncmds + 1,
 				    sizeof *cmds);
 				memset(&cmds[ncmds], 0, sizeof cmds[ncmds]);
@@ -614,6 +628,8 @@ nsexec_init_main(const struct nsexec_zygote *z)
 				}
 			}
 			for (i = 0; i < ncmds; i++) {
+				if (cmds[i].reported)
+					continue;
 				snprintf(num, sizeof num, "%d", cmds[i].code);
 				out[0] = "exit";
 				out[1] = cmds[i].id;
@@ -627,7 +643,8 @@ nsexec_init_main(const struct nsexec_zygote *z)
 			k = atoi(f[2]);
 			for (i = 0; i < ncmds; i++) {
 				if (strcmp(cmds[i].id, f[1]) == 0 &&
-				    kill(-cmds[i].pid, k) != 0)
+				    kill(-cmds[i].pid, k) != 0 &&
+				    !cmds[i].exited)
 					kill(cmds[i].pid, k);
 			}
 		} else if (strcmp(f[0], "seal") == 0 && nf == 1) {

@@ -1089,9 +1089,9 @@ sandbox_destroy(struct tspan *parent, const char *id, sandbox_cb cb,
 	}
 	state_unlock(fd);
 
-	/* Our commands and sessions in it end first. */
-	command_forget_sandbox(id);
+	/* Our sessions and commands in it end first. */
 	rt_sandbox_forget(id);
+	command_forget_sandbox(id);
 
 	sd = xcalloc(1, sizeof *sd);
 	strlcpy(sd->id, id, sizeof sd->id);

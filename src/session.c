@@ -304,8 +304,8 @@ rt_sweep_cb(evutil_socket_t fd, short events, void *arg)
 		if (state_record_gone(sb->id)) {
 			log_info("sandbox %s was destroyed: ending our sessions"
 			    " in it", sb->id);
-			command_forget_sandbox(sb->id);
 			rt_sandbox_forget(sb->id);
+			command_forget_sandbox(sb->id);
 			cgroup_helper_remove(sb->id);
 		}
 	}

@@ -233,7 +233,9 @@ tool_file_path(struct tool_call *tc, int change)
 
 /*
  * The live session a call names, or NULL after answering. A change is
- * refused while the session is being published.
+ * refused while the session is being published. An automatic session
+ * whose processes are gone is still read while its publish is under
+ * way: its view goes when the publish is visible, not before.
  */
 static struct session *
 tool_file_session(struct tool_file *tf, struct rt_sandbox *sb, int change)
@@ -243,7 +245,8 @@ tool_file_session(struct tool_file *tf, struct rt_sandbox *sb, int change)
 	char		*msg;
 
 	s = session_find(sb, id);
-	if (s == NULL || s->state != SESSION_LIVE || s->rootfd == -1) {
+	if (s == NULL || s->rootfd == -1 || (s->state != SESSION_LIVE &&
+	    !(s->state == SESSION_DEAD && s->publishing))) {
 		xasprintf(&msg, "no workspace session %s in sandbox %s (it"
 		    " ended, or another process owns it)", id, sb->id);
 		tool_file_error(tf, TOOL_ERR_NOT_FOUND, msg, tool_details(

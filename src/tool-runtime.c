@@ -80,7 +80,7 @@ static const struct tool_arg tool_write_command_stdin_args[] = {
 	SANDBOX_ARG,
 	{ "command_session_id", TOOL_ARG_STRING, 1, -1, NULL,
 	  "Command session id returned by exec_command." },
-	{ "stdin", TOOL_ARG_STRING, 1, -1, NULL,
+	{ "stdin", TOOL_ARG_TEXT, 1, -1, NULL,
 	  "Text to write to stdin." },
 	{ "yield_time_ms", TOOL_ARG_INTEGER, 0, 0, NULL,
 	  "How long to wait for output after writing." },

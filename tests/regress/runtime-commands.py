@@ -148,6 +148,44 @@ def test():
         "sandbox_id": sid, "command_session_id": cid, "stdin": "\u0004",
         "yield_time_ms": 5000}), "ctrl-d")
     check_eq((r["status"], r["output"]), ("ok", "eof\n"), "Ctrl-D ends cat")
+    # An empty stdin writes nothing and waits: the way to wait on a
+    # running command.
+    r = run("sleep 0.5; echo a; sleep 60", yield_time_ms=100,
+            timeout_ms=60000)
+    cid = r["command_session_id"]
+    check_eq((r["status"], r["output"]), ("running", ""), "not yet")
+    r = ok_result(s.call("write_command_stdin", {
+        "sandbox_id": sid, "command_session_id": cid, "stdin": "",
+        "yield_time_ms": 5000}, timeout=60), "empty stdin")
+    check_eq((r["status"], r["output"]), ("running", "a\n"),
+             "waited the yield out, then answered with the output")
+    check(r["wall_time_seconds"] >= 5, "the whole yield: %r"
+          % r["wall_time_seconds"])
+    r = ok_result(s.call("write_command_stdin", {
+        "sandbox_id": sid, "command_session_id": cid, "stdin": "\u0003",
+        "yield_time_ms": 5000}), "ctrl-c the sleep")
+    check_eq(r["status"], "cancelled", "Ctrl-C ends it")
+    r = run("read x; echo got $x; sleep 1; echo done", yield_time_ms=100)
+    cid = r["command_session_id"]
+    r = ok_result(s.call("write_command_stdin", {
+        "sandbox_id": sid, "command_session_id": cid, "stdin": "",
+        "yield_time_ms": 300}), "empty stdin to a reader")
+    check_eq((r["status"], r["output"]), ("running", ""),
+             "nothing was written: the read still waits")
+    ok_result(s.call("write_command_stdin", {
+        "sandbox_id": sid, "command_session_id": cid, "stdin": "x\n",
+        "yield_time_ms": 0}), "the line")
+    r = ok_result(s.call("write_command_stdin", {
+        "sandbox_id": sid, "command_session_id": cid, "stdin": "",
+        "yield_time_ms": 20000}, timeout=60), "wait for the end")
+    check_eq((r["status"], r["output"]), ("ok", "got x\ndone\n"),
+             "the wait ends when the command does")
+    check(r["wall_time_seconds"] < 15, "answered at the end, not at the"
+          " end of the yield: %r" % r["wall_time_seconds"])
+    e = err_result(s.call("write_command_stdin", {
+        "sandbox_id": sid, "command_session_id": cid, "stdin": ""}),
+        "operation_failed", "empty stdin to a finished command")
+    check_in("has already finished", e["message"], "message")
 
     # Bad input.
     for cmd in ("", "   \n\t"):
