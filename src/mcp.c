@@ -529,6 +529,14 @@ mcp_reply_detach(struct mcp_reply *reply)
 	}
 }
 
+/* Deliver a reply elsewhere: its transport hands it on (an event stream). */
+void
+mcp_reply_retarget(struct mcp_reply *reply, mcp_reply_cb cb, void *arg)
+{
+	reply->cb = cb;
+	reply->arg = arg;
+}
+
 /*
  * Dispatch one message of a single message or a batch, reserving its slot
  * in the reply. initialize may not come in a batch.

@@ -89,6 +89,8 @@ enum limit {
 	LIMIT_COMMANDS_PER_TENANT,
 	LIMIT_HELPER_PER_TENANT,
 	LIMIT_SANDBOXES_PER_TENANT,
+	LIMIT_SSE_KEEPALIVE,
+	LIMIT_SSE_RESUME_MAX,
 	LIMIT__COUNT
 };
 
@@ -625,6 +627,7 @@ unsigned int	 mcp_session_pending(struct mcp_session *);
 struct mcp_reply *mcp_receive(struct mcp_session *, const char *, size_t,
 		     mcp_reply_cb, void *);
 void		 mcp_reply_detach(struct mcp_reply *);
+void		 mcp_reply_retarget(struct mcp_reply *, mcp_reply_cb, void *);
 int		 mcp_message_is_initialize(const char *, size_t);
 int		 mcp_version_supported(const char *);
 const char	*mcp_negotiate_version(const char *);
