@@ -87,6 +87,8 @@ struct mcp_request {
 	TAILQ_ENTRY(mcp_request) entry;
 };
 
+#define MCP_CANCELLED_BY_PEER	2	/* request.cancelled: no answer */
+
 static void	mcp_reply_add(struct mcp_reply *, cJSON *);
 static void	mcp_reply_finish(struct mcp_reply *);
 static void	mcp_session_unref(struct mcp_session *);
@@ -321,7 +323,7 @@ mcp_cancelled(struct mcp_session *s, cJSON *params)
 		if (!cJSON_Compare(r->id, id, 1) || r->cancelled)
 			continue;
 		log_debug("%s: request cancelled by the client", __func__);
-		r->cancelled = 1;
+		r->cancelled = MCP_CANCELLED_BY_PEER;
 		if (r->call != NULL)
 			tool_call_cancel(r->call);
 		break;
@@ -340,7 +342,8 @@ mcp_tool_done(struct tool_call *call, cJSON *envelope, void *arg)
 	r->done = 1;
 	r->call = NULL;
 	TAILQ_REMOVE(&s->inflight, r, entry);
-	if (r->cancelled && s->transport == MCP_TRANSPORT_STDIO) {
+	if (r->cancelled == MCP_CANCELLED_BY_PEER ||
+	    (r->cancelled && s->transport == MCP_TRANSPORT_STDIO)) {
 		/* The peer asked us not to answer. */
 		cJSON_Delete(envelope);
 		response = NULL;

@@ -524,11 +524,13 @@ void		 disk_ensure(const char *, disk_cb, void *);
 int		 disk_teardown(const char *, char **);
 
 /* sandbox.c */
+struct sandbox_create;
 typedef void (*sandbox_cb)(struct cJSON *, const char *, const char *,
 		     struct cJSON *, void *);
 struct cJSON	*sandbox_record_public(struct cJSON *);
-void		 sandbox_create(struct tspan *, const char *, const char *,
-		     long long, const char *, sandbox_cb, void *);
+struct sandbox_create *sandbox_create(struct tspan *, const char *,
+		     const char *, long long, const char *, sandbox_cb, void *);
+void		 sandbox_create_cancel(struct sandbox_create *);
 struct cJSON	*sandbox_list(void);
 struct cJSON	*sandbox_inspect(const char *, const char **, char **);
 void		 sandbox_destroy(struct tspan *, const char *, sandbox_cb,
