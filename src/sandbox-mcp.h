@@ -551,6 +551,17 @@ const char	*auth_record_tenant(struct cJSON *);
 int		 auth_sees(const char *, const char *);
 int		 auth_sandbox_hidden(const char *, const char *, char **);
 
+/* notice.c: MCP logging levels */
+#define NOTICE_INFO		1
+#define NOTICE_NOTICE		2
+#define NOTICE_WARNING		3
+#define NOTICE_ERROR		4
+typedef void (*notice_cb)(const char *, int, struct cJSON *);
+void		 notice_register(notice_cb);
+void		 notice(const char *, int, const char *, const char *,
+		     const char *, ...)
+		     __attribute__((__format__ (printf, 5, 6)));
+
 /* telemetry.c */
 void		 telemetry_init(void);
 struct tspan	*telemetry_span_begin(const char *, struct tspan *,
@@ -630,6 +641,8 @@ struct mcp_reply *mcp_receive(struct mcp_session *, const char *, size_t,
 		     mcp_reply_cb, void *);
 void		 mcp_reply_detach(struct mcp_reply *);
 void		 mcp_reply_retarget(struct mcp_reply *, mcp_reply_cb, void *);
+typedef void (*mcp_push_cb)(struct cJSON *, void *);
+void		 mcp_session_set_push(struct mcp_session *, mcp_push_cb, void *);
 int		 mcp_message_is_initialize(const char *, size_t);
 int		 mcp_version_supported(const char *);
 const char	*mcp_negotiate_version(const char *);

@@ -1836,6 +1836,9 @@ sandbox_lost(const char *id, const char *cid, const char *why)
 			cJSON_AddStringToObject(attrs, "reason", why);
 			telemetry_event(id, NULL, NULL, "sandbox.failed",
 			    attrs);
+			notice(auth_record_tenant(rec), NOTICE_ERROR,
+			    "sandbox.failed", id, "sandbox %s failed: %s", id,
+			    why);
 		}
 		xasprintf(&msg, "sandbox %s failed: %s", id, why);
 	} else if (rec != NULL && strcmp(state, "failed") == 0) {

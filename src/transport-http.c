@@ -1415,6 +1415,27 @@ transport_http_stream_reply_cb(struct mcp_reply *reply, cJSON *response,
 }
 
 /*
+ * A notification for a session: it goes on the first of its streams that
+ * is open for a call still running, and is dropped when none is (nothing
+ * is pushed unsolicited).
+ */
+static void
+transport_http_push(cJSON *msg, void *arg)
+{
+	struct http_session	*s = arg;
+	struct http_stream	*st;
+
+	TAILQ_FOREACH(st, &s->streams, entry) {
+		if (st->c != NULL && !st->done) {
+			transport_http_stream_event(st, msg);
+			return;
+		}
+	}
+	log_debug("http session %.8s: a notification dropped, no stream"
+	    " open", s->id);
+}
+
+/*
  * The call has not answered in time: its answer becomes an event stream,
  * which keeps the reply from here on.
  */
@@ -1437,8 +1458,10 @@ transport_http_sse_start(struct http_conn *c)
 	st->c = c;
 	c->stream = st;
 	transport_http_sse_head(c);
-	if (s != NULL)
+	if (s != NULL) {
 		transport_http_stream_event(st, NULL);
+		mcp_session_set_push(s->mcp, transport_http_push, s);
+	}
 }
 
 /*
@@ -1500,6 +1523,12 @@ transport_http_sse_resume(struct http_conn *c)
 	evtimer_del(c->timer);
 	bufferevent_setwatermark(c->bev, EV_READ, 0,
 	    (size_t)cfg_limit(LIMIT_MAX_HEADER));
+	if (c->req->state != HTTP_MSG_DONE) {
+		c->keepalive = 0;
+		transport_http_refuse(c, 400, JSONRPC_INVALID_REQUEST, NULL,
+		    "bad request: GET /mcp takes no body");
+		return;
+	}
 	if ((a = http_msg_header(c->req, "Accept")) == NULL ||
 	    !http_header_has_token(a, "text/event-stream")) {
 		transport_http_refuse(c, 406, JSONRPC_INVALID_REQUEST, NULL,

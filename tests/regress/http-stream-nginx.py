@@ -6,6 +6,7 @@
 # event streams outlives it on SSE keep-alives, its first event passes
 # nginx before the call ends (no buffering), and the result arrives.
 
+import json
 import os
 import socket
 import subprocess
@@ -111,7 +112,6 @@ def test():
     t0 = time.time()
     body = exec_call(4, sid, "sleep 7; echo through")
     e = Http(port, timeout=30)
-    import json
     data = json.dumps(body).encode()
     hh = dict(hdr, **{"Host": "127.0.0.1",
                       "Content-Type": "application/json",

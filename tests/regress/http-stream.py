@@ -8,6 +8,7 @@
 # and Last-Event-ID, once; another session or key cannot, and GET without
 # Last-Event-ID stays 405.
 
+import json
 import os
 import time
 
@@ -28,7 +29,6 @@ SID = [None]
 
 def post_head(c, body, hdr):
     """Send a POST and read only the response head."""
-    import json
     data = json.dumps(body).encode()
     h = {"Host": "127.0.0.1", "Content-Type": "application/json",
          "Accept": "application/json, text/event-stream",

@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 
-from lib import (IMAGE, Http, Server, check, check_eq, cleanup, http_json,
+from lib import (IMAGE, Http, Server, check, check_eq, cleanup,
                  http_session, main, ok_result, our_containers,
                  remove_our_containers, sse_parse, tmpdir)
 
