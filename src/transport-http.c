@@ -1493,8 +1493,6 @@ transport_http_stream_forget(struct http_session *s)
 {
 	struct http_stream	*st;
 
-	if (s->streams.tqh_last == NULL)
-		return;		/* never listed */
 	while ((st = TAILQ_FIRST(&s->streams)) != NULL) {
 		transport_http_stream_unkeep(st);
 		TAILQ_REMOVE(&s->streams, st, entry);
