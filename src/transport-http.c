@@ -228,6 +228,7 @@ static void	transport_http_stream_free(struct http_stream *);
 static void	transport_http_stream_forget(struct http_session *);
 static void	transport_http_sse_arm(struct http_conn *);
 static void	transport_http_sse_resume(struct http_conn *);
+static int	transport_http_sse_era2025(struct http_conn *);
 
 int
 transport_http_active(void)
@@ -1120,7 +1121,8 @@ transport_http_head(struct http_conn *c)
 		return;
 
 	if (strcmp(req->method, "GET") == 0 &&
-	    http_msg_header(req, "Last-Event-ID") != NULL) {
+	    http_msg_header(req, "Last-Event-ID") != NULL &&
+	    transport_http_sse_era2025(c)) {
 		transport_http_sse_resume(c);
 		return;
 	}
@@ -1223,6 +1225,19 @@ transport_http_sse_arm(struct http_conn *c)
 }
 
 /*
+ * Whether a request is of the 2025 revisions, which have sessions and
+ * resumable streams (a later one ignores Mcp-Session-Id and
+ * Last-Event-ID).
+ */
+static int
+transport_http_sse_era2025(struct http_conn *c)
+{
+	const char	*pv = http_msg_header(c->req, "MCP-Protocol-Version");
+
+	return (pv == NULL || strncmp(pv, "2025-", 5) == 0);
+}
+
+/*
  * The 2025-era session a request belongs to, when its streams are
  * resumable there; NULL otherwise.
  */
@@ -1232,7 +1247,8 @@ transport_http_sse_session(struct http_conn *c)
 	struct http_session	*s;
 	const char		*sid, *v;
 
-	if ((sid = http_msg_header(c->req, "Mcp-Session-Id")) == NULL ||
+	if (!transport_http_sse_era2025(c) ||
+	    (sid = http_msg_header(c->req, "Mcp-Session-Id")) == NULL ||
 	    (s = transport_http_session_find(sid)) == NULL ||
 	    s->key != c->key || !s->listed)
 		return (NULL);

@@ -147,6 +147,10 @@ def test():
     st, h, b = r.request("GET", "/mcp", None, dict(hdr, **{
         "Accept": "text/event-stream"}))
     check_eq(st, 405, "GET without Last-Event-ID")
+    st, h, b = r.request("GET", "/mcp", None, dict(hdr, **{
+        "Accept": "text/event-stream", "Last-Event-ID": last,
+        "MCP-Protocol-Version": "2026-07-28"}))
+    check_eq(st, 405, "no resumption in the 2026-07-28 revision")
 
 
 main(test)
