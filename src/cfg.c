@@ -128,6 +128,10 @@ static const struct cfg_limit_entry {
 	    1, 1024, 8 },
 	[LIMIT_SANDBOXES_PER_TENANT] = { "sandboxes-per-tenant",
 	    CFG_LIMIT_COUNT, 1, 1000000, 64 },
+	[LIMIT_SSE_KEEPALIVE] = { "sse-keepalive", CFG_LIMIT_SECONDS,
+	    1, 300, 15 },
+	[LIMIT_SSE_RESUME_MAX] = { "sse-resume-max", CFG_LIMIT_SIZE,
+	    0, 1024LL * 1024 * 1024, 1024 * 1024 },
 };
 
 static const struct {

@@ -270,6 +270,10 @@ command_timer_cb(evutil_socket_t fd, short events, void *arg)
 		c->timed_out = 1;
 		log_debug("command %s timed out after %lld ms", c->id,
 		    c->timeout_ms);
+		notice(c->sb != NULL ? c->sb->tenant : NULL, NOTICE_WARNING,
+		    "command.timeout", c->sandbox, "command %s reached its"
+		    " timeout_ms of %lld and is being killed", c->id,
+		    c->timeout_ms);
 		command_signal(c, SIGTERM);
 		c->grace = 1;
 		evtimer_add(c->timer, &tv);

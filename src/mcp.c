@@ -85,7 +85,12 @@ struct mcp_session {
 	int			 stateless;	/* one request, modern era */
 	mcp_check_cb		 check;		/* the transport's checks */
 	void			*check_arg;
+	mcp_push_cb		 push;	/* notifications, any time */
+	void			*push_arg;
+	TAILQ_ENTRY(mcp_session) push_entry;
 };
+static TAILQ_HEAD(, mcp_session) mcp_pushable =
+    TAILQ_HEAD_INITIALIZER(mcp_pushable);
 
 struct mcp_reply {
 	struct mcp_session	*session;
@@ -109,6 +114,8 @@ struct mcp_request {
 	int			 log_level;	/* its _meta logLevel, or -1 */
 	TAILQ_ENTRY(mcp_request) entry;
 };
+
+#define MCP_CANCELLED_BY_PEER	2	/* request.cancelled: no answer */
 
 static void	mcp_reply_add(struct mcp_reply *, cJSON *);
 static void	mcp_reply_finish(struct mcp_reply *);
@@ -167,6 +174,8 @@ mcp_session_unref(struct mcp_session *s)
 {
 	if (--s->references > 0)
 		return;
+	if (s->push != NULL)
+		TAILQ_REMOVE(&mcp_pushable, s, push_entry);
 	free(s->key);
 	free(s->tenant);
 	free(s);
@@ -185,6 +194,7 @@ mcp_session_free(struct mcp_session *s)
 
 	if (s == NULL)
 		return;
+	mcp_session_set_push(s, NULL, NULL);	/* nobody to tell */
 	TAILQ_FOREACH_SAFE(r, &s->inflight, entry, r1) {
 		if (r->call != NULL && !r->cancelled) {
 			r->cancelled = 1;
@@ -346,7 +356,7 @@ mcp_cancelled(struct mcp_session *s, cJSON *params)
 		if (!cJSON_Compare(r->id, id, 1) || r->cancelled)
 			continue;
 		log_debug("%s: request cancelled by the client", __func__);
-		r->cancelled = 1;
+		r->cancelled = MCP_CANCELLED_BY_PEER;
 		if (r->call != NULL)
 			tool_call_cancel(r->call);
 		break;
@@ -365,7 +375,8 @@ mcp_tool_done(struct tool_call *call, cJSON *envelope, void *arg)
 	r->done = 1;
 	r->call = NULL;
 	TAILQ_REMOVE(&s->inflight, r, entry);
-	if (r->cancelled && s->transport == MCP_TRANSPORT_STDIO) {
+	if (r->cancelled == MCP_CANCELLED_BY_PEER ||
+	    (r->cancelled && s->transport == MCP_TRANSPORT_STDIO)) {
 		/* The peer asked us not to answer. */
 		cJSON_Delete(envelope);
 		response = NULL;
@@ -821,6 +832,61 @@ mcp_reply_detach(struct mcp_reply *reply)
 			tool_call_cancel(r->call);
 		}
 	}
+}
+
+/*
+ * An engine notice (notice.c): a notifications/message to every 2025-era
+ * session that can take one, whose level lets it through and whose
+ * tenant sees the tenant of the notice.
+ */
+static void
+mcp_notice(const char *tenant, int level, cJSON *data)
+{
+	struct mcp_session	*s, *s1;
+	cJSON			*msg, *params;
+
+	TAILQ_FOREACH_SAFE(s, &mcp_pushable, push_entry, s1) {
+		if (!s->initialized || strncmp(s->version, "2025-", 5) != 0 ||
+		    level < s->log_level || !auth_sees(s->tenant, tenant))
+			continue;
+		msg = cJSON_CreateObject();
+		cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
+		cJSON_AddStringToObject(msg, "method",
+		    "notifications/message");
+		params = cJSON_AddObjectToObject(msg, "params");
+		cJSON_AddStringToObject(params, "level",
+		    mcp_log_levels[level]);
+		cJSON_AddStringToObject(params, "logger", SANDBOX_MCP_NAME);
+		cJSON_AddItemToObject(params, "data", cJSON_Duplicate(data, 1));
+		s->push(msg, s->push_arg);
+		cJSON_Delete(msg);
+	}
+}
+
+/*
+ * How a transport takes a notification for a session at any time (NULL:
+ * it cannot); it may drop it when it has no way to the peer.
+ */
+void
+mcp_session_set_push(struct mcp_session *s, mcp_push_cb cb, void *arg)
+{
+	if ((s->push != NULL) != (cb != NULL)) {
+		if (cb != NULL)
+			TAILQ_INSERT_TAIL(&mcp_pushable, s, push_entry);
+		else
+			TAILQ_REMOVE(&mcp_pushable, s, push_entry);
+	}
+	s->push = cb;
+	s->push_arg = arg;
+	notice_register(mcp_notice);
+}
+
+/* Deliver a reply elsewhere: its transport hands it on (an event stream). */
+void
+mcp_reply_retarget(struct mcp_reply *reply, mcp_reply_cb cb, void *arg)
+{
+	reply->cb = cb;
+	reply->arg = arg;
 }
 
 /*

@@ -89,6 +89,8 @@ enum limit {
 	LIMIT_COMMANDS_PER_TENANT,
 	LIMIT_HELPER_PER_TENANT,
 	LIMIT_SANDBOXES_PER_TENANT,
+	LIMIT_SSE_KEEPALIVE,
+	LIMIT_SSE_RESUME_MAX,
 	LIMIT__COUNT
 };
 
@@ -524,11 +526,13 @@ void		 disk_ensure(const char *, disk_cb, void *);
 int		 disk_teardown(const char *, char **);
 
 /* sandbox.c */
+struct sandbox_create;
 typedef void (*sandbox_cb)(struct cJSON *, const char *, const char *,
 		     struct cJSON *, void *);
 struct cJSON	*sandbox_record_public(struct cJSON *);
-void		 sandbox_create(struct tspan *, const char *, const char *,
-		     long long, const char *, sandbox_cb, void *);
+struct sandbox_create *sandbox_create(struct tspan *, const char *,
+		     const char *, long long, const char *, sandbox_cb, void *);
+void		 sandbox_create_cancel(struct sandbox_create *);
 struct cJSON	*sandbox_list(void);
 struct cJSON	*sandbox_inspect(const char *, const char **, char **);
 void		 sandbox_destroy(struct tspan *, const char *, sandbox_cb,
@@ -548,6 +552,17 @@ const char	*auth_tenant(const struct cfg_apikey *);
 const char	*auth_record_tenant(struct cJSON *);
 int		 auth_sees(const char *, const char *);
 int		 auth_sandbox_hidden(const char *, const char *, char **);
+
+/* notice.c: MCP logging levels */
+#define NOTICE_INFO		1
+#define NOTICE_NOTICE		2
+#define NOTICE_WARNING		3
+#define NOTICE_ERROR		4
+typedef void (*notice_cb)(const char *, int, struct cJSON *);
+void		 notice_register(notice_cb);
+void		 notice(const char *, int, const char *, const char *,
+		     const char *, ...)
+		     __attribute__((__format__ (printf, 5, 6)));
 
 /* telemetry.c */
 void		 telemetry_init(void);
@@ -636,6 +651,9 @@ unsigned int	 mcp_session_pending(struct mcp_session *);
 struct mcp_reply *mcp_receive(struct mcp_session *, const char *, size_t,
 		     mcp_reply_cb, void *);
 void		 mcp_reply_detach(struct mcp_reply *);
+void		 mcp_reply_retarget(struct mcp_reply *, mcp_reply_cb, void *);
+typedef void (*mcp_push_cb)(struct cJSON *, void *);
+void		 mcp_session_set_push(struct mcp_session *, mcp_push_cb, void *);
 int		 mcp_message_is_initialize(const char *, size_t);
 struct mcp_reply *mcp_receive_stateless(int, int, const char *, const char *,
 		     const char *, size_t, mcp_check_cb, void *, mcp_reply_cb,

@@ -96,6 +96,7 @@ struct sandbox_create {
 	void			(*after_disks)(struct sandbox_create *);
 	sandbox_cb		 cb;
 	void			*arg;
+	int			 cancelled;
 };
 
 struct sandbox_destroy {
@@ -633,7 +634,7 @@ sandbox_create_base_cb(const char *root_hash, const char *kind,
 	struct sandbox_create	*sc = arg;
 
 	sc->base = NULL;
-	if (root_hash == NULL) {
+	if (root_hash == NULL || sc->cancelled) {
 		sandbox_create_error(sc, kind, tool_details("workspace_root",
 		    sc->workspace), "%s", message);
 		sandbox_create_finish(sc);
@@ -650,6 +651,10 @@ sandbox_create_image_cb(cJSON *reply, const char *error, int status,
 {
 	struct sandbox_create	*sc = arg;
 
+	if (sc->cancelled) {
+		sandbox_create_finish(sc);
+		return;
+	}
 	if (status == 404) {
 		sandbox_create_error(sc, TOOL_ERR_INVALID, tool_details(
 		    "image", sc->image), "image %s does not exist locally"
@@ -689,9 +694,9 @@ sandbox_image_ok(const char *image)
  * create_sandbox: check everything, build or reuse the shared base, then
  * create and start count containers for tenant; cb gets one record
  * (count 1), or {"sandboxes": [...]}, or the first error after a full
- * rollback.
+ * rollback. Returns the create while it runs, NULL once cb has run.
  */
-void
+struct sandbox_create *
 sandbox_create(struct tspan *parent, const char *image, const char *root,
     long long count, const char *tenant, sandbox_cb cb, void *arg)
 {
@@ -706,7 +711,7 @@ sandbox_create(struct tspan *parent, const char *image, const char *root,
 		cb(NULL, TOOL_ERR_INVALID, message, tool_details("argument",
 		    "count"), arg);
 		free(message);
-		return;
+		return (NULL);
 	}
 	if (!sandbox_image_ok(image)) {
 		xasprintf(&message, "image must be an image reference of at"
@@ -715,14 +720,14 @@ sandbox_create(struct tspan *parent, const char *image, const char *root,
 		cb(NULL, TOOL_ERR_INVALID, message, tool_details("image",
 		    image), arg);
 		free(message);
-		return;
+		return (NULL);
 	}
 	if ((canon = workspace_resolve("workspace_root", root, tenant, &kind,
 	    &message)) == NULL) {
 		cb(NULL, kind, message, tool_details("workspace_root", root),
 		    arg);
 		free(message);
-		return;
+		return (NULL);
 	}
 
 	sc = xcalloc(1, sizeof *sc);
@@ -745,6 +750,7 @@ sandbox_create(struct tspan *parent, const char *image, const char *root,
 	    sandbox_create_image_cb, sc);
 	free(path);
 	free(esc);
+	return (sc);
 }
 
 static void sandbox_create_rollback_next(struct sandbox_create *);
@@ -875,6 +881,27 @@ sandbox_create_rollback(struct sandbox_create *sc)
 	sc->step = SANDBOX_CREATE_ROLLBACK;
 	sc->rollback_next = sc->count - 1;
 	sandbox_create_rollback_next(sc);
+}
+
+/*
+ * The caller has given the create up: the first error is the cancel, so
+ * that what is made so far is rolled back as the next step completes
+ * (a base being built is abandoned at once). cb still runs, once.
+ */
+void
+sandbox_create_cancel(struct sandbox_create *sc)
+{
+	if (sc->cancelled)
+		return;
+	sc->cancelled = 1;
+	sandbox_create_error(sc, TOOL_ERR_FAILED, NULL, "create_sandbox was"
+	    " cancelled; what it had made is removed");
+	log_info("create %s cancelled by the caller", sc->batch);
+	if (sc->step == SANDBOX_CREATE_BASE && sc->base != NULL) {
+		basecache_cancel(sc->base);
+		sc->base = NULL;
+		sandbox_create_finish(sc);
+	}
 }
 
 /* Every record, oldest first. */
@@ -1809,6 +1836,9 @@ sandbox_lost(const char *id, const char *cid, const char *why)
 			cJSON_AddStringToObject(attrs, "reason", why);
 			telemetry_event(id, NULL, NULL, "sandbox.failed",
 			    attrs);
+			notice(auth_record_tenant(rec), NOTICE_ERROR,
+			    "sandbox.failed", id, "sandbox %s failed: %s", id,
+			    why);
 		}
 		xasprintf(&msg, "sandbox %s failed: %s", id, why);
 	} else if (rec != NULL && strcmp(state, "failed") == 0) {

@@ -1435,6 +1435,11 @@ session_publish_end(struct session_publish *sp, cJSON *rep)
 		cJSON_AddItemToObject(attrs, "reject_class",
 		    cJSON_Duplicate(v, 1));
 		telemetry_event(sb->id, NULL, NULL, "publish.rejected", attrs);
+		notice(sb->tenant, NOTICE_WARNING, "publish.rejected", sb->id,
+		    "the publish of workspace session %s was rejected (%s):"
+		    " %s", s->id, cJSON_IsString(v) ? v->valuestring : "?",
+		    cJSON_IsString(cJSON_GetObjectItem(rep, "message")) ?
+		    cJSON_GetObjectItem(rep, "message")->valuestring : "");
 	} else
 		cJSON_Delete(attrs);
 	published = cJSON_GetObjectItem(rep, "layer_id") != NULL ||

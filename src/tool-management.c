@@ -37,6 +37,7 @@ static void	tool_list_docker_images_cancel(struct tool_call *);
 static void	tool_list_workspace_directories_exec(struct tool_call *);
 static void	tool_list_workspace_directories_cancel(struct tool_call *);
 static void	tool_create_sandbox_exec(struct tool_call *);
+static void	tool_create_sandbox_cancel(struct tool_call *);
 static void	tool_list_sandboxes_exec(struct tool_call *);
 static void	tool_inspect_sandbox_exec(struct tool_call *);
 static void	tool_destroy_sandbox_exec(struct tool_call *);
@@ -206,6 +207,7 @@ const struct tool_entry tool_create_sandbox_entry = {
 	.flags = 0,
 	.args = tool_create_sandbox_args,
 	.exec = tool_create_sandbox_exec,
+	.cancel = tool_create_sandbox_cancel,
 };
 
 const struct tool_entry tool_list_sandboxes_entry = {
@@ -258,6 +260,7 @@ tool_sandbox_cb(cJSON *result, const char *kind, const char *message,
 {
 	struct tool_call	*tc = arg;
 
+	tool_call_set_data(tc, NULL);	/* a create has ended */
 	if (result != NULL)
 		tool_call_done(tc, result);
 	else
@@ -277,9 +280,9 @@ tool_create_sandbox_exec(struct tool_call *tc)
 	 * operator (standard input, or HTTP without keys) is not.
 	 */
 	if (strcmp(tenant, AUTH_LOCAL) == 0) {
-		sandbox_create(tool_call_span(tc), tool_arg_string(tc,
-		    "image"), tool_arg_string(tc, "workspace_root"), count,
-		    tenant, tool_sandbox_cb, tc);
+		tool_call_set_data(tc, sandbox_create(tool_call_span(tc),
+		    tool_arg_string(tc, "image"), tool_arg_string(tc,
+		    "workspace_root"), count, tenant, tool_sandbox_cb, tc));
 		return;
 	}
 	all = sandbox_list();
@@ -299,9 +302,23 @@ tool_create_sandbox_exec(struct tool_call *tc)
 		    cfg_limit(LIMIT_SANDBOXES_PER_TENANT));
 		return;
 	}
-	sandbox_create(tool_call_span(tc), tool_arg_string(tc, "image"),
-	    tool_arg_string(tc, "workspace_root"), tool_arg_integer(tc,
-	    "count"), tool_call_tenant(tc), tool_sandbox_cb, tc);
+	tool_call_set_data(tc, sandbox_create(tool_call_span(tc),
+	    tool_arg_string(tc, "image"), tool_arg_string(tc,
+	    "workspace_root"), tool_arg_integer(tc, "count"),
+	    tool_call_tenant(tc), tool_sandbox_cb, tc));
+}
+
+/*
+ * The caller has cancelled: roll back what the create has made. It
+ * answers (unheard) once the rollback is done.
+ */
+static void
+tool_create_sandbox_cancel(struct tool_call *tc)
+{
+	struct sandbox_create	*sc = tool_call_data(tc);
+
+	if (sc != NULL)
+		sandbox_create_cancel(sc);
 }
 
 /* Every record the caller's tenant sees. */

@@ -47,6 +47,7 @@
 #include <arpa/inet.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,7 @@
 #define HTTP_ACCEPT_RETRY	1
 #define HTTP_LINGER		2
 #define HTTP_TUNNEL_HIGH	(1024 * 1024)
+#define HTTP_SSE_AFTER_MS	1000	/* a call answers as JSON within */
 
 enum http_conn_state {
 	HTTP_CONN_HEAD,
@@ -78,8 +80,39 @@ enum http_conn_state {
 	HTTP_CONN_HANDLING,
 	HTTP_CONN_WRITING,
 	HTTP_CONN_LINGER,
-	HTTP_CONN_TUNNEL
+	HTTP_CONN_TUNNEL,
+	HTTP_CONN_SSE
 };
+
+/*
+ * A call's answer as an SSE stream: switched to when the call has not
+ * answered within HTTP_SSE_AFTER_MS. In a 2025-era session its events
+ * carry ids ("stream-event") and are kept until the stream is delivered,
+ * so that a client that lost the connection can resume it with GET and
+ * Last-Event-ID; the call runs on meanwhile. Without a session the
+ * stream has no ids and ends with its connection.
+ */
+struct http_sse_event {
+	unsigned int			 seq;
+	size_t				 len;
+	char				*text;	/* "id: ...\ndata: ...\n\n" */
+	TAILQ_ENTRY(http_sse_event)	 entry;
+};
+TAILQ_HEAD(http_sse_events, http_sse_event);
+
+struct http_stream {
+	unsigned int			 id;	/* within its session */
+	unsigned int			 seq;	/* of the last event */
+	struct http_session		*session; /* NULL: not resumable */
+	struct http_conn		*c;	/* the connection it is on */
+	struct mcp_reply		*reply;	/* while the call runs */
+	int				 done;	/* the answer is out */
+	int				 unkept; /* over sse-resume-max */
+	size_t				 kept;	/* bytes of events */
+	struct http_sse_events		 events;
+	TAILQ_ENTRY(http_stream)	 entry;
+};
+TAILQ_HEAD(http_streams, http_stream);
 
 struct http_session {
 	char				 id[33];
@@ -90,6 +123,9 @@ struct http_session {
 	struct http_client		*owner;	/* key, or address */
 	int				 listed; /* in the table */
 	TAILQ_ENTRY(http_session)	 owner_entry;
+	struct http_streams		 streams; /* resumable */
+	unsigned int			 next_stream;
+	size_t				 kept;	/* bytes of their events */
 };
 LIST_HEAD(http_sessions, http_session);
 TAILQ_HEAD(http_session_lru, http_session);
@@ -147,6 +183,8 @@ struct http_conn {
 	int				 evictable;
 	TAILQ_ENTRY(http_conn)		 evict_entry;
 	int				 modern; /* a stateless-era request */
+	struct http_stream		*stream; /* an SSE answer */
+	int				 chunked; /* the SSE body is */
 };
 TAILQ_HEAD(http_conns, http_conn);
 
@@ -190,6 +228,14 @@ static int	transport_http_modern_version(struct http_conn *);
 static void	transport_http_modern(struct http_conn *, const char *,
 		    size_t);
 static void	transport_http_cors(struct http_conn *, struct evbuffer *);
+static void	transport_http_sse_start(struct http_conn *);
+static void	transport_http_sse_keepalive(struct http_conn *);
+static void	transport_http_stream_detach(struct http_conn *);
+static void	transport_http_stream_free(struct http_stream *);
+static void	transport_http_stream_forget(struct http_session *);
+static void	transport_http_sse_arm(struct http_conn *);
+static void	transport_http_sse_resume(struct http_conn *);
+static int	transport_http_sse_era2025(struct http_conn *);
 
 int
 transport_http_active(void)
@@ -212,7 +258,7 @@ static void
 transport_http_set_state(struct http_conn *c, enum http_conn_state state)
 {
 	static const char *names[] = { "head", "body", "handling",
-	    "writing", "linger", "tunnel" };
+	    "writing", "linger", "tunnel", "sse" };
 
 	log_trace(TRACE_HTTP, "http client %u %s -> %s", c->id,
 	    names[c->state], names[state]);
@@ -698,6 +744,7 @@ static void
 transport_http_session_free(struct http_session *s, const char *reason)
 {
 	log_debug("http session %.8s ended reason=%s", s->id, reason);
+	transport_http_stream_forget(s);
 	if (s->listed)
 		TAILQ_REMOVE(&s->owner->sessions, s, owner_entry);
 	s->owner->nsessions--;
@@ -877,6 +924,8 @@ transport_http_write_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->state != HTTP_CONN_WRITING)
 		return;
+	if (c->stream != NULL)
+		transport_http_stream_free(c->stream);	/* delivered */
 	if (!c->keepalive && c->req->state != HTTP_MSG_DONE &&
 	    c->req->state != HTTP_MSG_ERROR) {
 		/*
@@ -1010,6 +1059,11 @@ transport_http_timer_cb(evutil_socket_t fd, short events, void *arg)
 		transport_http_close(c, "tunnel idle");
 		break;
 	case HTTP_CONN_HANDLING:
+		if (c->reply != NULL)
+			transport_http_sse_start(c);
+		break;
+	case HTTP_CONN_SSE:
+		transport_http_sse_keepalive(c);
 		break;
 	}
 }
@@ -1024,6 +1078,8 @@ transport_http_close(struct http_conn *c, const char *reason)
 		mcp_reply_detach(c->reply);
 		c->reply = NULL;
 	}
+	if (c->stream != NULL)
+		transport_http_stream_detach(c);
 	if (c->pending_session != NULL) {
 		transport_http_session_free(c->pending_session,
 		    "client closed during initialize");
@@ -1421,6 +1477,12 @@ transport_http_head(struct http_conn *c)
 		    http_msg_header(req, "MCP-Protocol-Version"));
 		return;
 	}
+	if (strcmp(req->method, "GET") == 0 &&
+	    http_msg_header(req, "Last-Event-ID") != NULL &&
+	    transport_http_sse_era2025(c)) {
+		transport_http_sse_resume(c);
+		return;
+	}
 	if (strcmp(req->method, "DELETE") == 0 ||
 	    strcmp(req->method, "POST") == 0) {
 		if (strcmp(req->method, "DELETE") == 0 && (req->chunked ||
@@ -1499,6 +1561,409 @@ transport_http_reply_cb(struct mcp_reply *reply, cJSON *response, void *arg)
 	else
 		transport_http_json(c, 200, response,
 		    extra[0] != '\0' ? extra : NULL);
+}
+
+/*
+ * A call is under way on a POST that accepts an event stream: give it
+ * HTTP_SSE_AFTER_MS to answer as JSON, on the connection's own timer.
+ */
+static void
+transport_http_sse_arm(struct http_conn *c)
+{
+	struct timeval	 tv = { HTTP_SSE_AFTER_MS / 1000,
+			    (HTTP_SSE_AFTER_MS % 1000) * 1000 };
+	const char	*a;
+
+	if (c->reply == NULL || c->state != HTTP_CONN_HANDLING ||
+	    (a = http_msg_header(c->req, "Accept")) == NULL ||
+	    !http_header_has_token(a, "text/event-stream"))
+		return;
+	evtimer_add(c->timer, &tv);
+}
+
+/*
+ * Whether a request is of the 2025 revisions, which have sessions and
+ * resumable streams (a later one ignores Mcp-Session-Id and
+ * Last-Event-ID).
+ */
+static int
+transport_http_sse_era2025(struct http_conn *c)
+{
+	const char	*pv = http_msg_header(c->req, "MCP-Protocol-Version");
+
+	return (pv == NULL || strncmp(pv, "2025-", 5) == 0);
+}
+
+/*
+ * The 2025-era session a request belongs to, when its streams are
+ * resumable there; NULL otherwise.
+ */
+static struct http_session *
+transport_http_sse_session(struct http_conn *c)
+{
+	struct http_session	*s;
+	const char		*sid, *v;
+
+	if (!transport_http_sse_era2025(c) ||
+	    (sid = http_msg_header(c->req, "Mcp-Session-Id")) == NULL ||
+	    (s = transport_http_session_find(sid)) == NULL ||
+	    s->key != c->key || !s->listed)
+		return (NULL);
+	if ((v = mcp_session_version(s->mcp)) == NULL ||
+	    strncmp(v, "2025-", 5) != 0)
+		return (NULL);
+	return (s);
+}
+
+/* Bytes of the event stream's body, framed when it is chunked. */
+static void
+transport_http_sse_write(struct http_conn *c, const char *text, size_t len)
+{
+	struct evbuffer	*out = bufferevent_get_output(c->bev);
+
+	if (len == 0)
+		return;
+	if (c->chunked)
+		evbuffer_add_printf(out, "%zx\r\n", len);
+	evbuffer_add(out, text, len);
+	if (c->chunked)
+		evbuffer_add(out, "\r\n", 2);
+}
+
+/* The head of an event stream; the connection then carries it. */
+static void
+transport_http_sse_head(struct http_conn *c)
+{
+	struct evbuffer	*out = bufferevent_get_output(c->bev);
+
+	c->chunked = c->keepalive && c->req->minor >= 1;
+	if (!c->chunked)
+		c->keepalive = 0;
+	evbuffer_add_printf(out, "HTTP/1.1 200 %s\r\n"
+	    "Content-Type: text/event-stream\r\n"
+	    "Cache-Control: no-store\r\n"
+	    "X-Accel-Buffering: no\r\n%s", http_status_text(200),
+	    c->chunked ? "Transfer-Encoding: chunked\r\n" :
+	    "Connection: close\r\n");
+	transport_http_cors(c, out);
+	evbuffer_add(out, "\r\n", 2);
+	log_debug("http client %u %s %.200s 200 event-stream%s%u peer=%s",
+	    c->id, c->req->method, c->req->target, c->stream->session !=
+	    NULL ? " stream=" : "", c->stream->id, c->peer);
+	transport_http_set_state(c, HTTP_CONN_SSE);
+	bufferevent_enable(c->bev, EV_WRITE);
+	transport_http_arm(c, cfg_limit(LIMIT_SSE_KEEPALIVE));
+}
+
+/* An SSE comment, so that proxies and clients see the stream alive. */
+static void
+transport_http_sse_keepalive(struct http_conn *c)
+{
+	static const char	 ka[] = ": keep-alive\n\n";
+
+	transport_http_sse_write(c, ka, sizeof ka - 1);
+	transport_http_arm(c, cfg_limit(LIMIT_SSE_KEEPALIVE));
+}
+
+/* The stream's last event is written: end its body. */
+static void
+transport_http_sse_end(struct http_conn *c)
+{
+	if (c->chunked)
+		evbuffer_add(bufferevent_get_output(c->bev), "0\r\n\r\n", 5);
+	transport_http_set_state(c, HTTP_CONN_WRITING);
+	bufferevent_enable(c->bev, EV_WRITE);
+	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
+}
+
+/* Forget the events a stream keeps for resumption. */
+static void
+transport_http_stream_unkeep(struct http_stream *st)
+{
+	struct http_sse_event	*e;
+
+	while ((e = TAILQ_FIRST(&st->events)) != NULL) {
+		TAILQ_REMOVE(&st->events, e, entry);
+		free(e->text);
+		free(e);
+	}
+	if (st->session != NULL)
+		st->session->kept -= st->kept;
+	st->kept = 0;
+	st->unkept = 1;
+}
+
+static void
+transport_http_stream_free(struct http_stream *st)
+{
+	transport_http_stream_unkeep(st);
+	if (st->session != NULL)
+		TAILQ_REMOVE(&st->session->streams, st, entry);
+	if (st->c != NULL)
+		st->c->stream = NULL;
+	if (st->reply != NULL)
+		mcp_reply_detach(st->reply);	/* its answer is dropped */
+	free(st);
+}
+
+/*
+ * Keep an event of a session's stream within sse-resume-max for the
+ * session: answers nobody has resumed go first, oldest first; when that
+ * is not enough, this stream is no longer resumable.
+ */
+static void
+transport_http_stream_keep(struct http_stream *st, char *text, size_t len)
+{
+	struct http_session	*s = st->session;
+	struct http_stream	*old, *old1;
+	struct http_sse_event	*e;
+	size_t			 max = (size_t)cfg_limit(LIMIT_SSE_RESUME_MAX);
+
+	if (s == NULL || st->unkept) {
+		free(text);
+		return;
+	}
+	TAILQ_FOREACH_SAFE(old, &s->streams, entry, old1) {
+		if (s->kept + len <= max)
+			break;
+		if (old != st && old->done && old->c == NULL) {
+			log_info("http session %.8s stream %u dropped"
+			    " unresumed: the limit sse-resume-max", s->id,
+			    old->id);
+			transport_http_stream_free(old);
+		}
+	}
+	if (s->kept + len > max) {
+		log_info("http session %.8s stream %u is not resumable: the"
+		    " limit sse-resume-max", s->id, st->id);
+		transport_http_stream_unkeep(st);
+		free(text);
+		return;
+	}
+	e = xcalloc(1, sizeof *e);
+	e->seq = st->seq;
+	e->text = text;
+	e->len = len;
+	TAILQ_INSERT_TAIL(&st->events, e, entry);
+	st->kept += len;
+	s->kept += len;
+}
+
+/*
+ * One event on a stream (a JSON-RPC message, or NULL for the empty one
+ * that gives a client an id to resume from): written when the stream has
+ * a connection, kept when it is resumable.
+ */
+static void
+transport_http_stream_event(struct http_stream *st, cJSON *msg)
+{
+	char	*json, *text;
+	int	 len;
+
+	json = msg != NULL ? util_json_print(msg) : NULL;
+	if (st->session != NULL)
+		len = xasprintf(&text, "id: %u-%u\ndata: %s\n\n", st->id,
+		    ++st->seq, json != NULL ? json : "");
+	else
+		len = xasprintf(&text, "data: %s\n\n", json);
+	free(json);
+	if (st->c != NULL)
+		transport_http_sse_write(st->c, text, (size_t)len);
+	transport_http_stream_keep(st, text, (size_t)len);
+}
+
+/* The call of a stream has answered (NULL: no answer, it was cancelled). */
+static void
+transport_http_stream_reply_cb(struct mcp_reply *reply, cJSON *response,
+    void *arg)
+{
+	struct http_stream	*st = arg;
+
+	st->reply = NULL;
+	if (response != NULL)
+		transport_http_stream_event(st, response);
+	st->done = 1;
+	if (st->c != NULL)
+		transport_http_sse_end(st->c);
+	else if (st->session == NULL || st->unkept)
+		transport_http_stream_free(st);
+}
+
+/*
+ * A notification for a session: it goes on the first of its streams that
+ * is open for a call still running, and is dropped when none is (nothing
+ * is pushed unsolicited).
+ */
+static void
+transport_http_push(cJSON *msg, void *arg)
+{
+	struct http_session	*s = arg;
+	struct http_stream	*st;
+
+	TAILQ_FOREACH(st, &s->streams, entry) {
+		if (st->c != NULL && !st->done) {
+			transport_http_stream_event(st, msg);
+			return;
+		}
+	}
+	log_debug("http session %.8s: a notification dropped, no stream"
+	    " open", s->id);
+}
+
+/*
+ * The call has not answered in time: its answer becomes an event stream,
+ * which keeps the reply from here on.
+ */
+static void
+transport_http_sse_start(struct http_conn *c)
+{
+	struct http_stream	*st;
+	struct http_session	*s;
+
+	st = xcalloc(1, sizeof *st);
+	TAILQ_INIT(&st->events);
+	if ((s = transport_http_sse_session(c)) != NULL) {
+		st->session = s;
+		st->id = ++s->next_stream;
+		TAILQ_INSERT_TAIL(&s->streams, st, entry);
+	}
+	st->reply = c->reply;
+	c->reply = NULL;
+	mcp_reply_retarget(st->reply, transport_http_stream_reply_cb, st);
+	st->c = c;
+	c->stream = st;
+	transport_http_sse_head(c);
+	if (s != NULL) {
+		transport_http_stream_event(st, NULL);
+		mcp_session_set_push(s->mcp, transport_http_push, s);
+	}
+}
+
+/*
+ * The connection of a stream closes. A resumable one waits for the
+ * client to come back, its call running on; any other ends, and its
+ * call is told nobody waits.
+ */
+static void
+transport_http_stream_detach(struct http_conn *c)
+{
+	struct http_stream	*st = c->stream;
+
+	c->stream = NULL;
+	st->c = NULL;
+	if (st->session == NULL || st->unkept)
+		transport_http_stream_free(st);
+	else
+		log_debug("http session %.8s stream %u detached, %s",
+		    st->session->id, st->id, st->done ? "its answer kept" :
+		    "its call running");
+}
+
+/*
+ * A session ends: its streams are no longer resumable. One still on a
+ * connection gets its answer there; the others go with their calls.
+ */
+static void
+transport_http_stream_forget(struct http_session *s)
+{
+	struct http_stream	*st;
+
+	while ((st = TAILQ_FIRST(&s->streams)) != NULL) {
+		transport_http_stream_unkeep(st);
+		TAILQ_REMOVE(&s->streams, st, entry);
+		st->session = NULL;
+		if (st->c == NULL)
+			transport_http_stream_free(st);
+	}
+}
+
+/*
+ * GET /mcp with Last-Event-ID: the rest of a 2025-era session's stream
+ * that lost its connection, its answer included; only that stream's.
+ */
+static void
+transport_http_sse_resume(struct http_conn *c)
+{
+	struct http_session	*s;
+	struct http_stream	*st;
+	struct http_sse_event	*e;
+	struct http_conn	*old;
+	const char		*lei, *a, *errstr;
+	char			 buf[32], *dash;
+	unsigned int		 id, seq;
+
+	transport_http_set_state(c, HTTP_CONN_HANDLING);
+	evtimer_del(c->timer);
+	bufferevent_setwatermark(c->bev, EV_READ, 0,
+	    (size_t)cfg_limit(LIMIT_MAX_HEADER));
+	if (c->req->state != HTTP_MSG_DONE) {
+		c->keepalive = 0;
+		transport_http_refuse(c, 400, JSONRPC_INVALID_REQUEST, NULL,
+		    "bad request: GET /mcp takes no body");
+		return;
+	}
+	if ((a = http_msg_header(c->req, "Accept")) == NULL ||
+	    !http_header_has_token(a, "text/event-stream")) {
+		transport_http_refuse(c, 406, JSONRPC_INVALID_REQUEST, NULL,
+		    "not acceptable: resuming a stream needs Accept:"
+		    " text/event-stream");
+		return;
+	}
+	if (http_msg_header(c->req, "Mcp-Session-Id") == NULL) {
+		transport_http_refuse(c, 400, JSONRPC_INVALID_REQUEST, NULL,
+		    "bad request: resuming a stream needs the Mcp-Session-Id"
+		    " of its session");
+		return;
+	}
+	if ((s = transport_http_sse_session(c)) == NULL) {
+		transport_http_refuse(c, 404, -32001, NULL, "session not"
+		    " found: the Mcp-Session-Id is unknown or has ended; send"
+		    " initialize again");
+		return;
+	}
+	s->last_ms = now_ms();
+	lei = http_msg_header(c->req, "Last-Event-ID");
+	strlcpy(buf, lei, sizeof buf);
+	id = seq = 0;
+	errstr = "malformed";
+	if ((dash = strchr(buf, '-')) != NULL) {
+		*dash++ = '\0';
+		id = (unsigned int)strtonum(buf, 1, UINT_MAX, &errstr);
+		if (errstr == NULL)
+			seq = (unsigned int)strtonum(dash, 0, UINT_MAX,
+			    &errstr);
+	}
+	st = NULL;
+	if (errstr == NULL) {
+		TAILQ_FOREACH(st, &s->streams, entry) {
+			if (st->id == id)
+				break;
+		}
+	}
+	if (st == NULL || st->unkept || seq > st->seq) {
+		transport_http_refuse(c, 404, JSONRPC_INVALID_REQUEST, NULL,
+		    "stream not found: Last-Event-ID %.32s names no event of"
+		    " a stream of this session that can be resumed (it was"
+		    " delivered, dropped past sse-resume-max, or never"
+		    " existed)", lei);
+		return;
+	}
+	if ((old = st->c) != NULL) {
+		/* The client has given that connection up. */
+		transport_http_stream_detach(old);
+		transport_http_close(old, "stream resumed elsewhere");
+	}
+	st->c = c;
+	c->stream = st;
+	transport_http_sse_head(c);
+	log_debug("http session %.8s stream %u resumed after event %u",
+	    s->id, st->id, seq);
+	TAILQ_FOREACH(e, &st->events, entry) {
+		if (e->seq > seq)
+			transport_http_sse_write(c, e->text, e->len);
+	}
+	if (st->done)
+		transport_http_sse_end(c);
 }
 
 /* End an MCP session on DELETE /mcp. */
@@ -1781,6 +2246,7 @@ transport_http_modern(struct http_conn *c, const char *body, size_t len)
 	    auth_tenant(c->key), body, len, transport_http_modern_check, c,
 	    transport_http_modern_reply_cb, c);
 	telemetry_client(NULL);
+	transport_http_sse_arm(c);
 }
 
 /*
@@ -1903,6 +2369,7 @@ transport_http_body_done(struct http_conn *c)
 		if ((owner = transport_http_session_admit(c)) == NULL)
 			return;
 		s = xcalloc(1, sizeof *s);
+		TAILQ_INIT(&s->streams);
 		s->owner = owner;
 		util_random_hex(s->id, 32);
 		s->key = c->key;
@@ -1920,6 +2387,7 @@ transport_http_body_done(struct http_conn *c)
 	telemetry_client(c->client_addr);
 	c->reply = mcp_receive(s->mcp, body, len, transport_http_reply_cb, c);
 	telemetry_client(NULL);
+	transport_http_sse_arm(c);
 }
 
 /*

@@ -123,6 +123,13 @@ transport_stdio_error(int code, const char *message)
 	cJSON_Delete(msg);
 }
 
+/* A notification of the server's own, between responses. */
+static void
+transport_stdio_push(cJSON *msg, void *arg)
+{
+	transport_stdio_send(msg);
+}
+
 static void
 transport_stdio_reply_cb(struct mcp_reply *reply, cJSON *response, void *arg)
 {
@@ -363,6 +370,7 @@ transport_stdio_start(int sets)
 	stdio.active = 1;
 	stdio.session = mcp_session_new(MCP_TRANSPORT_STDIO, sets, NULL,
 	    AUTH_LOCAL);
+	mcp_session_set_push(stdio.session, transport_stdio_push, NULL);
 
 	if (transport_stdio_pollable(STDOUT_FILENO)) {
 		util_set_nonblock(STDOUT_FILENO);

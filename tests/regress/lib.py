@@ -345,13 +345,52 @@ class Http:
         for line in lines[1:]:
             k, v = line.split(":", 1)
             headers[k.strip().lower()] = v.strip()
+        if status == 100:
+            return self.response()
+        if headers.get("content-type") == "text/event-stream":
+            # An answer that became an event stream: the body is its last
+            # message, the events are in self.events.
+            self.events = self.sse_events(headers)
+            data = [e["data"] for e in self.events if e.get("data")]
+            return status, headers, data[-1].encode() if data else b""
         n = int(headers.get("content-length", "0"))
         while len(self.buf) < n:
             self._fill()
         body, self.buf = self.buf[:n], self.buf[n:]
-        if status == 100:
-            return self.response()
         return status, headers, body
+
+    def sse_body(self, headers, until=None):
+        """The body of an event stream (chunked or up to EOF) as text;
+        until(text) may stop the reading early."""
+        raw = b""
+        chunked = headers.get("transfer-encoding") == "chunked"
+        while True:
+            if chunked:
+                while b"\r\n" not in self.buf:
+                    self._fill()
+                line, rest = self.buf.split(b"\r\n", 1)
+                n = int(line, 16)
+                while len(rest) < n + 2:
+                    self._fill()
+                    line, rest = self.buf.split(b"\r\n", 1)
+                raw += rest[:n]
+                self.buf = rest[n + 2:]
+                if n == 0:
+                    break
+            else:
+                try:
+                    self._fill()
+                except EOFError:
+                    raw += self.buf
+                    self.buf = b""
+                    break
+                raw, self.buf = raw + self.buf, b""
+            if until is not None and until(raw.decode()):
+                break
+        return raw.decode()
+
+    def sse_events(self, headers, until=None):
+        return sse_parse(self.sse_body(headers, until))
 
     def closed(self, timeout=5):
         """Whether the server closes the connection within timeout."""
@@ -364,6 +403,24 @@ class Http:
             return False
         except OSError:
             return True
+
+
+def sse_parse(text):
+    """Events of an SSE body: dicts with id/data, and comments under ":"."""
+    events = []
+    for block in text.split("\n\n"):
+        if not block:
+            continue
+        e = {}
+        for line in block.split("\n"):
+            if line.startswith(":"):
+                e.setdefault(":", []).append(line[1:].strip())
+                continue
+            k, _, v = line.partition(":")
+            v = v[1:] if v.startswith(" ") else v
+            e[k] = e[k] + "\n" + v if k == "data" and k in e else v
+        events.append(e)
+    return events
 
 
 def http_json(body):
