@@ -144,6 +144,7 @@ struct http_conn {
 	int				 authed; /* a request passed auth */
 	int				 evictable;
 	TAILQ_ENTRY(http_conn)		 evict_entry;
+	struct auth_memo		 auth_memo; /* its last key's verdict */
 };
 TAILQ_HEAD(http_conns, http_conn);
 
@@ -838,6 +839,7 @@ transport_http_close(struct http_conn *c, const char *reason)
 	event_free(c->timer);
 	bufferevent_free(c->bev);
 	http_msg_free(c->req);
+	auth_memo_clear(&c->auth_memo);
 	free(c);
 	proc_check_exit();
 }
@@ -944,7 +946,7 @@ transport_http_auth(struct http_conn *c, int need)
 	key = h + 7;
 	while (*key == ' ')
 		key++;
-	if ((c->key = auth_lookup(key)) == NULL) {
+	if ((c->key = auth_lookup_memo(&c->auth_memo, key)) == NULL) {
 		log_info("http client %u refused: unknown API key peer=%s",
 		    c->id, c->peer);
 		transport_http_refuse(c, 401, -32001,
