@@ -69,9 +69,7 @@ http_msg_reset(struct http_msg *msg)
 
 	while ((h = TAILQ_FIRST(&msg->headers)) != NULL) {
 		TAILQ_REMOVE(&msg->headers, h, entry);
-		free(h->name);
-		free(h->value);
-		free(h);
+		free(h);	/* name and value with it */
 	}
 	free(msg->method);
 	free(msg->target);
@@ -254,7 +252,7 @@ http_msg_header_line(struct http_msg *msg, char *line)
 {
 	struct http_header	*h;
 	char			*colon, *v, *end;
-	size_t			 i;
+	size_t			 i, nlen, vlen;
 
 	if (*line == ' ' || *line == '\t')
 		return (-1);		/* obsolete folding */
@@ -274,9 +272,14 @@ http_msg_header_line(struct http_msg *msg, char *line)
 		if (((unsigned char)v[i] < 0x20 && v[i] != '\t') ||
 		    (unsigned char)v[i] == 0x7f)
 			return (-1);
-	h = xcalloc(1, sizeof *h);
-	h->name = xstrdup(line);
-	h->value = xstrdup(v);
+	/* One allocation: the name and the value follow the header. */
+	nlen = strlen(line);
+	vlen = end - v;
+	h = xmalloc(sizeof *h + nlen + 1 + vlen + 1);
+	h->name = (char *)(h + 1);
+	memcpy(h->name, line, nlen + 1);
+	h->value = h->name + nlen + 1;
+	memcpy(h->value, v, vlen + 1);
 	TAILQ_INSERT_TAIL(&msg->headers, h, entry);
 	return (0);
 }
