@@ -594,14 +594,14 @@ transport_http_respond(struct http_conn *c, int status,
 		c->keepalive = 0;
 	if (c->req != NULL && c->req->state != HTTP_MSG_DONE)
 		c->keepalive = 0;	/* unread body: cannot reuse */
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
-	    http_status_text(status));
-	if (content_type != NULL)
-		evbuffer_add_printf(out, "Content-Type: %s\r\n", content_type);
-	evbuffer_add_printf(out, "Content-Length: %zu\r\n", len);
-	evbuffer_add_printf(out, "Cache-Control: no-store\r\n");
-	if (!c->keepalive)
-		evbuffer_add_printf(out, "Connection: close\r\n");
+	/* One formatting call for the status line and the fixed headers. */
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n%s%s%s"
+	    "Content-Length: %zu\r\nCache-Control: no-store\r\n%s", status,
+	    http_status_text(status),
+	    content_type != NULL ? "Content-Type: " : "",
+	    content_type != NULL ? content_type : "",
+	    content_type != NULL ? "\r\n" : "", len,
+	    c->keepalive ? "" : "Connection: close\r\n");
 	if (extra != NULL)
 		evbuffer_add(out, extra, strlen(extra));
 	evbuffer_add(out, "\r\n", 2);
