@@ -120,29 +120,35 @@ static int
 http_msg_take_line(struct evbuffer *in, size_t left, char **line,
     size_t *used)
 {
-	struct evbuffer_ptr	 p;
-	size_t			 len, avail = evbuffer_get_length(in);
+	const unsigned char	*buf, *lf;
+	size_t			 pos, avail = evbuffer_get_length(in);
+	size_t			 n = avail < left ? avail : left;
 
-	p = evbuffer_search_eol(in, NULL, &len, EVBUFFER_EOL_LF);
-	if (p.pos == -1) {
-		if (avail > left)
-			return (-1);
-		return (0);
+	/*
+	 * The bytes a line may span, made contiguous (a head read at once
+	 * already is), and searched for its end with memchr.
+	 */
+	lf = NULL;
+	if (n > 0) {
+		if ((buf = evbuffer_pullup(in, n)) == NULL)
+			fatalx("%s: evbuffer_pullup failed", __func__);
+		lf = memchr(buf, '\n', n);
 	}
-	if ((size_t)p.pos + 1 > left)
-		return (-1);
-	*used = p.pos + 1;
-	*line = xmalloc(p.pos + 1);
-	evbuffer_remove(in, *line, p.pos);
-	(*line)[p.pos] = '\0';
-	evbuffer_drain(in, 1);
-	if (memchr(*line, '\0', p.pos) != NULL) {
+	if (lf == NULL)
+		return (avail > left ? -1 : 0);
+	pos = lf - buf;
+	*used = pos + 1;
+	*line = xmalloc(pos + 1);
+	memcpy(*line, buf, pos);
+	(*line)[pos] = '\0';
+	evbuffer_drain(in, pos + 1);
+	if (memchr(*line, '\0', pos) != NULL) {
 		free(*line);
 		*line = NULL;
 		return (-3);
 	}
-	if (p.pos > 0 && (*line)[p.pos - 1] == '\r')
-		(*line)[p.pos - 1] = '\0';
+	if (pos > 0 && (*line)[pos - 1] == '\r')
+		(*line)[pos - 1] = '\0';
 	return (1);
 }
 
