@@ -36,6 +36,7 @@
 #   BENCH_WARMUP (2s; 0 to skip) BENCH_PINGS (10000) BENCH_SKIP_SDK (unset)
 #   BENCH_SKIP_NGINX (unset) BENCH_NGINX (nginx binary) BENCH_HTTP_COMPARE
 #   (another sandbox-mcp binary measured in the same http run)
+#   BENCH_HTTP_ROUNDS (1; rounds of the http load, medians reported)
 #   BENCH_SKIP_SLOWLORIS (unset) BENCH_SLOWLORIS_REQUESTS
 #   BENCH_SLOWLORIS_CONNECTIONS (see bench/slowloris.py)
 #   BENCH_SKIP_LIFECYCLE (unset) BENCH_LIFECYCLE_IMAGES BENCH_LIFECYCLE_WARM
@@ -77,6 +78,7 @@ conns=${BENCH_CONNECTIONS:-64}
 threads=${BENCH_THREADS:-2}
 warmup=${BENCH_WARMUP:-2s}
 pings=${BENCH_PINGS:-10000}
+http_rounds=${BENCH_HTTP_ROUNDS:-1}
 
 # Targets (sandbox-mcp against the SDK server, same load).
 target_tput=5       # ours/SDK requests per second, at least
@@ -170,27 +172,20 @@ status_kib() {
 	awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"
 }
 
-# measure LABEL PID URL [KEY]: opens a session, runs wrk (warm-up, then the
-# measured run), reads the peak RSS.  Leaves the figures in r_* variables.
-measure() {
-	local label=$1 pid=$2 url=$3 key=${4:-} sid
-	sid=$(node "$bench/mcp-session.mjs" "$url" ${key:+--key "$key"}) ||
-	    die "$label: cannot open an MCP session"
-	load "$label" "$pid" "$url" "$key" "$sid"
-}
-
-# load LABEL PID URL KEY SESSION: measure's load and figures, on a session
-# already open (nginx takes any session id).
+# load LABEL PID URL KEY SESSION [ROUND]: runs wrk on an open session
+# (the warm-up, in the first round only, then the measured run) and reads
+# the peak RSS.  Leaves the figures in r_* variables.
 load() {
-	local label=$1 pid=$2 url=$3 key=$4 sid=$5 out line
+	local label=$1 pid=$2 url=$3 key=$4 sid=$5 round=${6:-1} out line
 	r_idle_kib=$(status_kib "$pid" VmRSS)
-	if [ "$warmup" != 0 ]; then
+	if [ "$warmup" != 0 ] && [ "$round" = 1 ]; then
 		MCP_SESSION_ID=$sid MCP_API_KEY=$key \
 		    wrk -t"$threads" -c"$conns" -d"$warmup" -s "$bench/http.lua" \
 		    "$url" >"$results/wrk-$label-warmup.txt" 2>&1 ||
 		    die "$label: wrk warm-up failed"
 	fi
 	out=$results/wrk-$label.txt
+	[ "$round" = 1 ] || out=$results/wrk-$label-round$round.txt
 	MCP_SESSION_ID=$sid MCP_API_KEY=$key \
 	    wrk -t"$threads" -c"$conns" -d"$duration" --latency \
 	    -s "$bench/http.lua" "$url" >"$out" 2>&1 ||
@@ -205,6 +200,66 @@ load() {
 	r_p99=$(field p99_us "$line")
 	r_bad=$(( $(field non200 "$line") + $(field badbody "$line") ))
 	r_err=$(field errors "$line")
+}
+
+# enlist LABEL PID URL [KEY [SESSION]]: a running server that every round
+# loads; opens its session unless given one (nginx takes any) and notes
+# its RSS before any load.
+enlisted=""
+enlist() {
+	local label=$1 pid=$2 url=$3 key=${4:-} sid=${5:-}
+	if [ -z "$sid" ]; then
+		sid=$(node "$bench/mcp-session.mjs" "$url" ${key:+--key "$key"}) ||
+		    die "$label: cannot open an MCP session"
+	fi
+	printf '%s %s %s %s\n' "$pid" "$url" "${key:--}" "$sid" \
+	    >"$tmp/srv-$label"
+	status_kib "$pid" VmRSS >"$tmp/idle-$label"
+	: >"$tmp/fig-$label"
+	enlisted="$enlisted $label"
+}
+
+# run_rounds: each round loads every enlisted server once, one after the
+# other (with a warm-up before its first run), so that a change of load
+# on the machine falls on all of them alike; each run's figures are kept.
+run_rounds() {
+	local r label pid url key sid
+	for r in $(seq "$http_rounds"); do
+		for label in $enlisted; do
+			read -r pid url key sid <"$tmp/srv-$label"
+			[ "$key" != - ] || key=""
+			[ "$http_rounds" = 1 ] ||
+			    say "bench:   round $r/$http_rounds: $label"
+			load "$label" "$pid" "$url" "$key" "$sid" "$r"
+			printf '%s %s %s %s %s %s\n' "$r_rps" "$r_p50" "$r_p99" \
+			    "$r_requests" "$r_bad" "$r_err" >>"$tmp/fig-$label"
+		done
+	done
+}
+
+# median COLUMN FILE
+median() {
+	sort -g -k"$1,$1" "$2" | awk -v c="$1" '{ v[NR] = $c } END {
+		if (NR % 2) print v[(NR + 1) / 2];
+		else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# figures LABEL: r_* from its runs (the median throughput, p50 and p99,
+# the fewest requests of a run, bad responses and errors of all runs, the
+# peak RSS over all of them); then stops it.
+figures() {
+	local label=$1 pid rest
+	read -r pid rest <"$tmp/srv-$label"
+	r_hwm_kib=$(status_kib "$pid" VmHWM)
+	r_idle_kib=$(cat "$tmp/idle-$label")
+	kill -0 "$pid" 2>/dev/null || die "$label: the server died"
+	stop "$pid"
+	r_rps=$(median 1 "$tmp/fig-$label")
+	r_p50=$(median 2 "$tmp/fig-$label")
+	r_p99=$(median 3 "$tmp/fig-$label")
+	r_requests=$(sort -n -k4,4 "$tmp/fig-$label" | awk 'NR == 1 { print $4 }')
+	r_bad=$(awk '{ n += $5 } END { print n + 0 }' "$tmp/fig-$label")
+	r_err=$(awk '{ n += $6 } END { print n + 0 }' "$tmp/fig-$label")
 }
 
 field() {
@@ -284,22 +339,14 @@ curl -sS --fail -o "$tmp/reply.json" -H "Authorization: Bearer $key" \
     --data '{"jsonrpc":"2.0","id":1000000000,"method":"tools/list","params":{}}' \
     "$srv_url" || die "cannot fetch one tools/list reply"
 say "bench:   sandbox-mcp (api key) at $srv_url"
-measure keyed "$srv_pid" "$srv_url" "$key"
-stop "$srv_pid"
-check_clean keyed
-ours_key=$(row "sandbox-mcp (api key)")
-k_rps=$r_rps k_p99=$r_p99 k_hwm=$r_hwm_kib
+enlist keyed "$srv_pid" "$srv_url" "$key"
 
 # 2. sandbox-mcp without keys (loopback only).
 start sandbox-mcp "$tmp/open.log" "$server" --set management \
     --listen 127.0.0.1:0 --no-stdio -f "$tmp/open.conf" \
     --state-dir "$tmp/state-open"
 say "bench:   sandbox-mcp (no key) at $srv_url"
-measure open "$srv_pid" "$srv_url"
-stop "$srv_pid"
-check_clean open
-ours_open=$(row "sandbox-mcp (no key)")
-o_rps=$r_rps o_p99=$r_p99 o_hwm=$r_hwm_kib
+enlist open "$srv_pid" "$srv_url"
 
 # 2b. The same two with another binary (BENCH_HTTP_COMPARE), in this run.
 c_key="" c_open=""
@@ -310,20 +357,12 @@ if [ -n "${BENCH_HTTP_COMPARE:-}" ]; then
 	    --listen 127.0.0.1:0 --no-stdio -f "$tmp/keyed.conf" \
 	    --state-dir "$tmp/state-ckeyed"
 	say "bench:   $BENCH_HTTP_COMPARE (api key) at $srv_url"
-	measure compare-keyed "$srv_pid" "$srv_url" "$key"
-	stop "$srv_pid"
-	check_clean compare-keyed
-	c_key=$(row "compared (api key)")
-	ck_rps=$r_rps ck_p99=$r_p99
+	enlist compare-keyed "$srv_pid" "$srv_url" "$key"
 	start compare "$tmp/copen.log" "$BENCH_HTTP_COMPARE" --set management \
 	    --listen 127.0.0.1:0 --no-stdio -f "$tmp/open.conf" \
 	    --state-dir "$tmp/state-copen"
 	say "bench:   $BENCH_HTTP_COMPARE (no key) at $srv_url"
-	measure compare-open "$srv_pid" "$srv_url"
-	stop "$srv_pid"
-	check_clean compare-open
-	c_open=$(row "compared (no key)")
-	co_rps=$r_rps co_p99=$r_p99
+	enlist compare-open "$srv_pid" "$srv_url"
 fi
 
 # 3. The floor: nginx, one worker process, answering POST /mcp with the
@@ -381,11 +420,7 @@ if [ -z "${BENCH_SKIP_NGINX:-}" ]; then
 	cmp -s "$ng/check.json" "$tmp/reply.json" ||
 	    { cat "$ng/error.log" >&2; die "nginx: not serving the reply"; }
 	say "bench:   nginx $("$nginx" -v 2>&1 | sed 's,.*/,,') at $srv_url"
-	load nginx "$srv_pid" "$srv_url" "" static
-	stop "$srv_pid"
-	check_clean nginx
-	nginx_row=$(row "nginx, one worker (floor)")
-	n_rps=$r_rps n_p99=$r_p99
+	enlist nginx "$srv_pid" "$srv_url" "" static
 fi
 
 # 4. The SDK server, same tool list.
@@ -399,8 +434,36 @@ if [ -z "${BENCH_SKIP_SDK:-}" ]; then
 	    >/dev/null || die "SDK server: cannot fetch its tool list"
 	cmp -s "$tmp/tools.json" "$tmp/sdk-tools.json" ||
 	    die "SDK server: its tool list differs from sandbox-mcp's"
-	measure sdk "$srv_pid" "$srv_url"
-	stop "$srv_pid"
+	enlist sdk "$srv_pid" "$srv_url"
+fi
+
+run_rounds
+figures keyed
+check_clean keyed
+ours_key=$(row "sandbox-mcp (api key)")
+k_rps=$r_rps k_p99=$r_p99 k_hwm=$r_hwm_kib
+figures open
+check_clean open
+ours_open=$(row "sandbox-mcp (no key)")
+o_rps=$r_rps o_p99=$r_p99 o_hwm=$r_hwm_kib
+if [ -n "${BENCH_HTTP_COMPARE:-}" ]; then
+	figures compare-keyed
+	check_clean compare-keyed
+	c_key=$(row "compared (api key)")
+	ck_rps=$r_rps ck_p99=$r_p99
+	figures compare-open
+	check_clean compare-open
+	c_open=$(row "compared (no key)")
+	co_rps=$r_rps co_p99=$r_p99
+fi
+if [ -z "${BENCH_SKIP_NGINX:-}" ]; then
+	figures nginx
+	check_clean nginx
+	nginx_row=$(row "nginx, one worker (floor)")
+	n_rps=$r_rps n_p99=$r_p99
+fi
+if [ -z "${BENCH_SKIP_SDK:-}" ]; then
+	figures sdk
 	check_clean sdk
 	sdk_row=$(row "TypeScript SDK $sdkver")
 	s_rps=$r_rps s_p99=$r_p99
@@ -413,7 +476,9 @@ tlbytes=$(wc -c <"$tmp/tools.json")
 {
 	echo "HTTP: POST /mcp tools/list, one session, keep-alive"
 	echo "load: wrk -t$threads -c$conns -d$duration --latency" \
-	    "(after a $warmup warm-up per server), bench/http.lua"
+	    "(after a $warmup warm-up per server), bench/http.lua;" \
+	    "$http_rounds round(s), each server once a round in turn;" \
+	    "medians of the rounds"
 	echo "tool list: $ntools tools ($tlbytes bytes of result), identical" \
 	    "on both servers"
 	echo "machine: $ncpu CPUs ($cpu), $(uname -sr); $version;" \
