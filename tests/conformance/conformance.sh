@@ -31,7 +31,7 @@ tools-call-error | tool:test_error_handling | Error result missing error message
 tools-call-with-progress | tool:test_tool_with_progress | No progress notifications received | fixture tool; the server sends no progress (man page)
 tools-call-sampling | tool:test_sampling | Server did not request sampling from client; Tool did not return content | fixture tool; the server makes no sampling requests
 tools-call-elicitation | tool:test_elicitation | Server did not request elicitation from client; Tool did not return content | fixture tool; the server makes no elicitation requests
-json-schema-2020-12 | tool:json_schema_2020_12_tool | Tool 'json_schema_2020_12_tool' not found. Available tools: list_docker_images, list_workspace_directories, create_sandbox, list_sandboxes, inspect_sandbox, destroy_sandbox | fixture tool (the message lists the management set)
+json-schema-2020-12 | tool:json_schema_2020_12_tool | Tool 'json_schema_2020_12_tool' not found. Available tools: ... | fixture tool
 elicitation-sep1034-defaults | tool:test_elicitation_sep1034_defaults | Server did not request elicitation from client | fixture tool; no elicitation
 elicitation-sep1330-enums | tool:test_elicitation_sep1330_enums | Server did not request elicitation from client | fixture tool; no elicitation
 resources-list | method:resources/list | Failed: MCP error -32601: method not found: resources/list | the server has no resources
