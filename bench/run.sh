@@ -5,7 +5,8 @@
 #   http:  wrk -t2 -c64 -d10s --latency, POST /mcp tools/list on one session
 #          over keep-alive, against sandbox-mcp (with an API key, then
 #          without) and against a minimal server on the official MCP
-#          TypeScript SDK serving the same tool list.
+#          TypeScript SDK serving the same tool list, and against the
+#          floor: Debian's nginx, one worker, serving the same reply bytes.
 #   stdio: 10,000 sequential ping round trips over the server's stdio.
 #   slowloris: /health and tools/list from 127.0.0.1 while 1,100
 #          connections trickle bytes (from one address, then from 20),
@@ -33,6 +34,9 @@
 #   SANDBOX_MCP_BUILDDIR, SANDBOX_MCP_SRCDIR   default: this script's ../
 #   BENCH_DURATION (10s) BENCH_CONNECTIONS (64) BENCH_THREADS (2)
 #   BENCH_WARMUP (2s; 0 to skip) BENCH_PINGS (10000) BENCH_SKIP_SDK (unset)
+#   BENCH_SKIP_NGINX (unset) BENCH_NGINX (nginx binary) BENCH_HTTP_COMPARE
+#   (another sandbox-mcp binary measured in the same http run)
+#   BENCH_HTTP_ROUNDS (1; rounds of the http load, medians reported)
 #   BENCH_SKIP_SLOWLORIS (unset) BENCH_SLOWLORIS_REQUESTS
 #   BENCH_SLOWLORIS_CONNECTIONS (see bench/slowloris.py)
 #   BENCH_SKIP_LIFECYCLE (unset) BENCH_LIFECYCLE_IMAGES BENCH_LIFECYCLE_WARM
@@ -74,11 +78,14 @@ conns=${BENCH_CONNECTIONS:-64}
 threads=${BENCH_THREADS:-2}
 warmup=${BENCH_WARMUP:-2s}
 pings=${BENCH_PINGS:-10000}
+http_rounds=${BENCH_HTTP_ROUNDS:-1}
 
 # Targets (sandbox-mcp against the SDK server, same load).
 target_tput=5       # ours/SDK requests per second, at least
 target_p99=0.2      # ours/SDK p99 latency, at most
 target_rss_mib=16   # ours, peak RSS under the load, at most
+target_nginx=0.6    # ours/nginx requests per second, at least
+target_p99_ms=5     # ours, p99 latency in ms, at most
 
 say() { printf '%s\n' "$*" >&2; }
 die() { say "bench: $*"; exit 1; }
@@ -93,6 +100,19 @@ if ! command -v wrk >/dev/null 2>&1; then
 	    { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; } ||
 	    die "cannot install wrk"
 fi
+nginx=${BENCH_NGINX:-}
+if [ -z "${BENCH_SKIP_NGINX:-}" ] && [ -z "$nginx" ]; then
+	nginx=$(command -v nginx 2>/dev/null || echo /usr/sbin/nginx)
+	if [ ! -x "$nginx" ]; then
+		say "bench: nginx missing, installing the Debian package"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get install -y nginx >/dev/null 2>&1 ||
+		    { apt-get update >/dev/null &&
+		    apt-get install -y nginx >/dev/null; } ||
+		    die "cannot install nginx"
+	fi
+fi
+command -v curl >/dev/null 2>&1 || die "curl is needed"
 command -v node >/dev/null 2>&1 || die "node (Node.js 20) is needed"
 sdkdir=$bench/sdk-server
 if [ -z "${BENCH_SKIP_SDK:-}" ] && [ ! -d "$sdkdir/node_modules" ]; then
@@ -152,20 +172,20 @@ status_kib() {
 	awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"
 }
 
-# measure LABEL PID URL [KEY]: opens a session, runs wrk (warm-up, then the
-# measured run), reads the peak RSS.  Leaves the figures in r_* variables.
-measure() {
-	local label=$1 pid=$2 url=$3 key=${4:-} sid out line
-	sid=$(node "$bench/mcp-session.mjs" "$url" ${key:+--key "$key"}) ||
-	    die "$label: cannot open an MCP session"
+# load LABEL PID URL KEY SESSION [ROUND]: runs wrk on an open session
+# (the warm-up, in the first round only, then the measured run) and reads
+# the peak RSS.  Leaves the figures in r_* variables.
+load() {
+	local label=$1 pid=$2 url=$3 key=$4 sid=$5 round=${6:-1} out line
 	r_idle_kib=$(status_kib "$pid" VmRSS)
-	if [ "$warmup" != 0 ]; then
+	if [ "$warmup" != 0 ] && [ "$round" = 1 ]; then
 		MCP_SESSION_ID=$sid MCP_API_KEY=$key \
 		    wrk -t"$threads" -c"$conns" -d"$warmup" -s "$bench/http.lua" \
 		    "$url" >"$results/wrk-$label-warmup.txt" 2>&1 ||
 		    die "$label: wrk warm-up failed"
 	fi
 	out=$results/wrk-$label.txt
+	[ "$round" = 1 ] || out=$results/wrk-$label-round$round.txt
 	MCP_SESSION_ID=$sid MCP_API_KEY=$key \
 	    wrk -t"$threads" -c"$conns" -d"$duration" --latency \
 	    -s "$bench/http.lua" "$url" >"$out" 2>&1 ||
@@ -180,6 +200,66 @@ measure() {
 	r_p99=$(field p99_us "$line")
 	r_bad=$(( $(field non200 "$line") + $(field badbody "$line") ))
 	r_err=$(field errors "$line")
+}
+
+# enlist LABEL PID URL [KEY [SESSION]]: a running server that every round
+# loads; opens its session unless given one (nginx takes any) and notes
+# its RSS before any load.
+enlisted=""
+enlist() {
+	local label=$1 pid=$2 url=$3 key=${4:-} sid=${5:-}
+	if [ -z "$sid" ]; then
+		sid=$(node "$bench/mcp-session.mjs" "$url" ${key:+--key "$key"}) ||
+		    die "$label: cannot open an MCP session"
+	fi
+	printf '%s %s %s %s\n' "$pid" "$url" "${key:--}" "$sid" \
+	    >"$tmp/srv-$label"
+	status_kib "$pid" VmRSS >"$tmp/idle-$label"
+	: >"$tmp/fig-$label"
+	enlisted="$enlisted $label"
+}
+
+# run_rounds: each round loads every enlisted server once, one after the
+# other (with a warm-up before its first run), so that a change of load
+# on the machine falls on all of them alike; each run's figures are kept.
+run_rounds() {
+	local r label pid url key sid
+	for r in $(seq "$http_rounds"); do
+		for label in $enlisted; do
+			read -r pid url key sid <"$tmp/srv-$label"
+			[ "$key" != - ] || key=""
+			[ "$http_rounds" = 1 ] ||
+			    say "bench:   round $r/$http_rounds: $label"
+			load "$label" "$pid" "$url" "$key" "$sid" "$r"
+			printf '%s %s %s %s %s %s\n' "$r_rps" "$r_p50" "$r_p99" \
+			    "$r_requests" "$r_bad" "$r_err" >>"$tmp/fig-$label"
+		done
+	done
+}
+
+# median COLUMN FILE
+median() {
+	sort -g -k"$1,$1" "$2" | awk -v c="$1" '{ v[NR] = $c } END {
+		if (NR % 2) print v[(NR + 1) / 2];
+		else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# figures LABEL: r_* from its runs (the median throughput, p50 and p99,
+# the fewest requests of a run, bad responses and errors of all runs, the
+# peak RSS over all of them); then stops it.
+figures() {
+	local label=$1 pid rest
+	read -r pid rest <"$tmp/srv-$label"
+	r_hwm_kib=$(status_kib "$pid" VmHWM)
+	r_idle_kib=$(cat "$tmp/idle-$label")
+	kill -0 "$pid" 2>/dev/null || die "$label: the server died"
+	stop "$pid"
+	r_rps=$(median 1 "$tmp/fig-$label")
+	r_p50=$(median 2 "$tmp/fig-$label")
+	r_p99=$(median 3 "$tmp/fig-$label")
+	r_requests=$(sort -n -k4,4 "$tmp/fig-$label" | awk 'NR == 1 { print $4 }')
+	r_bad=$(awk '{ n += $5 } END { print n + 0 }' "$tmp/fig-$label")
+	r_err=$(awk '{ n += $6 } END { print n + 0 }' "$tmp/fig-$label")
 }
 
 field() {
@@ -248,25 +328,102 @@ start sandbox-mcp "$tmp/keyed.log" "$server" --set management \
 node "$bench/mcp-session.mjs" "$srv_url" --key "$key" \
     --tools-out "$tmp/tools.json" >/dev/null ||
     die "cannot fetch the tool list"
+# The whole reply to one tools/list with a 10-digit id, as the load's
+# requests have: nginx serves these bytes.
+sid=$(node "$bench/mcp-session.mjs" "$srv_url" --key "$key") ||
+    die "cannot open an MCP session"
+curl -sS --fail -o "$tmp/reply.json" -H "Authorization: Bearer $key" \
+    -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' \
+    -H "Mcp-Session-Id: $sid" -H 'MCP-Protocol-Version: 2025-06-18' \
+    --data '{"jsonrpc":"2.0","id":1000000000,"method":"tools/list","params":{}}' \
+    "$srv_url" || die "cannot fetch one tools/list reply"
 say "bench:   sandbox-mcp (api key) at $srv_url"
-measure keyed "$srv_pid" "$srv_url" "$key"
-stop "$srv_pid"
-check_clean keyed
-ours_key=$(row "sandbox-mcp (api key)")
-k_rps=$r_rps k_p99=$r_p99 k_hwm=$r_hwm_kib
+enlist keyed "$srv_pid" "$srv_url" "$key"
 
 # 2. sandbox-mcp without keys (loopback only).
 start sandbox-mcp "$tmp/open.log" "$server" --set management \
     --listen 127.0.0.1:0 --no-stdio -f "$tmp/open.conf" \
     --state-dir "$tmp/state-open"
 say "bench:   sandbox-mcp (no key) at $srv_url"
-measure open "$srv_pid" "$srv_url"
-stop "$srv_pid"
-check_clean open
-ours_open=$(row "sandbox-mcp (no key)")
-o_rps=$r_rps o_p99=$r_p99 o_hwm=$r_hwm_kib
+enlist open "$srv_pid" "$srv_url"
 
-# 3. The SDK server, same tool list.
+# 2b. The same two with another binary (BENCH_HTTP_COMPARE), in this run.
+c_key="" c_open=""
+if [ -n "${BENCH_HTTP_COMPARE:-}" ]; then
+	[ -x "$BENCH_HTTP_COMPARE" ] || die "$BENCH_HTTP_COMPARE: not executable"
+	mkdir "$tmp/state-ckeyed" "$tmp/state-copen"
+	start compare "$tmp/ckeyed.log" "$BENCH_HTTP_COMPARE" --set management \
+	    --listen 127.0.0.1:0 --no-stdio -f "$tmp/keyed.conf" \
+	    --state-dir "$tmp/state-ckeyed"
+	say "bench:   $BENCH_HTTP_COMPARE (api key) at $srv_url"
+	enlist compare-keyed "$srv_pid" "$srv_url" "$key"
+	start compare "$tmp/copen.log" "$BENCH_HTTP_COMPARE" --set management \
+	    --listen 127.0.0.1:0 --no-stdio -f "$tmp/open.conf" \
+	    --state-dir "$tmp/state-copen"
+	say "bench:   $BENCH_HTTP_COMPARE (no key) at $srv_url"
+	enlist compare-open "$srv_pid" "$srv_url"
+fi
+
+# 3. The floor: nginx, one worker process, answering POST /mcp with the
+# reply above as a static file (the static module answers POST with 405;
+# error_page turns that into the file itself, with status 200).  Keep-alive
+# connections are never closed after a count, as sandbox-mcp's are not.
+nginx_row="" n_rps=0 n_p99=0
+if [ -z "${BENCH_SKIP_NGINX:-}" ]; then
+	ng=$tmp/nginx
+	mkdir "$ng" "$ng/root"
+	cp "$tmp/reply.json" "$ng/root/reply.json"
+	port=$(node -e 'const s = require("net").createServer();
+	    s.listen(0, "127.0.0.1", () => { console.log(s.address().port);
+	    s.close(); });') || die "no free port for nginx"
+	cat >"$ng/nginx.conf" <<-EOF
+	worker_processes 1;
+	daemon off;
+	master_process off;
+	pid $ng/nginx.pid;
+	error_log $ng/error.log notice;
+	events { worker_connections 1024; }
+	http {
+		access_log off;
+		client_body_temp_path $ng/body;
+		proxy_temp_path $ng/proxy;
+		fastcgi_temp_path $ng/fastcgi;
+		uwsgi_temp_path $ng/uwsgi;
+		scgi_temp_path $ng/scgi;
+		keepalive_requests 1000000000;
+		open_file_cache max=16;
+		sendfile on;
+		server {
+			listen 127.0.0.1:$port;
+			root $ng/root;
+			default_type application/json;
+			add_header Cache-Control no-store;
+			location = /mcp {
+				try_files /reply.json =404;
+				error_page 405 =200 /reply.json;
+			}
+		}
+	}
+	EOF
+	"$nginx" -c "$ng/nginx.conf" </dev/null >"$ng/out" 2>&1 &
+	srv_pid=$!
+	pids="$pids $srv_pid"
+	srv_url=http://127.0.0.1:$port/mcp
+	for i in $(seq 100); do
+		curl -s -o "$ng/check.json" -X POST --data '{}' "$srv_url" &&
+		    break
+		kill -0 "$srv_pid" 2>/dev/null ||
+		    { cat "$ng/out" "$ng/error.log" >&2; die "nginx exited at start"; }
+		sleep 0.1
+	done
+	cmp -s "$ng/check.json" "$tmp/reply.json" ||
+	    { cat "$ng/error.log" >&2; die "nginx: not serving the reply"; }
+	say "bench:   nginx $("$nginx" -v 2>&1 | sed 's,.*/,,') at $srv_url"
+	enlist nginx "$srv_pid" "$srv_url" "" static
+fi
+
+# 4. The SDK server, same tool list.
 sdk_row="" s_rps=0 s_p99=0
 if [ -z "${BENCH_SKIP_SDK:-}" ]; then
 	start sdk-server "$tmp/sdk.log" node "$sdkdir/server.mjs" 0 \
@@ -277,8 +434,36 @@ if [ -z "${BENCH_SKIP_SDK:-}" ]; then
 	    >/dev/null || die "SDK server: cannot fetch its tool list"
 	cmp -s "$tmp/tools.json" "$tmp/sdk-tools.json" ||
 	    die "SDK server: its tool list differs from sandbox-mcp's"
-	measure sdk "$srv_pid" "$srv_url"
-	stop "$srv_pid"
+	enlist sdk "$srv_pid" "$srv_url"
+fi
+
+run_rounds
+figures keyed
+check_clean keyed
+ours_key=$(row "sandbox-mcp (api key)")
+k_rps=$r_rps k_p99=$r_p99 k_hwm=$r_hwm_kib
+figures open
+check_clean open
+ours_open=$(row "sandbox-mcp (no key)")
+o_rps=$r_rps o_p99=$r_p99 o_hwm=$r_hwm_kib
+if [ -n "${BENCH_HTTP_COMPARE:-}" ]; then
+	figures compare-keyed
+	check_clean compare-keyed
+	c_key=$(row "compared (api key)")
+	ck_rps=$r_rps ck_p99=$r_p99
+	figures compare-open
+	check_clean compare-open
+	c_open=$(row "compared (no key)")
+	co_rps=$r_rps co_p99=$r_p99
+fi
+if [ -z "${BENCH_SKIP_NGINX:-}" ]; then
+	figures nginx
+	check_clean nginx
+	nginx_row=$(row "nginx, one worker (floor)")
+	n_rps=$r_rps n_p99=$r_p99
+fi
+if [ -z "${BENCH_SKIP_SDK:-}" ]; then
+	figures sdk
 	check_clean sdk
 	sdk_row=$(row "TypeScript SDK $sdkver")
 	s_rps=$r_rps s_p99=$r_p99
@@ -291,7 +476,9 @@ tlbytes=$(wc -c <"$tmp/tools.json")
 {
 	echo "HTTP: POST /mcp tools/list, one session, keep-alive"
 	echo "load: wrk -t$threads -c$conns -d$duration --latency" \
-	    "(after a $warmup warm-up per server), bench/http.lua"
+	    "(after a $warmup warm-up per server), bench/http.lua;" \
+	    "$http_rounds round(s), each server once a round in turn;" \
+	    "medians of the rounds"
 	echo "tool list: $ntools tools ($tlbytes bytes of result), identical" \
 	    "on both servers"
 	echo "machine: $ncpu CPUs ($cpu), $(uname -sr); $version;" \
@@ -304,8 +491,42 @@ tlbytes=$(wc -c <"$tmp/tools.json")
 	    "p99 ms" "peak MiB" "idle MiB" "errors"
 	echo "$ours_key"
 	echo "$ours_open"
+	[ -z "$c_key" ] || echo "$c_key"
+	[ -z "$c_open" ] || echo "$c_open"
+	[ -z "$nginx_row" ] || echo "$nginx_row"
 	[ -z "$sdk_row" ] || echo "$sdk_row"
 	echo
+	[ -z "$c_key" ] ||
+	    echo "compared: $BENCH_HTTP_COMPARE ($("$BENCH_HTTP_COMPARE" --version 2>&1 | head -n 1))"
+	if [ -n "$nginx_row" ]; then
+		echo "ratios to the nginx floor (throughput, p99 over nginx's p99):"
+		echo "  sandbox-mcp (api key): throughput $(ratio "$k_rps" "$n_rps")x," \
+		    "p99 $(ratio "$k_p99" "$n_p99")x"
+		echo "  sandbox-mcp (no key):  throughput $(ratio "$o_rps" "$n_rps")x," \
+		    "p99 $(ratio "$o_p99" "$n_p99")x"
+		if [ -n "$c_key" ]; then
+			echo "  compared (api key):    throughput $(ratio "$ck_rps" "$n_rps")x," \
+			    "p99 $(ratio "$ck_p99" "$n_p99")x"
+			echo "  compared (no key):     throughput $(ratio "$co_rps" "$n_rps")x," \
+			    "p99 $(ratio "$co_p99" "$n_p99")x"
+		fi
+		[ -z "$sdk_row" ] ||
+		    echo "  TypeScript SDK:        throughput $(ratio "$s_rps" "$n_rps")x," \
+		    "p99 $(ratio "$s_p99" "$n_p99")x"
+	fi
+	if [ -n "$c_key" ]; then
+		echo "ratios to the compared binary: api key throughput" \
+		    "$(ratio "$k_rps" "$ck_rps")x, p99 $(ratio "$k_p99" "$ck_p99")x;" \
+		    "no key throughput $(ratio "$o_rps" "$co_rps")x," \
+		    "p99 $(ratio "$o_p99" "$co_p99")x"
+	fi
+	if [ -n "$nginx_row" ]; then
+		echo "targets against the nginx floor (sandbox-mcp with an api key):"
+		verdict "throughput >= ${target_nginx}x nginx's ($(ratio "$k_rps" "$n_rps")x)" \
+		    "$(ratio "$k_rps" "$n_rps")" ">=" "$target_nginx"
+		verdict "p99 <= $target_p99_ms ms ($(awk -v p="$k_p99" 'BEGIN { printf "%.2f", p / 1000 }') ms)" \
+		    "$(awk -v p="$k_p99" 'BEGIN { printf "%.3f", p / 1000 }')" "<=" "$target_p99_ms"
+	fi
 	if [ -n "$sdk_row" ]; then
 		echo "ratios, sandbox-mcp (api key) / SDK:" \
 		    "throughput $(ratio "$k_rps" "$s_rps")x," \

@@ -58,6 +58,54 @@ auth_lookup(const char *key)
 }
 
 /*
+ * The generation of the key table: bumped whenever a key is added to or
+ * removed from any configuration, so that a remembered verdict (below) is
+ * never trusted across a change of the keys.
+ */
+static unsigned long	auth_generation = 1;
+
+void
+auth_keys_changed(void)
+{
+	auth_generation++;
+}
+
+/*
+ * auth_lookup, remembering the verdict for one peer (an HTTP connection):
+ * a keep-alive client presents the same key on every request, and
+ * hashing it again each time is most of what checking it costs. A key is
+ * taken from the memo only when its bytes equal the remembered ones and
+ * the key table is the generation it was found in: a key removed or
+ * changed since fails on its next request. Only keys that were found are
+ * remembered.
+ */
+const struct cfg_apikey *
+auth_lookup_memo(struct auth_memo *m, const char *key)
+{
+	const struct cfg_apikey	*k;
+	size_t			 len = strlen(key);
+
+	if (m->key != NULL && m->generation == auth_generation &&
+	    m->len == len && CRYPTO_memcmp(m->bytes, key, len) == 0)
+		return (m->key);
+	auth_memo_clear(m);
+	if ((k = auth_lookup(key)) != NULL && len <= sizeof m->bytes) {
+		memcpy(m->bytes, key, len);
+		m->len = len;
+		m->generation = auth_generation;
+		m->key = k;
+	}
+	return (k);
+}
+
+/* Forget a remembered key (its bytes too). */
+void
+auth_memo_clear(struct auth_memo *m)
+{
+	explicit_bzero(m, sizeof *m);
+}
+
+/*
  * Make a new key: "smcp_" and 43 base64url characters (256 random bits).
  * Print the key, then the configuration line that grants it the sets (and
  * puts it in a tenant when one is given).

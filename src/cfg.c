@@ -245,6 +245,7 @@ cfg_free(struct cfg *c)
 	cfg_words_free(&c->public_hosts);
 	while ((k = TAILQ_FIRST(&c->apikeys)) != NULL) {
 		TAILQ_REMOVE(&c->apikeys, k, entry);
+		auth_keys_changed();
 		free(k->name);
 		free(k->tenant);
 		explicit_bzero(k->hash, sizeof k->hash);
@@ -697,6 +698,7 @@ cfg_kw_api_key(struct cfg_parse *p, int argc, char **argv)
 	k->sets = sets;
 	k->tenant = xstrdup(tenant);
 	TAILQ_INSERT_TAIL(&p->cfg->apikeys, k, entry);
+	auth_keys_changed();
 	return (0);
 }
 

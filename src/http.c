@@ -69,9 +69,7 @@ http_msg_reset(struct http_msg *msg)
 
 	while ((h = TAILQ_FIRST(&msg->headers)) != NULL) {
 		TAILQ_REMOVE(&msg->headers, h, entry);
-		free(h->name);
-		free(h->value);
-		free(h);
+		free(h);	/* name and value with it */
 	}
 	free(msg->method);
 	free(msg->target);
@@ -122,29 +120,35 @@ static int
 http_msg_take_line(struct evbuffer *in, size_t left, char **line,
     size_t *used)
 {
-	struct evbuffer_ptr	 p;
-	size_t			 len, avail = evbuffer_get_length(in);
+	const unsigned char	*buf, *lf;
+	size_t			 pos, avail = evbuffer_get_length(in);
+	size_t			 n = avail < left ? avail : left;
 
-	p = evbuffer_search_eol(in, NULL, &len, EVBUFFER_EOL_LF);
-	if (p.pos == -1) {
-		if (avail > left)
-			return (-1);
-		return (0);
+	/*
+	 * The bytes a line may span, made contiguous (a head read at once
+	 * already is), and searched for its end with memchr.
+	 */
+	lf = NULL;
+	if (n > 0) {
+		if ((buf = evbuffer_pullup(in, n)) == NULL)
+			fatalx("%s: evbuffer_pullup failed", __func__);
+		lf = memchr(buf, '\n', n);
 	}
-	if ((size_t)p.pos + 1 > left)
-		return (-1);
-	*used = p.pos + 1;
-	*line = xmalloc(p.pos + 1);
-	evbuffer_remove(in, *line, p.pos);
-	(*line)[p.pos] = '\0';
-	evbuffer_drain(in, 1);
-	if (memchr(*line, '\0', p.pos) != NULL) {
+	if (lf == NULL)
+		return (avail > left ? -1 : 0);
+	pos = lf - buf;
+	*used = pos + 1;
+	*line = xmalloc(pos + 1);
+	memcpy(*line, buf, pos);
+	(*line)[pos] = '\0';
+	evbuffer_drain(in, pos + 1);
+	if (memchr(*line, '\0', pos) != NULL) {
 		free(*line);
 		*line = NULL;
 		return (-3);
 	}
-	if (p.pos > 0 && (*line)[p.pos - 1] == '\r')
-		(*line)[p.pos - 1] = '\0';
+	if (pos > 0 && (*line)[pos - 1] == '\r')
+		(*line)[pos - 1] = '\0';
 	return (1);
 }
 
@@ -254,7 +258,7 @@ http_msg_header_line(struct http_msg *msg, char *line)
 {
 	struct http_header	*h;
 	char			*colon, *v, *end;
-	size_t			 i;
+	size_t			 i, nlen, vlen;
 
 	if (*line == ' ' || *line == '\t')
 		return (-1);		/* obsolete folding */
@@ -274,9 +278,14 @@ http_msg_header_line(struct http_msg *msg, char *line)
 		if (((unsigned char)v[i] < 0x20 && v[i] != '\t') ||
 		    (unsigned char)v[i] == 0x7f)
 			return (-1);
-	h = xcalloc(1, sizeof *h);
-	h->name = xstrdup(line);
-	h->value = xstrdup(v);
+	/* One allocation: the name and the value follow the header. */
+	nlen = strlen(line);
+	vlen = end - v;
+	h = xmalloc(sizeof *h + nlen + 1 + vlen + 1);
+	h->name = (char *)(h + 1);
+	memcpy(h->name, line, nlen + 1);
+	h->value = h->name + nlen + 1;
+	memcpy(h->value, v, vlen + 1);
 	TAILQ_INSERT_TAIL(&msg->headers, h, entry);
 	return (0);
 }

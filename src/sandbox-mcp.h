@@ -545,7 +545,17 @@ void		 sandbox_watch(void);
 
 /* auth.c */
 #define AUTH_LOCAL		"local"	/* the tenant of stdio peers */
+#define AUTH_MEMO_MAX		128	/* longer keys are not remembered */
+struct auth_memo {		/* the last key one peer presented */
+	const struct cfg_apikey	*key;	/* NULL: nothing remembered */
+	unsigned long		 generation;
+	size_t			 len;
+	char			 bytes[AUTH_MEMO_MAX];
+};
 const struct cfg_apikey *auth_lookup(const char *);
+const struct cfg_apikey *auth_lookup_memo(struct auth_memo *, const char *);
+void		 auth_memo_clear(struct auth_memo *);
+void		 auth_keys_changed(void);
 int		 auth_keygen(const char *, int, const char *);
 int		 auth_tenant_name_valid(const char *);
 const char	*auth_tenant(const struct cfg_apikey *);

@@ -185,6 +185,7 @@ struct http_conn {
 	int				 modern; /* a stateless-era request */
 	struct http_stream		*stream; /* an SSE answer */
 	int				 chunked; /* the SSE body is */
+	struct auth_memo		 auth_memo; /* its last key's verdict */
 };
 TAILQ_HEAD(http_conns, http_conn);
 
@@ -837,20 +838,25 @@ transport_http_respond(struct http_conn *c, int status,
     const char *extra)
 {
 	struct evbuffer	*out = bufferevent_get_output(c->bev);
+	char		 length[48];
 
 	if (c->close_after)
 		c->keepalive = 0;
 	if (c->req != NULL && c->req->state != HTTP_MSG_DONE)
 		c->keepalive = 0;	/* unread body: cannot reuse */
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
-	    http_status_text(status));
-	if (content_type != NULL)
-		evbuffer_add_printf(out, "Content-Type: %s\r\n", content_type);
+	/* One formatting call for the status line and the fixed headers. */
 	if (status != 204)
-		evbuffer_add_printf(out, "Content-Length: %zu\r\n", len);
-	evbuffer_add_printf(out, "Cache-Control: no-store\r\n");
-	if (!c->keepalive)
-		evbuffer_add_printf(out, "Connection: close\r\n");
+		snprintf(length, sizeof length, "Content-Length: %zu\r\n",
+		    len);
+	else
+		length[0] = '\0';
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n%s%s%s"
+	    "%sCache-Control: no-store\r\n%s", status,
+	    http_status_text(status),
+	    content_type != NULL ? "Content-Type: " : "",
+	    content_type != NULL ? content_type : "",
+	    content_type != NULL ? "\r\n" : "", length,
+	    c->keepalive ? "" : "Connection: close\r\n");
 	transport_http_cors(c, out);
 	if (extra != NULL)
 		evbuffer_add(out, extra, strlen(extra));
@@ -1098,6 +1104,7 @@ transport_http_close(struct http_conn *c, const char *reason)
 	event_free(c->timer);
 	bufferevent_free(c->bev);
 	http_msg_free(c->req);
+	auth_memo_clear(&c->auth_memo);
 	free(c);
 	proc_check_exit();
 }
@@ -1349,7 +1356,7 @@ transport_http_auth(struct http_conn *c, int need)
 	key = h + 7;
 	while (*key == ' ')
 		key++;
-	if ((c->key = auth_lookup(key)) == NULL) {
+	if ((c->key = auth_lookup_memo(&c->auth_memo, key)) == NULL) {
 		log_info("http client %u refused: unknown API key %s",
 		    c->id, transport_http_who(c));
 		transport_http_refuse(c, 401, -32001,

@@ -412,6 +412,101 @@ test_nul_and_long_lines(void)
 	return (0);
 }
 
+/* A configuration with one api-key line: NAME for KEY, granting SETS. */
+static struct cfg *
+key_cfg(const char *name, const char *key, const char *sets)
+{
+	struct cfg	*c = cfg_new();
+	unsigned char	 hash[32];
+	char		 hex[65], text[256];
+
+	util_sha256(key, strlen(key), hash);
+	util_hex(hash, sizeof hash, hex);
+	snprintf(text, sizeof text, "api-key %s sha256:%s sets %s\n", name,
+	    hex, sets);
+	if (parse(c, text) != 0) {
+		cfg_free(c);
+		return (NULL);
+	}
+	return (c);
+}
+
+/*
+ * A remembered key verdict never outlives a change of the key table: a
+ * key removed, or changed, by a configuration read anew fails (or gets
+ * its new grant) on its next lookup, though the memo holds its bytes.
+ */
+static int
+test_key_memo(void)
+{
+	static const struct {
+		const char	*conf_name;	/* NULL: keep the configuration */
+		const char	*conf_key;
+		const char	*conf_sets;
+		const char	*presented;
+		const char	*found;		/* NULL: refused */
+		int		 sets;
+		int		 remembered;
+	} cases[] = {
+		{ "a", "smcp_keyA", "management", "smcp_keyA", "a",
+		    TOOLSET_MANAGEMENT, 1 },
+		{ NULL, NULL, NULL, "smcp_keyA", "a", TOOLSET_MANAGEMENT, 1 },
+		{ NULL, NULL, NULL, "smcp_keyB", NULL, 0, 0 },
+		{ NULL, NULL, NULL, "smcp_keyA", "a", TOOLSET_MANAGEMENT, 1 },
+		/* read anew without key A: revoked */
+		{ "b", "smcp_keyB", "management", "smcp_keyA", NULL, 0, 0 },
+		{ NULL, NULL, NULL, "smcp_keyB", "b", TOOLSET_MANAGEMENT, 1 },
+		/* read anew: b's grant changed */
+		{ "b", "smcp_keyB", "runtime", "smcp_keyB", "b",
+		    TOOLSET_RUNTIME, 1 },
+		/* read anew: b has another key */
+		{ "b", "smcp_keyC", "runtime", "smcp_keyB", NULL, 0, 0 },
+		{ NULL, NULL, NULL, "smcp_keyC", "b", TOOLSET_RUNTIME, 1 },
+		{ NULL, NULL, NULL, NULL, NULL, 0, 0 }
+	};
+	struct cfg		*saved = cfg, *c = NULL;
+	struct auth_memo	 m;
+	const struct cfg_apikey	*k;
+	char			 longkey[AUTH_MEMO_MAX + 8];
+	int			 i;
+
+	memset(&m, 0, sizeof m);
+	for (i = 0; cases[i].presented != NULL; i++) {
+		if (cases[i].conf_name != NULL) {
+			cfg_free(c);
+			c = key_cfg(cases[i].conf_name, cases[i].conf_key,
+			    cases[i].conf_sets);
+			CHECK(c != NULL);
+			cfg = c;
+		}
+		k = auth_lookup_memo(&m, cases[i].presented);
+		if (cases[i].found == NULL)
+			CHECK(k == NULL);
+		else {
+			CHECK(k != NULL);
+			CHECK_STR(k->name, cases[i].found);
+			CHECK_INT(k->sets, cases[i].sets);
+			CHECK(k == auth_lookup(cases[i].presented));
+		}
+		CHECK_INT(m.key != NULL, cases[i].remembered);
+	}
+
+	/* A key longer than the memo holds is checked every time. */
+	memset(longkey, 'k', sizeof longkey - 1);
+	longkey[sizeof longkey - 1] = '\0';
+	cfg_free(c);
+	c = key_cfg("long", longkey, "management");
+	CHECK(c != NULL);
+	cfg = c;
+	k = auth_lookup_memo(&m, longkey);
+	CHECK(k != NULL && strcmp(k->name, "long") == 0);
+	CHECK(m.key == NULL);
+	auth_memo_clear(&m);
+	cfg = saved;
+	cfg_free(c);
+	return (0);
+}
+
 const struct unit_case unit_cfg_cases[] = {
 	{ "cfg/full", test_full },
 	{ "cfg/errors", test_errors },
@@ -421,5 +516,6 @@ const struct unit_case unit_cfg_cases[] = {
 	{ "cfg/sizes-and-sets", test_sizes_and_sets },
 	{ "cfg/nul-and-long-lines", test_nul_and_long_lines },
 	{ "cfg/profile-disk", test_profile_disk },
+	{ "cfg/key-memo", test_key_memo },
 	{ NULL, NULL }
 };
