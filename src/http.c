@@ -575,6 +575,24 @@ http_msg_header(struct http_msg *msg, const char *name)
 	return (NULL);
 }
 
+/*
+ * The last line of a header. A list header given on several lines is one
+ * list (RFC 9110), and a proxy appends its entry on a line of its own:
+ * its word is in the last line, whatever a client put in the first.
+ */
+const char *
+http_msg_header_last(struct http_msg *msg, const char *name)
+{
+	struct http_header	*h;
+	const char		*value = NULL;
+
+	TAILQ_FOREACH(h, &msg->headers, entry) {
+		if (strcasecmp(h->name, name) == 0)
+			value = h->value;
+	}
+	return (value);
+}
+
 /* Whether a comma-separated header value lists token (any case). */
 int
 http_header_has_token(const char *value, const char *token)

@@ -109,6 +109,7 @@ void		 http_msg_reset(struct http_msg *);
 enum http_parse_result http_msg_parse(struct http_msg *, struct evbuffer *);
 enum http_parse_result http_msg_eof(struct http_msg *);
 const char	*http_msg_header(struct http_msg *, const char *);
+const char	*http_msg_header_last(struct http_msg *, const char *);
 int		 http_msg_keepalive(struct http_msg *);
 int		 http_header_has_token(const char *, const char *);
 const char	*http_status_text(int);

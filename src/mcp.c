@@ -724,6 +724,22 @@ mcp_handle(struct mcp_session *s, struct mcp_reply *reply, cJSON *msg,
 		return (0);
 	}
 
+	/*
+	 * Over HTTP a request of the stateless era has its headers checked
+	 * on the way in (transport-http.c), which a 2025 session's requests
+	 * skip: one that comes on such a session is refused, so that what a
+	 * proxy routes by always matches the body.
+	 */
+	if (!s->stateless && s->transport == MCP_TRANSPORT_HTTP &&
+	    mcp_meta_version(params) != NULL) {
+		if (id != NULL)
+			*response = jsonrpc_error(id, JSONRPC_INVALID_REQUEST,
+			    "invalid request: a request naming its protocol"
+			    " version in params._meta is served without a"
+			    " session; send it without Mcp-Session-Id and"
+			    " with MCP-Protocol-Version");
+		return (0);
+	}
 	if (s->stateless || mcp_meta_version(params) != NULL)
 		return (mcp_handle_modern(s, reply, msg, id, m, params,
 		    response));

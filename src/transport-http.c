@@ -171,6 +171,10 @@ struct http_conn {
 	struct bufferevent		*upstream; /* a forward's tunnel */
 	int				 tunnel_eof; /* client done sending */
 	uint64_t			 tunnel_down; /* bytes from upstream */
+	int64_t				 tunnel_left; /* client bytes to pass */
+	int				 tunnel_upgrade; /* waits for a 101 */
+	char				 tunnel_status[12];
+	size_t				 tunnel_seen; /* of the status */
 	uint64_t			 requests;
 	TAILQ_ENTRY(http_conn)		 entry;
 	char				 addr_name[HTTP_CLIENT_NAME];
@@ -218,6 +222,7 @@ static void	transport_http_sandbox(struct http_conn *, const char *);
 static void	transport_http_tunnel_pump(struct http_conn *,
 		    struct bufferevent *, struct bufferevent *);
 static void	transport_http_tunnel_client_eof(struct http_conn *);
+static void	transport_http_tunnel_up(struct http_conn *);
 static void	transport_http_tunnel_drained(struct http_conn *);
 static void	transport_http_evictable(struct http_conn *);
 static void	transport_http_respond(struct http_conn *, int, const char *,
@@ -633,11 +638,12 @@ transport_http_request_host(struct http_conn *c, char *buf, size_t len,
 
 	*fwd = 0;
 	if (c->proxied) {
-		if ((h = http_msg_header(c->req, "X-Forwarded-Host")) != NULL) {
+		if ((h = http_msg_header_last(c->req,
+		    "X-Forwarded-Host")) != NULL) {
 			*fwd = 1;
 			if (transport_http_last_entry(h, buf, len) != 0)
 				return (NULL);
-		} else if ((h = http_msg_header(c->req, "Forwarded")) !=
+		} else if ((h = http_msg_header_last(c->req, "Forwarded")) !=
 		    NULL && transport_http_forwarded_param(h, "host", buf,
 		    len) == 0)
 			*fwd = 1;
@@ -660,10 +666,10 @@ transport_http_request_proto(struct http_conn *c)
 
 	if (!c->proxied)
 		return ("http");
-	if ((h = http_msg_header(c->req, "X-Forwarded-Proto")) != NULL) {
+	if ((h = http_msg_header_last(c->req, "X-Forwarded-Proto")) != NULL) {
 		if (transport_http_last_entry(h, buf, sizeof buf) != 0)
 			return ("http");
-	} else if ((h = http_msg_header(c->req, "Forwarded")) == NULL ||
+	} else if ((h = http_msg_header_last(c->req, "Forwarded")) == NULL ||
 	    transport_http_forwarded_param(h, "proto", buf, sizeof buf) != 0)
 		return ("http");
 	return (strcasecmp(buf, "https") == 0 ? "https" : "http");
@@ -679,11 +685,11 @@ transport_http_request_client(struct http_conn *c)
 {
 	const char	*xff;
 
-	c->forwarded = c->proxied && (http_msg_header(c->req,
-	    "X-Forwarded-For") != NULL || http_msg_header(c->req,
-	    "X-Forwarded-Host") != NULL || http_msg_header(c->req,
+	c->forwarded = c->proxied && (http_msg_header_last(c->req,
+	    "X-Forwarded-For") != NULL || http_msg_header_last(c->req,
+	    "X-Forwarded-Host") != NULL || http_msg_header_last(c->req,
 	    "Forwarded") != NULL);
-	if (c->proxied && (xff = http_msg_header(c->req,
+	if (c->proxied && (xff = http_msg_header_last(c->req,
 	    "X-Forwarded-For")) != NULL && transport_http_xff_client(xff,
 	    c->client_addr, sizeof c->client_addr) == 0)
 		return;
@@ -785,7 +791,7 @@ transport_http_forwarded(struct http_conn *c)
 	const char	*xff;
 
 	if (c->req == NULL || c->req->state == HTTP_MSG_START ||
-	    (xff = http_msg_header(c->req, "X-Forwarded-For")) == NULL ||
+	    (xff = http_msg_header_last(c->req, "X-Forwarded-For")) == NULL ||
 	    !transport_http_proxy(c->peer_addr))
 		return (NULL);
 	return (xff);
@@ -805,7 +811,7 @@ transport_http_charge_forwarded(struct http_conn *c)
 	char			 name[HTTP_CLIENT_NAME];
 	cJSON			*body;
 
-	xff = http_msg_header(c->req, "X-Forwarded-For");
+	xff = http_msg_header_last(c->req, "X-Forwarded-For");
 	if (xff == NULL || transport_http_xff_name(xff, name, sizeof name) != 0)
 		strlcpy(name, c->addr_name, sizeof name);
 	if ((cl = transport_http_client_find(name)) != NULL && cl->conns >=
@@ -976,7 +982,7 @@ transport_http_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	}
 	if (c->state == HTTP_CONN_TUNNEL) {
-		transport_http_tunnel_pump(c, bev, c->upstream);
+		transport_http_tunnel_up(c);
 		return;
 	}
 	if (c->state != HTTP_CONN_HEAD && c->state != HTTP_CONN_BODY)
@@ -1208,8 +1214,8 @@ transport_http_host_refuse(struct http_conn *c)
 
 	host = transport_http_request_host(c, buf, sizeof buf, &fwd);
 	if (host == NULL && fwd)
-		host = (h = http_msg_header(c->req, "X-Forwarded-Host")) !=
-		    NULL ? h : http_msg_header(c->req, "Forwarded");
+		host = (h = http_msg_header_last(c->req, "X-Forwarded-Host")) !=
+		    NULL ? h : http_msg_header_last(c->req, "Forwarded");
 	if (host == NULL)
 		host = "";
 	log_info("http client %u refused: %s \"%.64s\" is neither loopback"
@@ -1258,6 +1264,34 @@ transport_http_origin_ok(struct http_conn *c, const char *origin)
 }
 
 /*
+ * Whether a request comes from a page of this very server: its Origin
+ * names the host the request was sent to. The only pages served here are
+ * the sandboxes' own, through the forward route, so such a page is a
+ * sandbox's and may not drive /mcp, whatever origins are allowed.
+ */
+static int
+transport_http_same_origin(struct http_conn *c, const char *origin)
+{
+	const char	*host, *hp, *site;
+	char		 buf[256];
+	int		 fwd;
+
+	site = http_msg_header(c->req, "Sec-Fetch-Site");
+	if (site != NULL && strcasecmp(site, "same-origin") == 0)
+		return (1);
+	if (origin == NULL)
+		return (0);
+	if (strncasecmp(origin, "http://", 7) == 0)
+		hp = origin + 7;
+	else if (strncasecmp(origin, "https://", 8) == 0)
+		hp = origin + 8;
+	else
+		return (0);
+	host = transport_http_request_host(c, buf, sizeof buf, &fwd);
+	return (host != NULL && strcasecmp(hp, host) == 0);
+}
+
+/*
  * The CORS headers of a response to an allowed Origin (none for a
  * request without one, or with one not allowed).
  */
@@ -1288,6 +1322,7 @@ static void
 transport_http_options(struct http_conn *c)
 {
 	const char	*origin, *acrh, *p, *e;
+	static const char tail[] = "\r\nAccess-Control-Max-Age: 600\r\n";
 	char		 extra[2048], name[72];
 	size_t		 n, off;
 	int		 params = 0;
@@ -1321,14 +1356,14 @@ transport_http_options(struct http_conn *c)
 		name[n] = '\0';
 		if (name[strspn(name, "abcdefghijklmnopqrstuvwxyz"
 		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")] != '\0' ||
-		    off + n + 8 >= sizeof extra)
+		    off + n + 2 + sizeof tail >= sizeof extra)
 			continue;
 		off += (size_t)snprintf(extra + off, sizeof extra - off, ", %s",
 		    name);
 		params++;
 	}
-	snprintf(extra + off, sizeof extra - off, "\r\n"
-	    "Access-Control-Max-Age: 600\r\n");
+	/* Room for the tail was kept above: the head always ends whole. */
+	memcpy(extra + off, tail, sizeof tail);
 	transport_http_respond(c, 204, NULL, NULL, 0, extra);
 }
 
@@ -1465,8 +1500,16 @@ transport_http_head(struct http_conn *c)
 		return;
 	}
 
-	if ((origin = http_msg_header(req, "Origin")) != NULL &&
-	    !transport_http_origin_ok(c, origin)) {
+	origin = http_msg_header(req, "Origin");
+	if (transport_http_same_origin(c, origin)) {
+		log_info("http client %u refused: /mcp from a page of this"
+		    " server (Origin \"%.64s\") %s", c->id, origin != NULL ?
+		    origin : "", transport_http_who(c));
+		transport_http_refuse(c, 403, -32001, NULL, "forbidden: pages"
+		    " served through the forward route may not call /mcp");
+		return;
+	}
+	if (origin != NULL && !transport_http_origin_ok(c, origin)) {
 		log_info("http client %u refused: Origin \"%.64s\" %s",
 		    c->id, origin, transport_http_who(c));
 		transport_http_refuse(c, 403, -32001, NULL, "forbidden: the"
@@ -2481,6 +2524,76 @@ transport_http_tunnel_pump(struct http_conn *c, struct bufferevent *from,
 	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
 }
 
+/*
+ * Pass the client's bytes upstream, as far as the forwarded request goes.
+ * A forward carries one request: its head was sent, then its body (by its
+ * Content-Length) follows, and nothing after it, so that a client or a
+ * proxy that reuses the connection never hands the next request, its
+ * credentials included, to the sandbox. Only an upgrade the sandbox
+ * accepted (101) makes the connection a tunnel both ways.
+ */
+static void
+transport_http_tunnel_up(struct http_conn *c)
+{
+	struct evbuffer	*in = bufferevent_get_input(c->bev);
+	struct evbuffer	*out;
+	size_t		 n;
+
+	if (c->upstream == NULL)
+		return;
+	if (c->tunnel_left < 0) {
+		transport_http_tunnel_pump(c, c->bev, c->upstream);
+		return;
+	}
+	out = bufferevent_get_output(c->upstream);
+	n = evbuffer_get_length(in);
+	if ((uint64_t)n > (uint64_t)c->tunnel_left)
+		n = (size_t)c->tunnel_left;
+	evbuffer_remove_buffer(in, out, n);
+	c->tunnel_left -= (int64_t)n;
+	if (c->tunnel_left == 0 && evbuffer_get_length(in) != 0) {
+		/*
+		 * Bytes past the request: held while an upgrade waits for
+		 * its answer, else a next request, which is not the
+		 * sandbox's to see: the connection ends.
+		 */
+		if (c->tunnel_upgrade) {
+			bufferevent_disable(c->bev, EV_READ);
+			return;
+		}
+		transport_http_close(c, "a further request on a forward");
+		return;
+	}
+	if (evbuffer_get_length(out) > HTTP_TUNNEL_HIGH)
+		bufferevent_disable(c->bev, EV_READ);
+	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
+}
+
+/*
+ * The first bytes of the sandbox's answer to an upgrade: a 101 opens the
+ * tunnel both ways; anything else leaves the client's side closed.
+ */
+static void
+transport_http_tunnel_status(struct http_conn *c, struct evbuffer *in)
+{
+	size_t	n;
+
+	n = sizeof c->tunnel_status - c->tunnel_seen;
+	n = evbuffer_copyout(in, c->tunnel_status + c->tunnel_seen, n);
+	c->tunnel_seen += n;
+	if (c->tunnel_seen < sizeof c->tunnel_status)
+		return;
+	c->tunnel_upgrade = 0;
+	if (memcmp(c->tunnel_status, "HTTP/1.1 101", 12) == 0 ||
+	    memcmp(c->tunnel_status, "HTTP/1.0 101", 12) == 0) {
+		c->tunnel_left = -1;
+		if (!c->tunnel_eof) {
+			bufferevent_enable(c->bev, EV_READ);
+			transport_http_tunnel_up(c);
+		}
+	}
+}
+
 /* One side's output has drained: let the other side read again. */
 static void
 transport_http_tunnel_drained(struct http_conn *c)
@@ -2499,6 +2612,8 @@ transport_http_tunnel_up_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct http_conn	*c = arg;
 
+	if (c->tunnel_upgrade)
+		transport_http_tunnel_status(c, bufferevent_get_input(bev));
 	c->tunnel_down += evbuffer_get_length(bufferevent_get_input(bev));
 	transport_http_tunnel_pump(c, bev, c->bev);
 }
@@ -2511,8 +2626,10 @@ transport_http_tunnel_up_write_cb(struct bufferevent *bev, void *arg)
 	if (c->tunnel_eof &&
 	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
 		shutdown(bufferevent_getfd(bev), SHUT_WR);
-	else if (!c->tunnel_eof)
+	else if (!c->tunnel_eof) {
 		bufferevent_enable(c->bev, EV_READ);
+		transport_http_tunnel_up(c);
+	}
 }
 
 /* The client has sent all it will: pass the half-close on. */
@@ -2564,7 +2681,8 @@ transport_http_hop_header(const char *name)
 	    "Proxy-Connection", "Proxy-Authorization", "Authorization", "TE",
 	    "Trailer", "Host", "Upgrade", "X-Forwarded-For",
 	    "X-Forwarded-Host", "X-Forwarded-Prefix", "X-Forwarded-Proto",
-	    "Forwarded", "X-Real-IP" };
+	    "X-Forwarded-Port", "X-Forwarded-Server", "X-Original-URL",
+	    "X-Rewrite-URL", "Forwarded", "X-Real-IP", "Expect" };
 	size_t	i;
 
 	for (i = 0; i < sizeof hop / sizeof hop[0]; i++) {
@@ -2592,6 +2710,10 @@ transport_http_tunnel_start(struct http_conn *c, struct http_route *r,
 	socklen_t		 len;
 	int			 fwd;
 
+	if (c->req->chunked) {
+		transport_http_plain(c, 411, NULL);
+		return;
+	}
 	memset(&ss, 0, sizeof ss);
 	if (inet_pton(AF_INET, ip, &sin->sin_addr) == 1) {
 		sin->sin_family = AF_INET;
@@ -2633,12 +2755,15 @@ transport_http_tunnel_start(struct http_conn *c, struct http_route *r,
 	}
 	evbuffer_add_printf(out, "Host: localhost:%d\r\n", r->port);
 	upgrade = http_msg_header(c->req, "Upgrade");
+	c->tunnel_left = c->req->content_length > 0 ?
+	    c->req->content_length : 0;
 	if (upgrade != NULL && http_header_has_token(http_msg_header(c->req,
 	    "Connection") != NULL ? http_msg_header(c->req, "Connection") :
-	    "", "upgrade"))
+	    "", "upgrade")) {
 		evbuffer_add_printf(out, "Connection: Upgrade\r\n"
 		    "Upgrade: %s\r\n", upgrade);
-	else
+		c->tunnel_upgrade = 1;
+	} else
 		evbuffer_add_printf(out, "Connection: close\r\n");
 	/* Who asked, and for what: a trusted proxy's word, else ours. */
 	evbuffer_add_printf(out, "X-Forwarded-For: %s\r\n", c->client_addr);
@@ -2649,8 +2774,6 @@ transport_http_tunnel_start(struct http_conn *c, struct http_route *r,
 	    transport_http_request_proto(c));
 	evbuffer_add_printf(out, "X-Forwarded-Prefix: /sandboxes/%s/forward/%d"
 	    "\r\n\r\n", r->id, r->port);
-	/* Body bytes already read follow the head unchanged. */
-	evbuffer_add_buffer(out, bufferevent_get_input(c->bev));
 
 	c->keepalive = 0;
 	transport_http_set_state(c, HTTP_CONN_TUNNEL);
@@ -2658,7 +2781,8 @@ transport_http_tunnel_start(struct http_conn *c, struct http_route *r,
 	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
-	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
+	/* Body bytes already read follow the head, and no more. */
+	transport_http_tunnel_up(c);
 	log_debug("http client %u forward to %s:%d %.200s", c->id, ip,
 	    r->port, r->target);
 }
@@ -2762,7 +2886,7 @@ transport_http_sandbox(struct http_conn *c, const char *path)
 		memcpy(port, p, len);
 		port[len] = '\0';
 		r->port = (int)strtonum(port, 1, 65535, &errstr);
-		if (errstr != NULL) {
+		if (errstr != NULL || port[strspn(port, "0123456789")] != '\0') {
 			free(r);
 			transport_http_plain(c, 404, NULL);
 			return;

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+# A hostile sandbox behind the forward route, and clients that lie in
+# headers:
+# - a forward carries one request: a client (or a pooling proxy) that
+#   reuses the connection after the sandbox's keep-alive answer never
+#   hands its next request, API key included, to the sandbox;
+# - a page served through the forward route (same origin as the server)
+#   may not drive /mcp;
+# - of repeated X-Forwarded-Host / X-Forwarded-For lines from a trusted
+#   proxy, the last one (the proxy's own) counts;
+# - a 2026-07-28 request cannot ride a 2025 session past the header
+#   checks;
+# - a long preflight still gets a well-formed answer on a kept
+#   connection;
+# - a forward port is digits only.
+
+import os
+import socket
+import time
+
+from lib import (IMAGE, Http, Server, check, check_eq, check_in, cleanup,
+                 docker, http_json, http_session, keygen, main, ok_result,
+                 remove_our_containers, tmpdir)
+
+PROXY = "127.0.0.2"     # a trusted-proxy
+
+
+def conn_from(source, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((source, 0))
+    s.settimeout(30)
+    s.connect(("127.0.0.1", port))
+    c = Http.__new__(Http)
+    c.sock, c.buf = s, b""
+    cleanup(c.close)
+    return c
+
+
+def test():
+    roots = tmpdir()
+    ws = os.path.join(roots, "site")
+    os.makedirs(ws)
+    key, line = keygen("web", "management", "runtime")
+    auth = {"Authorization": "Bearer " + key}
+    s = Server(config="workspace-root %s\n%s\ntrusted-proxy %s\n"
+               "public-host sandbox.example.com\n" % (roots, line, PROXY),
+               listen="127.0.0.1:0", stdio=False)
+    state = s.state
+    cleanup(lambda: remove_our_containers(state))
+    conn, hdr = http_session(s.port, key=key)
+    st, h, b = conn.request("POST", "/mcp", {
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "create_sandbox", "arguments": {
+            "image": IMAGE, "workspace_root": ws}}}, hdr)
+    sid = ok_result(http_json(b)["result"], "create")["id"]
+
+    # 1. The sandbox answers keep-alive and records all it receives.
+    docker("exec", "-d", sid, "sh", "-c",
+           "(printf 'HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\nok';"
+           " sleep 20) | nc -l -p 9100 > /tmp/got")
+    time.sleep(0.5)
+    c = Http(s.port)
+    c.send_raw(("GET /sandboxes/%s/forward/9100/first HTTP/1.1\r\n"
+                "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\n\r\n"
+                % (sid, key)).encode())
+    st, h, b = c.response()
+    check_eq((st, b), (200, b"ok"), "the forwarded answer")
+    secret = "smcp_NEXTREQUESTSECRET"
+    try:
+        c.send_raw(("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    "Authorization: Bearer %s\r\nContent-Length: 2\r\n\r\n"
+                    "{}" % secret).encode())
+    except OSError:
+        pass
+    check(c.closed(10), "the reused connection is closed")
+    got = docker("exec", sid, "cat", "/tmp/got")
+    check_in("GET /first HTTP/1.1", got, "the sandbox saw the request")
+    check(secret not in got and "POST /mcp" not in got,
+          "the next request never reached the sandbox: %r" % got)
+
+    # An upgrade the sandbox refuses does not open the tunnel either.
+    docker("exec", "-d", sid, "sh", "-c",
+           "(printf 'HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\nno';"
+           " sleep 20) | nc -l -p 9101 > /tmp/got2")
+    time.sleep(0.5)
+    c = Http(s.port)
+    c.send_raw(("GET /sandboxes/%s/forward/9101/ws HTTP/1.1\r\n"
+                "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+                % (sid, key)).encode())
+    st, h, b = c.response()
+    check_eq((st, b), (200, b"no"), "the refused upgrade's answer")
+    try:
+        c.send_raw(("GET /x HTTP/1.1\r\nAuthorization: Bearer %s\r\n\r\n"
+                    % secret).encode())
+    except OSError:
+        pass
+    check(c.closed(10), "closed after a refused upgrade")
+    got = docker("exec", sid, "cat", "/tmp/got2")
+    check(secret not in got, "nothing after a refused upgrade: %r" % got)
+
+    st, h, b = Http(s.port).request("GET", "/sandboxes/%s/forward/+9100/"
+                                    % sid, None, auth)
+    check_eq(st, 404, "a signed port")
+
+    # 2. A page of this server's own origin may not call /mcp.
+    own = "http://127.0.0.1:%d" % s.port
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "page", "version": "1"}}}
+    st, h, b = Http(s.port).request("POST", "/mcp", body, dict(
+        auth, Origin=own), host="127.0.0.1:%d" % s.port)
+    check_eq(st, 403, "same origin as the server")
+    check_in("forward route", http_json(b)["error"]["message"], "message")
+    st, h, b = Http(s.port).request("POST", "/mcp", body, dict(
+        auth, **{"Sec-Fetch-Site": "same-origin"}))
+    check_eq(st, 403, "Sec-Fetch-Site: same-origin")
+    st, h, b = Http(s.port).request("POST", "/mcp", body, dict(
+        auth, Origin="http://localhost:5173"), host="127.0.0.1:%d" % s.port)
+    check_eq(st, 200, "a loopback page on another port still may")
+
+    # 3. Repeated forwarded lines: the proxy's (last) one counts.
+    def raw_from_proxy(lines):
+        c = conn_from(PROXY, s.port)
+        c.send_raw(("POST /mcp HTTP/1.1\r\nHost: upstream\r\n"
+                    "Authorization: Bearer %s\r\n%s"
+                    "Content-Type: application/json\r\n"
+                    "Accept: application/json, text/event-stream\r\n"
+                    "Content-Length: 2\r\n\r\n{}" % (key, lines)).encode())
+        return c.response()[0]
+    st = raw_from_proxy("X-Forwarded-Host: sandbox.example.com\r\n"
+                        "X-Forwarded-Host: evil.example\r\n")
+    check_eq(st, 403, "the last X-Forwarded-Host line counts")
+    st = raw_from_proxy("X-Forwarded-Host: evil.example\r\n"
+                        "X-Forwarded-Host: sandbox.example.com\r\n")
+    check(st != 403, "the proxy's own line allows it: %d" % st)
+    raw_from_proxy("X-Forwarded-For: 6.6.6.6\r\n"
+                   "X-Forwarded-For: 10.9.8.7\r\n"
+                   "X-Forwarded-Host: other.example\r\n")
+    end = time.time() + 10
+    while "client=10.9.8.7" not in s.log() and time.time() < end:
+        time.sleep(0.05)
+    check_in("client=10.9.8.7", s.log(), "the proxy's client in the log")
+    check("client=6.6.6.6" not in s.log(), "not the client's own claim")
+
+    # 4. A 2026-07-28 request on a 2025 session is refused.
+    st, h, b = conn.request("POST", "/mcp", {
+        "jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "list_sandboxes", "arguments": {},
+                   "_meta": {
+                       "io.modelcontextprotocol/protocolVersion":
+                       "2026-07-28",
+                       "io.modelcontextprotocol/clientCapabilities": {}}}},
+        dict(hdr, **{"Mcp-Method": "tools/list",
+                     "Mcp-Name": "something_else"}))
+    r = http_json(b)
+    check_eq(r.get("error", {}).get("code"), -32600,
+             "a stateless request on a session: %r" % r)
+
+    # 5. A preflight asking for many headers: a whole answer, and the
+    # connection serves the next request.
+    names = ", ".join("Mcp-Param-%s" % ("p%02d" % i + "x" * 60)
+                      for i in range(40))
+    c = Http(s.port)
+    c.send_raw(("OPTIONS /mcp HTTP/1.1\r\nHost: localhost\r\n"
+                "Origin: http://localhost:5173\r\n"
+                "Access-Control-Request-Method: POST\r\n"
+                "Access-Control-Request-Headers: %s\r\n\r\n"
+                % names).encode())
+    st, h, b = c.response()
+    check_eq(st, 204, "the long preflight")
+    check_eq(h.get("access-control-max-age"), "600", "its last header")
+    st, h, b = c.request("GET", "/health")
+    check_eq(st, 200, "the next request on the connection")
+
+
+main(test)
