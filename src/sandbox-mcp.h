@@ -185,6 +185,7 @@ uint64_t	 now_ms(void);
 uint64_t	 mono_us(void);
 int		 util_sockaddr_loopback(const struct sockaddr *);
 char		*util_url_escape(const char *, int);
+char		*util_log_safe(const char *, char *, size_t);
 
 /* state.c */
 char		*state_path(const char *, ...)

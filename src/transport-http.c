@@ -46,6 +46,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <netdb.h>
@@ -469,9 +470,10 @@ transport_http_xff_entry(const char *p, size_t n, char *addr, size_t len)
 	} else if ((e = strchr(addr, ':')) != NULL &&
 	    strchr(e + 1, ':') == NULL)
 		*e = '\0';		/* IPv4 with a port */
+	/* Only what an address (or an obfuscated name) is made of. */
 	for (i = 0; addr[i] != '\0'; i++) {
-		if ((unsigned char)addr[i] <= 0x20 ||
-		    (unsigned char)addr[i] >= 0x7f)
+		if (!isalnum((unsigned char)addr[i]) &&
+		    strchr(".:_-%", addr[i]) == NULL)
 			addr[i] = '?';
 	}
 }
@@ -1209,7 +1211,7 @@ static void
 transport_http_host_refuse(struct http_conn *c)
 {
 	const char	*host, *h;
-	char		 buf[256];
+	char		 buf[256], vis[128];
 	int		 fwd;
 
 	host = transport_http_request_host(c, buf, sizeof buf, &fwd);
@@ -1218,9 +1220,9 @@ transport_http_host_refuse(struct http_conn *c)
 		    NULL ? h : http_msg_header_last(c->req, "Forwarded");
 	if (host == NULL)
 		host = "";
-	log_info("http client %u refused: %s \"%.64s\" is neither loopback"
+	log_info("http client %u refused: %s \"%s\" is neither loopback"
 	    " nor a public-host %s", c->id, fwd ? "forwarded host" : "Host",
-	    host, transport_http_who(c));
+	    util_log_safe(host, vis, sizeof vis), transport_http_who(c));
 	c->close_after = 1;
 	transport_http_refuse(c, 403, -32001, NULL, "forbidden: the %s %.100s"
 	    " names neither localhost nor a public-host of this server",
@@ -1261,6 +1263,19 @@ transport_http_origin_ok(struct http_conn *c, const char *origin)
 	len = transport_http_host_len(hp);
 	return (transport_http_loopback_name(hp, len) &&
 	    transport_http_port_ok(hp + len));
+}
+
+/* An Origin not allowed: logged (made safe) and answered 403. */
+static void
+transport_http_origin_refuse(struct http_conn *c, const char *what,
+    const char *origin)
+{
+	char	vis[128];
+
+	log_info("http client %u refused: %s \"%s\" %s", c->id, what,
+	    util_log_safe(origin, vis, sizeof vis), transport_http_who(c));
+	transport_http_refuse(c, 403, -32001, NULL, "forbidden: the Origin"
+	    " %.100s is not allowed", origin);
 }
 
 /*
@@ -1333,10 +1348,8 @@ transport_http_options(struct http_conn *c)
 		return;
 	}
 	if (!transport_http_origin_ok(c, origin)) {
-		log_info("http client %u refused: preflight from Origin"
-		    " \"%.64s\" %s", c->id, origin, transport_http_who(c));
-		transport_http_refuse(c, 403, -32001, NULL, "forbidden: the"
-		    " Origin %.100s is not allowed", origin);
+		transport_http_origin_refuse(c, "preflight from Origin",
+		    origin);
 		return;
 	}
 	off = (size_t)snprintf(extra, sizeof extra,
@@ -1472,7 +1485,7 @@ transport_http_head(struct http_conn *c)
 {
 	struct http_msg	*req = c->req;
 	const char	*origin, *ct, *expect;
-	char		 path[256];
+	char		 path[256], vis[128];
 
 	c->keepalive = http_msg_keepalive(req);
 	transport_http_path(c, path, sizeof path);
@@ -1503,17 +1516,15 @@ transport_http_head(struct http_conn *c)
 	origin = http_msg_header(req, "Origin");
 	if (transport_http_same_origin(c, origin)) {
 		log_info("http client %u refused: /mcp from a page of this"
-		    " server (Origin \"%.64s\") %s", c->id, origin != NULL ?
-		    origin : "", transport_http_who(c));
+		    " server (Origin \"%s\") %s", c->id, util_log_safe(origin !=
+		    NULL ? origin : "", vis, sizeof vis),
+		    transport_http_who(c));
 		transport_http_refuse(c, 403, -32001, NULL, "forbidden: pages"
 		    " served through the forward route may not call /mcp");
 		return;
 	}
 	if (origin != NULL && !transport_http_origin_ok(c, origin)) {
-		log_info("http client %u refused: Origin \"%.64s\" %s",
-		    c->id, origin, transport_http_who(c));
-		transport_http_refuse(c, 403, -32001, NULL, "forbidden: the"
-		    " Origin %.100s is not allowed", origin);
+		transport_http_origin_refuse(c, "Origin", origin);
 		return;
 	}
 	if (transport_http_auth(c, 0) != 0)
@@ -2851,10 +2862,7 @@ transport_http_sandbox(struct http_conn *c, const char *path)
 
 	if ((origin = http_msg_header(c->req, "Origin")) != NULL &&
 	    !transport_http_origin_ok(c, origin)) {
-		log_info("http client %u refused: Origin \"%.64s\" %s",
-		    c->id, origin, transport_http_who(c));
-		transport_http_refuse(c, 403, -32001, NULL, "forbidden: the"
-		    " Origin %.100s is not allowed", origin);
+		transport_http_origin_refuse(c, "Origin", origin);
 		return;
 	}
 	if (transport_http_auth(c, TOOLSET_RUNTIME) != 0)

@@ -421,6 +421,38 @@ util_sockaddr_loopback(const struct sockaddr *sa)
 }
 
 /*
+ * A peer's bytes made fit for a log line: printable ASCII is kept, and
+ * quotes, backslashes and every other byte become \xHH, so a value can
+ * neither end its quotes nor pose as another field. At most len - 1
+ * bytes are written, whole escapes only; returns out.
+ */
+char *
+util_log_safe(const char *in, char *out, size_t len)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	const unsigned char	*p;
+	size_t			 o = 0;
+
+	for (p = (const unsigned char *)in; *p != '\0'; p++) {
+		if (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') {
+			if (o + 1 >= len)
+				break;
+			out[o++] = (char)*p;
+			continue;
+		}
+		if (o + 4 >= len)
+			break;
+		out[o++] = '\\';
+		out[o++] = 'x';
+		out[o++] = hex[*p >> 4];
+		out[o++] = hex[*p & 0xf];
+	}
+	if (len != 0)
+		out[o] = '\0';
+	return (out);
+}
+
+/*
  * Percent-encode a string for a URL path or query: everything but
  * letters, digits and -._~ (and, in a path, / : @) becomes %XX.
  */

@@ -12,7 +12,8 @@
 #   checks;
 # - a long preflight still gets a well-formed answer on a kept
 #   connection;
-# - a forward port is digits only.
+# - a forward port is digits only;
+# - header values are escaped in log lines.
 
 import os
 import socket
@@ -172,6 +173,19 @@ def test():
     check_eq(h.get("access-control-max-age"), "600", "its last header")
     st, h, b = c.request("GET", "/health")
     check_eq(st, 200, "the next request on the connection")
+
+    # 6. A header value cannot pose as fields of the log line.
+    lie = 'https://evil.example" peer=1.2.3.4:5 client=5.5.5.5 x="'
+    st, h, b = Http(s.port).request("POST", "/mcp", body, dict(
+        auth, Origin=lie))
+    check_eq(st, 403, "a lying Origin")
+    end = time.time() + 10
+    while "evil.example" not in s.log() and time.time() < end:
+        time.sleep(0.05)
+    check_in('refused: Origin "https://evil.example\\x22 peer=1.2.3.4:5',
+             s.log(), "the quote is escaped")
+    check('evil.example" peer=' not in s.log(),
+          "the value does not end its quotes")
 
 
 main(test)
