@@ -640,6 +640,7 @@ http_status_text(int status)
 	case 405: return ("Method Not Allowed");
 	case 406: return ("Not Acceptable");
 	case 408: return ("Request Timeout");
+	case 411: return ("Length Required");
 	case 413: return ("Content Too Large");
 	case 415: return ("Unsupported Media Type");
 	case 431: return ("Request Header Fields Too Large");

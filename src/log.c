@@ -60,15 +60,57 @@ log_getverbose(void)
 	return (log_verbose);
 }
 
+/*
+ * A message made one line of text whatever it quotes: control bytes (line
+ * breaks, escape sequences) and the Unicode controls and line separators
+ * in UTF-8 (U+0080-U+009F, U+2028, U+2029) become \xHH, so that a peer's
+ * bytes in a message can neither start a line of their own nor drive a
+ * terminal.
+ */
+static void
+log_clean(const char *in, char *out, size_t len)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	const unsigned char	*p = (const unsigned char *)in;
+	size_t			 o = 0, n, i;
+
+	while (*p != '\0') {
+		n = 0;
+		if (*p < 0x20 || *p == 0x7f)
+			n = 1;
+		else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+			n = 2;
+		else if (p[0] == 0xe2 && p[1] == 0x80 &&
+		    (p[2] == 0xa8 || p[2] == 0xa9))
+			n = 3;
+		if (n == 0) {
+			if (o + 1 >= len)
+				break;
+			out[o++] = (char)*p++;
+			continue;
+		}
+		if (o + 4 * n >= len)
+			break;
+		for (i = 0; i < n; i++, p++) {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 0xf];
+		}
+	}
+	out[o] = '\0';
+}
+
 /* Write one line at a priority. */
 void
 vlog(int pri, const char *fmt, va_list ap)
 {
-	char		 buf[8192];
+	char		 raw[8192], buf[8192];
 	int		 saved = errno;
 
+	vsnprintf(raw, sizeof raw, fmt, ap);
+	log_clean(raw, buf, sizeof buf);
 	if (log_to_syslog) {
-		vsnprintf(buf, sizeof buf, fmt, ap);
 		syslog(pri, "%s", buf);
 	} else {
 		struct timespec	ts;
@@ -78,7 +120,6 @@ vlog(int pri, const char *fmt, va_list ap)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		gmtime_r(&ts.tv_sec, &tm);
 		strftime(tbuf, sizeof tbuf, "%Y-%m-%dT%H:%M:%S", &tm);
-		vsnprintf(buf, sizeof buf, fmt, ap);
 		dprintf(STDERR_FILENO, "%s.%03ldZ sandbox-mcp[%ld]: %s\n",
 		    tbuf, ts.tv_nsec / 1000000, (long)getpid(), buf);
 	}

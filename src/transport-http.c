@@ -73,6 +73,7 @@
 #define HTTP_ACCEPT_RETRY	1
 #define HTTP_LINGER		2
 #define HTTP_TUNNEL_HIGH	(1024 * 1024)
+#define HTTP_TUNNEL_MAX_HEAD	(64 * 1024)	/* of a forwarded answer */
 #define HTTP_SSE_AFTER_MS	1000	/* a call answers as JSON within */
 
 enum http_conn_state {
@@ -173,9 +174,9 @@ struct http_conn {
 	int				 tunnel_eof; /* client done sending */
 	uint64_t			 tunnel_down; /* bytes from upstream */
 	int64_t				 tunnel_left; /* client bytes to pass */
-	int				 tunnel_upgrade; /* waits for a 101 */
-	char				 tunnel_status[12];
-	size_t				 tunnel_seen; /* of the status */
+	int				 tunnel_upgrade; /* asked for one */
+	int				 tunnel_head; /* answer's head to come */
+	size_t				 tunnel_held; /* of it, counted */
 	uint64_t			 requests;
 	TAILQ_ENTRY(http_conn)		 entry;
 	char				 addr_name[HTTP_CLIENT_NAME];
@@ -1279,31 +1280,20 @@ transport_http_origin_refuse(struct http_conn *c, const char *what,
 }
 
 /*
- * Whether a request comes from a page of this very server: its Origin
- * names the host the request was sent to. The only pages served here are
- * the sandboxes' own, through the forward route, so such a page is a
- * sandbox's and may not drive /mcp, whatever origins are allowed.
+ * Whether a request comes from a page of this very server, as the
+ * browser says (Sec-Fetch-Site). The only pages served here are the
+ * sandboxes' own, through the forward route, so such a page is a
+ * sandbox's and may not drive /mcp, whatever origins are allowed. (A
+ * page reaching the server by another of its names is cross-site; the
+ * forward route's Content-Security-Policy keeps its connections home.)
  */
 static int
-transport_http_same_origin(struct http_conn *c, const char *origin)
+transport_http_same_origin(struct http_conn *c)
 {
-	const char	*host, *hp, *site;
-	char		 buf[256];
-	int		 fwd;
+	const char	*site;
 
 	site = http_msg_header(c->req, "Sec-Fetch-Site");
-	if (site != NULL && strcasecmp(site, "same-origin") == 0)
-		return (1);
-	if (origin == NULL)
-		return (0);
-	if (strncasecmp(origin, "http://", 7) == 0)
-		hp = origin + 7;
-	else if (strncasecmp(origin, "https://", 8) == 0)
-		hp = origin + 8;
-	else
-		return (0);
-	host = transport_http_request_host(c, buf, sizeof buf, &fwd);
-	return (host != NULL && strcasecmp(hp, host) == 0);
+	return (site != NULL && strcasecmp(site, "same-origin") == 0);
 }
 
 /*
@@ -1514,7 +1504,7 @@ transport_http_head(struct http_conn *c)
 	}
 
 	origin = http_msg_header(req, "Origin");
-	if (transport_http_same_origin(c, origin)) {
+	if (transport_http_same_origin(c)) {
 		log_info("http client %u refused: /mcp from a page of this"
 		    " server (Origin \"%s\") %s", c->id, util_log_safe(origin !=
 		    NULL ? origin : "", vis, sizeof vis),
@@ -2568,7 +2558,7 @@ transport_http_tunnel_up(struct http_conn *c)
 		 * its answer, else a next request, which is not the
 		 * sandbox's to see: the connection ends.
 		 */
-		if (c->tunnel_upgrade) {
+		if (c->tunnel_upgrade && c->tunnel_head) {
 			bufferevent_disable(c->bev, EV_READ);
 			return;
 		}
@@ -2581,28 +2571,79 @@ transport_http_tunnel_up(struct http_conn *c)
 }
 
 /*
- * The first bytes of the sandbox's answer to an upgrade: a 101 opens the
- * tunnel both ways; anything else leaves the client's side closed.
+ * The head of the sandbox's answer, taken whole before any of it reaches
+ * the client. A 101 to an upgrade the client asked for opens the tunnel
+ * both ways and passes unchanged; another 1xx passes and the next head
+ * is awaited. Any other answer is the one answer of the connection: its
+ * Connection and Keep-Alive headers give way to Connection: close, so
+ * that neither a client nor a pooling proxy sends another request on it,
+ * and a Content-Security-Policy keeps the page's own connections (fetch,
+ * WebSocket) to its origin: a sandbox's page cannot call this server by
+ * another of its names. Returns -1 once the connection is closed.
  */
-static void
-transport_http_tunnel_status(struct http_conn *c, struct evbuffer *in)
+static int
+transport_http_tunnel_head(struct http_conn *c, struct evbuffer *in)
 {
-	size_t	n;
+	struct evbuffer		*out = bufferevent_get_output(c->bev);
+	struct evbuffer_ptr	 p;
+	char			*head, *line, *end, *colon;
+	size_t			 n;
+	int			 status;
 
-	n = sizeof c->tunnel_status - c->tunnel_seen;
-	n = evbuffer_copyout(in, c->tunnel_status + c->tunnel_seen, n);
-	c->tunnel_seen += n;
-	if (c->tunnel_seen < sizeof c->tunnel_status)
-		return;
-	c->tunnel_upgrade = 0;
-	if (memcmp(c->tunnel_status, "HTTP/1.1 101", 12) == 0 ||
-	    memcmp(c->tunnel_status, "HTTP/1.0 101", 12) == 0) {
-		c->tunnel_left = -1;
-		if (!c->tunnel_eof) {
-			bufferevent_enable(c->bev, EV_READ);
-			transport_http_tunnel_up(c);
+	while (c->tunnel_head) {
+		p = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+		if (p.pos == -1) {
+			if (evbuffer_get_length(in) <= HTTP_TUNNEL_MAX_HEAD)
+				return (0);
+			transport_http_close(c, "the sandbox's answer has no"
+			    " head");
+			return (-1);
 		}
+		n = (size_t)p.pos + 4;
+		head = xmalloc(n + 1);
+		evbuffer_remove(in, head, n);
+		head[n] = '\0';
+		status = 0;
+		if (n > 12 && strncmp(head, "HTTP/1.", 7) == 0 &&
+		    isdigit((unsigned char)head[9]) &&
+		    isdigit((unsigned char)head[10]) &&
+		    isdigit((unsigned char)head[11]))
+			status = (head[9] - '0') * 100 + (head[10] - '0') * 10 +
+			    (head[11] - '0');
+		if ((status == 101 && c->tunnel_upgrade) ||
+		    (status >= 100 && status < 200 && status != 101)) {
+			evbuffer_add(out, head, n);
+			if (status == 101) {
+				c->tunnel_head = 0;
+				c->tunnel_left = -1;
+				if (!c->tunnel_eof) {
+					bufferevent_enable(c->bev, EV_READ);
+					transport_http_tunnel_up(c);
+				}
+			}
+			free(head);
+			continue;
+		}
+		line = head;
+		end = strstr(line, "\r\n");
+		evbuffer_add(out, line, end + 2 - line);
+		for (line = end + 2; (end = strstr(line, "\r\n")) != NULL &&
+		    end != line; line = end + 2) {
+			if ((colon = memchr(line, ':', end - line)) != NULL &&
+			    ((colon - line == 10 && strncasecmp(line,
+			    "Connection", 10) == 0) || (colon - line == 10 &&
+			    strncasecmp(line, "Keep-Alive", 10) == 0) ||
+			    (colon - line == 16 && strncasecmp(line,
+			    "Proxy-Connection", 16) == 0)))
+				continue;
+			evbuffer_add(out, line, end + 2 - line);
+		}
+		evbuffer_add_printf(out, "Connection: close\r\n"
+		    "Content-Security-Policy: connect-src 'self'\r\n\r\n");
+		c->tunnel_head = 0;
+		free(head);
 	}
+	return (0);
 }
 
 /* One side's output has drained: let the other side read again. */
@@ -2618,15 +2659,30 @@ transport_http_tunnel_drained(struct http_conn *c)
 		bufferevent_enable(c->upstream, EV_READ);
 }
 
+/*
+ * Bytes from the sandbox: its answer's head first, then the rest as it
+ * comes. Returns -1 once the connection is closed.
+ */
+static int
+transport_http_tunnel_down(struct http_conn *c)
+{
+	struct evbuffer	*in = bufferevent_get_input(c->upstream);
+
+	c->tunnel_down += evbuffer_get_length(in) - c->tunnel_held;
+	if (c->tunnel_head && transport_http_tunnel_head(c, in) != 0)
+		return (-1);
+	c->tunnel_held = evbuffer_get_length(in);
+	if (!c->tunnel_head) {
+		c->tunnel_held = 0;
+		transport_http_tunnel_pump(c, c->upstream, c->bev);
+	}
+	return (0);
+}
+
 static void
 transport_http_tunnel_up_read_cb(struct bufferevent *bev, void *arg)
 {
-	struct http_conn	*c = arg;
-
-	if (c->tunnel_upgrade)
-		transport_http_tunnel_status(c, bufferevent_get_input(bev));
-	c->tunnel_down += evbuffer_get_length(bufferevent_get_input(bev));
-	transport_http_tunnel_pump(c, bev, c->bev);
+	transport_http_tunnel_down(arg);
 }
 
 static void
@@ -2665,7 +2721,8 @@ transport_http_tunnel_up_event_cb(struct bufferevent *bev, short what,
 
 	if (what & BEV_EVENT_CONNECTED)
 		return;
-	transport_http_tunnel_up_read_cb(bev, c);
+	if (transport_http_tunnel_down(c) != 0)
+		return;
 	if ((what & BEV_EVENT_ERROR) && c->tunnel_down == 0) {
 		/* Nothing came back: the client gets a 502 that says why. */
 		bufferevent_free(c->upstream);
@@ -2776,6 +2833,7 @@ transport_http_tunnel_start(struct http_conn *c, struct http_route *r,
 		c->tunnel_upgrade = 1;
 	} else
 		evbuffer_add_printf(out, "Connection: close\r\n");
+	c->tunnel_head = 1;
 	/* Who asked, and for what: a trusted proxy's word, else ours. */
 	evbuffer_add_printf(out, "X-Forwarded-For: %s\r\n", c->client_addr);
 	if ((host = transport_http_request_host(c, hbuf, sizeof hbuf,

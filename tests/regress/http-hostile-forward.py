@@ -4,8 +4,9 @@
 # - a forward carries one request: a client (or a pooling proxy) that
 #   reuses the connection after the sandbox's keep-alive answer never
 #   hands its next request, API key included, to the sandbox;
-# - a page served through the forward route (same origin as the server)
-#   may not drive /mcp;
+# - the sandbox's answer is the connection's last (Connection: close)
+#   and its page may connect only to its own origin (CSP), and a page
+#   of the server's own origin may not drive /mcp;
 # - of repeated X-Forwarded-Host / X-Forwarded-For lines from a trusted
 #   proxy, the last one (the proxy's own) counts;
 # - a 2026-07-28 request cannot ride a 2025 session past the header
@@ -13,7 +14,8 @@
 # - a long preflight still gets a well-formed answer on a kept
 #   connection;
 # - a forward port is digits only;
-# - header values are escaped in log lines.
+# - header values are escaped in log lines, and no peer's bytes start a
+#   log line of their own.
 
 import os
 import socket
@@ -66,6 +68,9 @@ def test():
                 % (sid, key)).encode())
     st, h, b = c.response()
     check_eq((st, b), (200, b"ok"), "the forwarded answer")
+    check_eq(h.get("connection"), "close", "the answer says it is the last")
+    check_eq(h.get("content-security-policy"), "connect-src 'self'",
+             "the page's connections stay home")
     secret = "smcp_NEXTREQUESTSECRET"
     try:
         c.send_raw(("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -104,18 +109,21 @@ def test():
                                     % sid, None, auth)
     check_eq(st, 404, "a signed port")
 
-    # 2. A page of this server's own origin may not call /mcp.
+    # 2. A page of this server's own origin (the browser says so) may
+    # not call /mcp; a loopback client naming its own origin still may
+    # (the conformance suite's DNS-rebinding check sends that).
     own = "http://127.0.0.1:%d" % s.port
     body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                        "clientInfo": {"name": "page", "version": "1"}}}
     st, h, b = Http(s.port).request("POST", "/mcp", body, dict(
-        auth, Origin=own), host="127.0.0.1:%d" % s.port)
-    check_eq(st, 403, "same origin as the server")
+        auth, Origin=own, **{"Sec-Fetch-Site": "same-origin"}),
+        host="127.0.0.1:%d" % s.port)
+    check_eq(st, 403, "Sec-Fetch-Site: same-origin")
     check_in("forward route", http_json(b)["error"]["message"], "message")
     st, h, b = Http(s.port).request("POST", "/mcp", body, dict(
-        auth, **{"Sec-Fetch-Site": "same-origin"}))
-    check_eq(st, 403, "Sec-Fetch-Site: same-origin")
+        auth, Origin=own), host="127.0.0.1:%d" % s.port)
+    check_eq(st, 200, "a client naming the server's origin")
     st, h, b = Http(s.port).request("POST", "/mcp", body, dict(
         auth, Origin="http://localhost:5173"), host="127.0.0.1:%d" % s.port)
     check_eq(st, 200, "a loopback page on another port still may")
@@ -186,6 +194,23 @@ def test():
              s.log(), "the quote is escaped")
     check('evil.example" peer=' not in s.log(),
           "the value does not end its quotes")
+
+    # 7. Nor can a body's value start a log line of its own (debug log).
+    v = Server(listen="127.0.0.1:0", stdio=False, args=("-v",))
+    forged = "x\n2001-01-01T00:00:00.000Z sandbox-mcp[1]: FORGED"
+    st, h, b = Http(v.port).request("POST", "/mcp", {
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": forged, "arguments": {}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}}, {
+        "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+        "Mcp-Name": "x"})
+    check_eq(st, 400, "a name that does not match its header")
+    end = time.time() + 10
+    while "FORGED" not in v.log() and time.time() < end:
+        time.sleep(0.05)
+    check_in("x\\x0a2001-01-01", v.log(), "the line break is escaped")
+    check("\n2001-01-01" not in v.log(), "no forged line")
 
 
 main(test)

@@ -167,8 +167,8 @@ def test():
     e = err_result(s.call("destroy_sandbox", {"sandbox_id": sid}),
                    "not_found", "destroy twice")
     listed = ok_result(s.call("list_sandboxes"), "list")["sandboxes"]
-    check_eq([x["id"] for x in listed], [b["id"] for b in batch],
-             "list after destroy")
+    check_eq([x["id"] for x in listed], [x for x in want if x != sid],
+             "list after destroy (oldest first, as above)")
     for b in batch:
         ok_result(s.call("destroy_sandbox", {"sandbox_id": b["id"]}),
                   "destroy " + b["id"])
