@@ -556,6 +556,34 @@ mcp_tools_list(struct mcp_session *s, const cJSON *id, int modern)
 }
 
 /*
+ * tools/call in either era: its params checked, then the call started
+ * (1) or refused with *response set (0).
+ */
+static int
+mcp_tools_call_params(struct mcp_session *s, struct mcp_reply *reply,
+    const cJSON *id, cJSON *params, int modern, int level, cJSON **response)
+{
+	cJSON	*name, *args;
+
+	name = cJSON_GetObjectItemCaseSensitive(params, "name");
+	args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
+	if (!cJSON_IsString(name))
+		*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+		    "invalid params: params.name must be a string");
+	else if (args != NULL && !cJSON_IsObject(args) && !cJSON_IsNull(args))
+		*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+		    "invalid params: params.arguments must be an object");
+	else if (tool_find(name->valuestring, s->sets) == NULL)
+		*response = mcp_unknown_tool(id, name->valuestring);
+	else {
+		mcp_tools_call(s, reply, id, cJSON_IsObject(args) ? args :
+		    NULL, name->valuestring, modern, level);
+		return (1);
+	}
+	return (0);
+}
+
+/*
  * A request of the stateless era (2026-07-28): everything it needs is in
  * its _meta, checked here before the method runs: the version, the
  * client's capabilities (required), its log level (optional), then the
@@ -647,25 +675,10 @@ mcp_handle_modern(struct mcp_session *s, struct mcp_reply *reply,
 			    "invalid params: params.cursor must be a string");
 		else
 			*response = mcp_tools_list(s, id, 1);
-	} else if (strcmp(m, "tools/call") == 0) {
-		v = cJSON_GetObjectItemCaseSensitive(params, "name");
-		meta = cJSON_GetObjectItemCaseSensitive(params, "arguments");
-		if (!cJSON_IsString(v))
-			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-			    "invalid params: params.name must be a string");
-		else if (meta != NULL && !cJSON_IsObject(meta) &&
-		    !cJSON_IsNull(meta))
-			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-			    "invalid params: params.arguments must be an"
-			    " object");
-		else if (tool_find(v->valuestring, s->sets) == NULL)
-			*response = mcp_unknown_tool(id, v->valuestring);
-		else {
-			mcp_tools_call(s, reply, id, cJSON_IsObject(meta) ?
-			    meta : NULL, v->valuestring, 1, level);
-			return (1);
-		}
-	} else
+	} else if (strcmp(m, "tools/call") == 0)
+		return (mcp_tools_call_params(s, reply, id, params, 1, level,
+		    response));
+	else
 		*response = jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,
 		    "method not found: %.100s (protocol version %s)", m,
 		    version);
@@ -767,26 +780,10 @@ mcp_handle(struct mcp_session *s, struct mcp_reply *reply, cJSON *msg,
 			    "invalid params: params.cursor must be a string");
 		else
 			*response = mcp_tools_list(s, id, 0);
-	} else if (strcmp(m, "tools/call") == 0) {
-		v = cJSON_GetObjectItemCaseSensitive(params, "name");
-		method = cJSON_GetObjectItemCaseSensitive(params,
-		    "arguments");
-		if (!cJSON_IsString(v))
-			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-			    "invalid params: params.name must be a string");
-		else if (method != NULL && !cJSON_IsObject(method) &&
-		    !cJSON_IsNull(method))
-			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-			    "invalid params: params.arguments must be an"
-			    " object");
-		else if (tool_find(v->valuestring, s->sets) == NULL)
-			*response = mcp_unknown_tool(id, v->valuestring);
-		else {
-			mcp_tools_call(s, reply, id, cJSON_IsObject(method) ?
-			    method : NULL, v->valuestring, 0, -1);
-			return (1);
-		}
-	} else if (strcmp(m, "logging/setLevel") == 0)
+	} else if (strcmp(m, "tools/call") == 0)
+		return (mcp_tools_call_params(s, reply, id, params, 0, -1,
+		    response));
+	else if (strcmp(m, "logging/setLevel") == 0)
 		*response = mcp_set_level(s, id, params);
 	else
 		*response = jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,

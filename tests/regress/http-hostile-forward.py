@@ -22,21 +22,11 @@ import socket
 import time
 
 from lib import (IMAGE, Http, Server, check, check_eq, check_in, cleanup,
+                 conn_from,
                  docker, http_json, http_session, keygen, main, ok_result,
                  remove_our_containers, tmpdir)
 
 PROXY = "127.0.0.2"     # a trusted-proxy
-
-
-def conn_from(source, port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind((source, 0))
-    s.settimeout(30)
-    s.connect(("127.0.0.1", port))
-    c = Http.__new__(Http)
-    c.sock, c.buf = s, b""
-    cleanup(c.close)
-    return c
 
 
 def test():

@@ -405,6 +405,19 @@ class Http:
             return True
 
 
+def conn_from(source, port):
+    """An Http connection to the server made from a given local address
+    (127.0.0.2 and the like: a trusted proxy, another peer)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((source, 0))
+    s.settimeout(30)
+    s.connect(("127.0.0.1", port))
+    c = Http.__new__(Http)
+    c.sock, c.buf = s, b""
+    cleanup(c.close)
+    return c
+
+
 def sse_parse(text):
     """Events of an SSE body: dicts with id/data, and comments under ":"."""
     events = []
