@@ -2538,6 +2538,7 @@ transport_http_tunnel_up(struct http_conn *c)
 {
 	struct evbuffer	*in = bufferevent_get_input(c->bev);
 	struct evbuffer	*out;
+	unsigned char	*p;
 	size_t		 n;
 
 	if (c->upstream == NULL)
@@ -2552,6 +2553,11 @@ transport_http_tunnel_up(struct http_conn *c)
 		n = (size_t)c->tunnel_left;
 	evbuffer_remove_buffer(in, out, n);
 	c->tunnel_left -= (int64_t)n;
+	/* Blank lines after a body are allowed and mean nothing. */
+	while (c->tunnel_left == 0 && !c->tunnel_upgrade &&
+	    evbuffer_get_length(in) >= 2 && (p = evbuffer_pullup(in, 2)) !=
+	    NULL && p[0] == '\r' && p[1] == '\n')
+		evbuffer_drain(in, 2);
 	if (c->tunnel_left == 0 && evbuffer_get_length(in) != 0) {
 		/*
 		 * Bytes past the request: held while an upgrade waits for
@@ -2773,7 +2779,7 @@ transport_http_tunnel_start(struct http_conn *c, struct http_route *r,
 	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
 	struct http_header	*h;
 	struct evbuffer		*out;
-	const char		*upgrade, *host;
+	const char		*upgrade, *host, *expect;
 	char			 hbuf[256];
 	socklen_t		 len;
 	int			 fwd;
@@ -2825,6 +2831,11 @@ transport_http_tunnel_start(struct http_conn *c, struct http_route *r,
 	upgrade = http_msg_header(c->req, "Upgrade");
 	c->tunnel_left = c->req->content_length > 0 ?
 	    c->req->content_length : 0;
+	/* Expect is not passed on: the client is told to go on here. */
+	if (c->tunnel_left > 0 && (expect = http_msg_header(c->req,
+	    "Expect")) != NULL && strcasecmp(expect, "100-continue") == 0)
+		evbuffer_add_printf(bufferevent_get_output(c->bev),
+		    "HTTP/1.1 100 Continue\r\n\r\n");
 	if (upgrade != NULL && http_header_has_token(http_msg_header(c->req,
 	    "Connection") != NULL ? http_msg_header(c->req, "Connection") :
 	    "", "upgrade")) {

@@ -99,6 +99,36 @@ def test():
                                     % sid, None, auth)
     check_eq(st, 404, "a signed port")
 
+    # A blank line after the body means nothing, and Expect: 100-continue
+    # is answered here (an echo server sends the request back).
+    docker("exec", "-d", sid, "sh", "-c", "nc -ll -p 9103 -e cat")
+    time.sleep(0.5)
+    raw = socket.create_connection(("127.0.0.1", s.port), 30)
+    cleanup(raw.close)
+    raw.sendall(("POST /sandboxes/%s/forward/9103/x HTTP/1.1\r\n"
+                 "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                 "Expect: 100-continue\r\nContent-Length: 4\r\n\r\n"
+                 "ping\r\n" % (sid, key)).encode())
+    out = b""
+    while not out.endswith(b"ping"):
+        chunk = raw.recv(65536)
+        if not chunk:
+            break
+        out += chunk
+    raw.shutdown(socket.SHUT_WR)     # the echo ends with our side
+    while True:
+        chunk = raw.recv(65536)
+        if not chunk:
+            break
+        out += chunk
+    text = out.decode("latin-1")
+    check(text.startswith("HTTP/1.1 100 Continue\r\n\r\n"),
+          "100 Continue first: %r" % text[:60])
+    check_in("POST /x HTTP/1.1\r\n", text, "the request reached the sandbox")
+    check("Expect:" not in text, "Expect is not passed on")
+    check(text.endswith("\r\n\r\nping"), "the body, and nothing after it:"
+          " %r" % text[-40:])
+
     # 2. A page of this server's own origin (the browser says so) may
     # not call /mcp; a loopback client naming its own origin still may
     # (the conformance suite's DNS-rebinding check sends that).
