@@ -38,6 +38,8 @@ int			 opt_sets;
 static struct event	*proc_sigint, *proc_sigterm, *proc_sighup, *proc_sigchld;
 static struct rlimit	 proc_nofile;	/* as we were started */
 static int		 proc_nofile_raised;
+static unsigned int	 proc_holds;	/* front ends still serving */
+static void		(*proc_stop)(void); /* ends them, on a signal */
 
 /* libevent's own warnings, into our log. */
 static void
@@ -64,7 +66,8 @@ proc_signal_cb(evutil_socket_t sig, short events, void *arg)
 	case SIGTERM:
 		log_info("%s received, exiting", sig == SIGINT ? "SIGINT" :
 		    "SIGTERM");
-		transport_http_stop();
+		if (proc_stop != NULL)
+			proc_stop();
 		event_base_loopexit(ev_base, NULL);
 		break;
 	}
@@ -153,17 +156,35 @@ proc_loop(void)
 
 	event_base_dispatch(ev_base);
 
-	transport_http_stop();
+	if (proc_stop != NULL)
+		proc_stop();
 	event_free(proc_sigint);
 	event_free(proc_sigterm);
 	event_free(proc_sighup);
 	event_free(proc_sigchld);
 }
 
-/* End the loop once no front end is left to serve. */
+/*
+ * The front ends hold the process while they serve and release it when
+ * done; the loop ends with the last release. Front ends are started and
+ * stopped by main, which registers how to stop them on a signal: this
+ * file calls none of them.
+ */
 void
-proc_check_exit(void)
+proc_hold(void)
 {
-	if (!transport_stdio_active() && !transport_http_active())
+	proc_holds++;
+}
+
+void
+proc_release(void)
+{
+	if (proc_holds > 0 && --proc_holds == 0)
 		event_base_loopexit(ev_base, NULL);
+}
+
+void
+proc_set_stop(void (*stop)(void))
+{
+	proc_stop = stop;
 }

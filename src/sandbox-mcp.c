@@ -229,9 +229,9 @@ int
 main(int argc, char **argv)
 {
 	const char	*conf = SANDBOX_MCP_CONF, *state_dir = NULL;
-	const char	*docker_host = NULL, *listen = NULL;
+	const char	*docker_host = NULL, *listen = NULL, *host;
 	char		*cause;
-	int		 ch, noaction = 0, no_stdio = 0, verbose = 0;
+	int		 ch, noaction = 0, no_stdio = 0, verbose = 0, port;
 	int		 conf_given = 0, errors, saved_argc = argc;
 	char		**saved_argv = argv;
 
@@ -354,11 +354,15 @@ main(int argc, char **argv)
 	sandbox_recover();
 	sandbox_watch();
 
-	if (cfg->listen != NULL &&
-	    transport_http_start(cfg->listen, opt_sets, &cause) != 0) {
-		log_warnx("%s", cause);
-		free(cause);
-		return (1);
+	if (cfg->listen != NULL) {
+		if (transport_http_start(cfg->listen, opt_sets, &cause) != 0) {
+			log_warnx("%s", cause);
+			free(cause);
+			return (1);
+		}
+		if (transport_http_endpoint(&host, &port) == 0)
+			sandbox_set_endpoint(host, port);
+		proc_set_stop(transport_http_stop);
 	}
 	if (!no_stdio)
 		transport_stdio_start(opt_sets);

@@ -145,7 +145,9 @@ extern struct cfg		*cfg;
 extern int			 opt_sets;
 void		 proc_init(void);
 void		 proc_loop(void);
-void		 proc_check_exit(void);
+void		 proc_hold(void);
+void		 proc_release(void);
+void		 proc_set_stop(void (*)(void));
 void		 proc_nofile_restore(void);
 
 /* cfg.c */
@@ -543,6 +545,7 @@ void		 sandbox_trash_empty(void);
 void		 sandbox_trash_soon(void);
 void		 sandbox_recover(void);
 void		 sandbox_watch(void);
+void		 sandbox_set_endpoint(const char *, int);
 
 /* auth.c */
 #define AUTH_LOCAL		"local"	/* the tenant of stdio peers */

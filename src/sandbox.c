@@ -189,19 +189,31 @@ sandbox_record_state_set(cJSON *rec, const char *state, const char *error)
 		cJSON_DeleteItemFromObject(rec, "error");
 }
 
+/*
+ * The address and port of this process's HTTP listener, which main hands
+ * over once it listens (the engine does not ask the front end).
+ */
+static char	 sandbox_endpoint_host[256];
+static int	 sandbox_endpoint_port;
+
+void
+sandbox_set_endpoint(const char *host, int port)
+{
+	strlcpy(sandbox_endpoint_host, host, sizeof sandbox_endpoint_host);
+	sandbox_endpoint_port = port;
+}
+
 /* The endpoint objects of this process's listener, or null. */
 static cJSON *
 sandbox_daemon(void)
 {
-	const char	*host;
-	int		 port;
-	cJSON		*d;
+	cJSON	*d;
 
-	if (transport_http_endpoint(&host, &port) != 0)
+	if (sandbox_endpoint_port == 0)
 		return (cJSON_CreateNull());
 	d = cJSON_CreateObject();
-	cJSON_AddStringToObject(d, "host", host);
-	cJSON_AddNumberToObject(d, "port", port);
+	cJSON_AddStringToObject(d, "host", sandbox_endpoint_host);
+	cJSON_AddNumberToObject(d, "port", sandbox_endpoint_port);
 	return (d);
 }
 

@@ -1115,7 +1115,6 @@ transport_http_close(struct http_conn *c, const char *reason)
 	http_msg_free(c->req);
 	auth_memo_clear(&c->auth_memo);
 	free(c);
-	proc_check_exit();
 }
 
 /* Whether host (no port) names the loopback interface. */
@@ -3192,6 +3191,7 @@ transport_http_start(const char *listen, int sets, char **cause)
 	}
 	log_info("listening on http://%s/mcp sets=0x%x auth=%s", http.bound,
 	    sets, TAILQ_EMPTY(&cfg->apikeys) ? "none" : "api-key");
+	proc_hold();
 	return (0);
 }
 
@@ -3219,4 +3219,5 @@ transport_http_stop(void)
 		}
 	}
 	http.nsessions = 0;
+	proc_release();
 }

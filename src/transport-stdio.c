@@ -286,7 +286,7 @@ transport_stdio_check_done(void)
 	stdio.in = stdio.out = NULL;
 	stdio.file_ev = NULL;
 	stdio.file_buf = NULL;
-	proc_check_exit();
+	proc_release();
 }
 
 static void
@@ -368,6 +368,7 @@ transport_stdio_start(int sets)
 {
 	memset(&stdio, 0, sizeof stdio);
 	stdio.active = 1;
+	proc_hold();
 	stdio.session = mcp_session_new(MCP_TRANSPORT_STDIO, sets, NULL,
 	    AUTH_LOCAL);
 	mcp_session_set_push(stdio.session, transport_stdio_push, NULL);
