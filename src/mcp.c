@@ -540,11 +540,20 @@ mcp_discover(struct mcp_session *s, const cJSON *id)
 	return (jsonrpc_result(id, mcp_modern_result(s, result, 1)));
 }
 
-/* tools/list: the list text is built once and carried verbatim. */
+/*
+ * tools/list: one page (a cursor is accepted and ignored); the list text
+ * is built once and carried verbatim.
+ */
 static cJSON *
-mcp_tools_list(struct mcp_session *s, const cJSON *id, int modern)
+mcp_tools_list(struct mcp_session *s, const cJSON *id, cJSON *params,
+    int modern)
 {
-	cJSON	*result;
+	cJSON	*result, *v;
+
+	v = cJSON_GetObjectItemCaseSensitive(params, "cursor");
+	if (v != NULL && !cJSON_IsString(v) && !cJSON_IsNull(v))
+		return (jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+		    "invalid params: params.cursor must be a string"));
 
 	result = cJSON_CreateObject();
 	cJSON_AddItemToObject(result, "tools", cJSON_CreateRaw(
@@ -668,14 +677,9 @@ mcp_handle_modern(struct mcp_session *s, struct mcp_reply *reply,
 
 	if (strcmp(m, "server/discover") == 0)
 		*response = mcp_discover(s, id);
-	else if (strcmp(m, "tools/list") == 0) {
-		v = cJSON_GetObjectItemCaseSensitive(params, "cursor");
-		if (v != NULL && !cJSON_IsString(v) && !cJSON_IsNull(v))
-			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-			    "invalid params: params.cursor must be a string");
-		else
-			*response = mcp_tools_list(s, id, 1);
-	} else if (strcmp(m, "tools/call") == 0)
+	else if (strcmp(m, "tools/list") == 0)
+		*response = mcp_tools_list(s, id, params, 1);
+	else if (strcmp(m, "tools/call") == 0)
 		return (mcp_tools_call_params(s, reply, id, params, 1, level,
 		    response));
 	else
@@ -773,14 +777,9 @@ mcp_handle(struct mcp_session *s, struct mcp_reply *reply, cJSON *msg,
 	else if (!s->initialized)
 		*response = jsonrpc_error(id, JSONRPC_NOT_INITIALIZED,
 		    "server not initialized: send initialize first");
-	else if (strcmp(m, "tools/list") == 0) {
-		v = cJSON_GetObjectItemCaseSensitive(params, "cursor");
-		if (v != NULL && !cJSON_IsString(v) && !cJSON_IsNull(v))
-			*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-			    "invalid params: params.cursor must be a string");
-		else
-			*response = mcp_tools_list(s, id, 0);
-	} else if (strcmp(m, "tools/call") == 0)
+	else if (strcmp(m, "tools/list") == 0)
+		*response = mcp_tools_list(s, id, params, 0);
+	else if (strcmp(m, "tools/call") == 0)
 		return (mcp_tools_call_params(s, reply, id, params, 0, -1,
 		    response));
 	else if (strcmp(m, "logging/setLevel") == 0)

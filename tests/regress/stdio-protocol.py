@@ -76,6 +76,8 @@ def test():
     r = s.request("ping")
     check_eq(r.get("result"), {}, "ping")
 
+    r = s.request("tools/list", {"cursor": 5})
+    check_eq(r.get("error", {}).get("code"), -32602, "a cursor not a string")
     r = s.request("tools/list", {"cursor": "ignored"})
     tools = r["result"]["tools"]
     check_eq([t["name"] for t in tools], list(SCHEMAS),
