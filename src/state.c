@@ -419,24 +419,20 @@ state_sandbox_trash(const char *id, char **cause)
 int
 state_sandbox_forget(const char *id, char **cause)
 {
-	char	*path;
+	static const char	*files[] = { "lock", "json" };	/* in order */
+	char			*path;
+	size_t			 i;
 
-	path = state_path("sandboxes/%s.lock", id);
-	if (unlink(path) != 0 && errno != ENOENT) {
-		xasprintf(cause, "cannot remove %s: %s", path,
-		    strerror(errno));
+	for (i = 0; i < sizeof files / sizeof files[0]; i++) {
+		path = state_path("sandboxes/%s.%s", id, files[i]);
+		if (unlink(path) != 0 && errno != ENOENT) {
+			xasprintf(cause, "cannot remove %s: %s", path,
+			    strerror(errno));
+			free(path);
+			return (-1);
+		}
 		free(path);
-		return (-1);
 	}
-	free(path);
-	path = state_path("sandboxes/%s.json", id);
-	if (unlink(path) != 0 && errno != ENOENT) {
-		xasprintf(cause, "cannot remove %s: %s", path,
-		    strerror(errno));
-		free(path);
-		return (-1);
-	}
-	free(path);
 	return (0);
 }
 
