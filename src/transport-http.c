@@ -243,7 +243,6 @@ static void	transport_http_stream_free(struct http_stream *);
 static void	transport_http_stream_forget(struct http_session *);
 static void	transport_http_sse_arm(struct http_conn *);
 static void	transport_http_sse_resume(struct http_conn *);
-static int	transport_http_sse_era2025(struct http_conn *);
 
 int
 transport_http_active(void)
@@ -1477,6 +1476,7 @@ transport_http_head(struct http_conn *c)
 	char		 path[256], vis[128];
 
 	c->keepalive = http_msg_keepalive(req);
+	c->modern = 0;		/* until its body says otherwise */
 	transport_http_path(c, path, sizeof path);
 	transport_http_request_client(c);
 	if (c->proxied && transport_http_charge_forwarded(c) != 0)
@@ -1527,9 +1527,9 @@ transport_http_head(struct http_conn *c)
 		    http_msg_header(req, "MCP-Protocol-Version"));
 		return;
 	}
+	/* (A later revision's GET got 405 above: no resumption there.) */
 	if (strcmp(req->method, "GET") == 0 &&
-	    http_msg_header(req, "Last-Event-ID") != NULL &&
-	    transport_http_sse_era2025(c)) {
+	    http_msg_header(req, "Last-Event-ID") != NULL) {
 		transport_http_sse_resume(c);
 		return;
 	}
@@ -1632,19 +1632,6 @@ transport_http_sse_arm(struct http_conn *c)
 }
 
 /*
- * Whether a request is of the 2025 revisions, which have sessions and
- * resumable streams (a later one ignores Mcp-Session-Id and
- * Last-Event-ID).
- */
-static int
-transport_http_sse_era2025(struct http_conn *c)
-{
-	const char	*pv = http_msg_header(c->req, "MCP-Protocol-Version");
-
-	return (pv == NULL || strncmp(pv, "2025-", 5) == 0);
-}
-
-/*
  * The 2025-era session a request belongs to, when its streams are
  * resumable there; NULL otherwise.
  */
@@ -1654,7 +1641,7 @@ transport_http_sse_session(struct http_conn *c)
 	struct http_session	*s;
 	const char		*sid, *v;
 
-	if (!transport_http_sse_era2025(c) ||
+	if (c->modern ||
 	    (sid = http_msg_header(c->req, "Mcp-Session-Id")) == NULL ||
 	    (s = transport_http_session_find(sid)) == NULL ||
 	    s->key != c->key || !s->listed)
@@ -2378,7 +2365,6 @@ transport_http_body_done(struct http_conn *c)
 	sid = http_msg_header(req, "Mcp-Session-Id");
 	len = evbuffer_get_length(req->body);
 	body = len != 0 ? (const char *)evbuffer_pullup(req->body, len) : "";
-	c->modern = 0;
 	if (strcmp(req->method, "POST") == 0 &&
 	    (transport_http_modern_version(c) || (sid == NULL &&
 	    http_msg_header(req, "MCP-Protocol-Version") == NULL &&
