@@ -46,6 +46,7 @@
 #include <cjson/cJSON.h>
 #include <git2.h>
 
+#include "engine.h"
 #include "merge.h"
 #include "sandbox-mcp.h"
 
@@ -60,7 +61,7 @@ audit_file(const char *sbox, const char *path)
 
 	util_sha256(path, strlen(path), md);
 	util_hex(md, sizeof md, hex);
-	return (state_path("sandboxes/%s/audit/%s.ndjson", sbox, hex));
+	return (state_where(STATE_AUDIT, sbox, "%s.ndjson", hex));
 }
 
 /* The number of lines of a text (a last line without \n counts). */
@@ -445,16 +446,14 @@ audit_append(const char *sbox, const char *path, const char *line,
 
 /* file_blame: the owners of the latest published content of a path. */
 cJSON *
-audit_blame(const char *sbox, const char *path, const char **kind,
-    char **message)
+audit_blame(const char *sbox, const char *path, struct cause *cause)
 {
 	cJSON	*rec, *out, *ranges;
 
 	if ((rec = audit_last(sbox, path)) == NULL) {
-		*kind = TOOL_ERR_NOT_FOUND;
-		xasprintf(message, "no audit record for %s: it was never"
-		    " published (only the base holds it, or nothing does)",
-		    path);
+		cause_set(cause, CAUSE_NOT_FOUND, "path", path, "no audit"
+		    " record for %s: it was never published (only the base"
+		    " holds it, or nothing does)", path);
 		return (NULL);
 	}
 	out = cJSON_CreateObject();

@@ -15,18 +15,15 @@
  */
 
 /*
- * API keys and ownership. The configuration stores only the SHA-256 of
- * each key; a presented key is hashed and compared with every stored hash
- * in constant time, so neither the match nor its position shows in the
+ * API keys. The configuration stores only the SHA-256 of each key; a
+ * presented key is hashed and compared with every stored hash in
+ * constant time, so neither the match nor its position shows in the
  * timing. Keys themselves are never logged.
  *
  * Every key belongs to a tenant: its own name, or the name its api-key
- * line groups it under. A sandbox records the tenant that created it, and
- * a caller sees only its own tenant's sandboxes: another tenant's id reads
- * exactly as an unknown one, so ids cannot be probed. Peers on stdio (and
- * HTTP peers when no key is configured) are the local operator, "local",
- * who sees every sandbox; records older than the tenant field are the
- * local operator's.
+ * line groups it under; the door (op.c) lets a caller see only its own
+ * tenant's sandboxes. Peers on stdio (and HTTP peers when no key is
+ * configured) are the local operator, "local", who sees every sandbox.
  */
 
 #include "config.h"
@@ -34,11 +31,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
 #include "sandbox-mcp.h"
+#include "surface.h"
 
 /* The configured key whose hash matches the presented key, or NULL. */
 const struct cfg_apikey *
@@ -58,24 +55,11 @@ auth_lookup(const char *key)
 }
 
 /*
- * The generation of the key table: bumped whenever a key is added to or
- * removed from any configuration, so that a remembered verdict (below) is
- * never trusted across a change of the keys.
- */
-static unsigned long	auth_generation = 1;
-
-void
-auth_keys_changed(void)
-{
-	auth_generation++;
-}
-
-/*
  * auth_lookup, remembering the verdict for one peer (an HTTP connection):
  * a keep-alive client presents the same key on every request, and
  * hashing it again each time is most of what checking it costs. A key is
  * taken from the memo only when its bytes equal the remembered ones and
- * the key table is the generation it was found in: a key removed or
+ * the key table is the generation it was found in (cfg.c): a key removed or
  * changed since fails on its next request. Only keys that were found are
  * remembered.
  */
@@ -85,14 +69,14 @@ auth_lookup_memo(struct auth_memo *m, const char *key)
 	const struct cfg_apikey	*k;
 	size_t			 len = strlen(key);
 
-	if (m->key != NULL && m->generation == auth_generation &&
+	if (m->key != NULL && m->generation == cfg_keys_generation() &&
 	    m->len == len && CRYPTO_memcmp(m->bytes, key, len) == 0)
 		return (m->key);
 	auth_memo_clear(m);
 	if ((k = auth_lookup(key)) != NULL && len <= sizeof m->bytes) {
 		memcpy(m->bytes, key, len);
 		m->len = len;
-		m->generation = auth_generation;
+		m->generation = cfg_keys_generation();
 		m->key = k;
 	}
 	return (k);
@@ -136,61 +120,9 @@ auth_keygen(const char *name, int sets, const char *tenant)
 	return (0);
 }
 
-/* Whether a key or tenant name is 1 to 64 of [A-Za-z0-9._-]. */
-int
-auth_tenant_name_valid(const char *name)
-{
-	size_t	n = strlen(name);
-
-	return (n > 0 && n <= 64 && name[strspn(name,
-	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "0123456789._-")] == '\0');
-}
-
 /* The tenant a caller acts for: its key's, or the local operator. */
 const char *
 auth_tenant(const struct cfg_apikey *k)
 {
-	return (k != NULL ? k->tenant : AUTH_LOCAL);
-}
-
-/* The tenant a sandbox record names; a record without one is local. */
-const char *
-auth_record_tenant(cJSON *rec)
-{
-	cJSON	*v = cJSON_GetObjectItem(rec, "tenant");
-
-	return (cJSON_IsString(v) ? v->valuestring : AUTH_LOCAL);
-}
-
-/* Whether a caller of one tenant sees what another tenant owns. */
-int
-auth_sees(const char *caller, const char *owner)
-{
-	return (strcmp(caller, AUTH_LOCAL) == 0 || strcmp(caller, owner) == 0);
-}
-
-/*
- * Whether sandbox id exists and belongs to a tenant the caller does not
- * see. Then *message holds what an unknown id is answered with, and the
- * caller answers not_found with it, details {"sandbox_id": id}, at the
- * point where it would find the id unknown. An invalid or unknown id is
- * not hidden: the usual checks answer it.
- */
-int
-auth_sandbox_hidden(const char *tenant, const char *id, char **message)
-{
-	cJSON	*rec;
-	int	 hidden;
-
-	if (strcmp(tenant, AUTH_LOCAL) == 0 || id == NULL ||
-	    !util_id_valid(id))
-		return (0);
-	if ((rec = state_record_read(id)) == NULL)
-		return (0);
-	hidden = !auth_sees(tenant, auth_record_tenant(rec));
-	cJSON_Delete(rec);
-	if (hidden)
-		xasprintf(message, "no sandbox %s", id);
-	return (hidden);
+	return (k != NULL ? k->tenant : TENANT_LOCAL);
 }

@@ -50,6 +50,7 @@
 #include <event2/buffer.h>
 #include <openssl/evp.h>
 
+#include "engine.h"
 #include "sandbox-mcp.h"
 
 #define BASECACHE_SPECIAL_NAMED	5
@@ -96,7 +97,7 @@ basecache_path(const char *root_hash)
 {
 	const char	*hex = strchr(root_hash, ':');
 
-	return (state_path("base-cache/%s", hex != NULL ? hex + 1 :
+	return (state_where(STATE_BASES, NULL, "%s", hex != NULL ? hex + 1 :
 	    root_hash));
 }
 
@@ -115,7 +116,7 @@ basecache_report(int fd, cJSON *rep)
 }
 
 static int
-basecache_fail(int fd, const char *kind, const char *fmt, ...)
+basecache_fail(int fd, enum cause_kind kind, const char *fmt, ...)
 {
 	cJSON	*rep;
 	char	*msg;
@@ -125,7 +126,7 @@ basecache_fail(int fd, const char *kind, const char *fmt, ...)
 	xvasprintf(&msg, fmt, ap);
 	va_end(ap);
 	rep = cJSON_CreateObject();
-	cJSON_AddStringToObject(rep, "kind", kind);
+	cJSON_AddStringToObject(rep, "kind", cause_kind_name(kind));
 	cJSON_AddStringToObject(rep, "error", msg);
 	free(msg);
 	return (basecache_report(fd, rep));
@@ -360,14 +361,6 @@ basecache_root_hash(struct basecache_walk *w, char out[72])
 }
 
 
-/* rm -rf, for children only (it walks the whole tree). */
-int
-basecache_remove_tree(const char *path)
-{
-	/* Sandbox trees end up here: never follow a link in them. */
-	return (tree_remove_path(path));
-}
-
 /* Copy every entry into the staging directory; fix directories last. */
 static int
 basecache_copy(struct basecache_walk *w, const char *staging,
@@ -488,7 +481,7 @@ basecache_child(void *arg, int fd)
 	w.max_entries = b->max_entries;
 	w.max_bytes = b->max_bytes;
 	if (basecache_walk_dir(&w, "") != 0)
-		return (basecache_fail(fd, TOOL_ERR_FAILED, "%s", w.error));
+		return (basecache_fail(fd, CAUSE_FAILED, "%s", w.error));
 	if (w.nspecial > 0) {
 		len = 0;
 		list = xcalloc(1, 1);
@@ -501,12 +494,12 @@ basecache_child(void *arg, int fd)
 			strlcat(list, w.special[i], len + 1);
 		}
 		if (w.nspecial > BASECACHE_SPECIAL_NAMED)
-			return (basecache_fail(fd, TOOL_ERR_INVALID, "the"
+			return (basecache_fail(fd, CAUSE_INVALID, "the"
 			    " workspace %s holds %zu special files (sockets,"
 			    " fifos or devices) that cannot be copied: %s and"
 			    " %zu more", b->src, w.nspecial, list,
 			    w.nspecial - BASECACHE_SPECIAL_NAMED));
-		return (basecache_fail(fd, TOOL_ERR_INVALID, "the workspace %s"
+		return (basecache_fail(fd, CAUSE_INVALID, "the workspace %s"
 		    " holds special files (sockets, fifos or devices) that"
 		    " cannot be copied: %s", b->src, list));
 	}
@@ -515,7 +508,7 @@ basecache_child(void *arg, int fd)
 	for (i = 0; i < w.n; i++) {
 		if (w.entries[i].kind == 'f' &&
 		    basecache_file(&w, &w.entries[i], -1, &error) != 0)
-			return (basecache_fail(fd, TOOL_ERR_FAILED, "%s",
+			return (basecache_fail(fd, CAUSE_FAILED, "%s",
 			    error));
 	}
 	basecache_root_hash(&w, hash);
@@ -524,8 +517,8 @@ basecache_child(void *arg, int fd)
 		reused = 1;
 	else {
 		if (basecache_copy(&w, b->staging, &changed, &error) != 0) {
-			basecache_remove_tree(b->staging);
-			return (basecache_fail(fd, TOOL_ERR_FAILED, "copying"
+			tree_remove_path(b->staging);
+			return (basecache_fail(fd, CAUSE_FAILED, "copying"
 			    " the workspace failed: %s", error));
 		}
 		if (changed) {
@@ -536,12 +529,12 @@ basecache_child(void *arg, int fd)
 		}
 		if (rename(b->staging, dest) != 0) {
 			if (errno != EEXIST && errno != ENOTEMPTY) {
-				basecache_remove_tree(b->staging);
-				return (basecache_fail(fd, TOOL_ERR_FAILED,
+				tree_remove_path(b->staging);
+				return (basecache_fail(fd, CAUSE_FAILED,
 				    "cannot move the copy into %s: %s", dest,
 				    strerror(errno)));
 			}
-			basecache_remove_tree(b->staging);
+			tree_remove_path(b->staging);
 			reused = 1;	/* another creator was first */
 		}
 	}
@@ -567,6 +560,7 @@ static void
 basecache_done(int status, struct evbuffer *report, void *arg)
 {
 	struct basecache_build	*b = arg;
+	struct cause		 cause = { 0 };
 	cJSON			*rep, *v, *kind;
 	size_t			 len = evbuffer_get_length(report);
 
@@ -579,25 +573,31 @@ basecache_done(int status, struct evbuffer *report, void *arg)
 		    v->valuestring, b->src, cJSON_IsTrue(cJSON_GetObjectItem(
 		    rep, "reused")), cJSON_GetObjectItem(rep,
 		    "entries")->valuedouble);
-		b->cb(v->valuestring, NULL, NULL, b->arg);
-	} else if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "error"))) {
-		kind = cJSON_GetObjectItem(rep, "kind");
-		b->cb(NULL, cJSON_IsString(kind) ? kind->valuestring :
-		    TOOL_ERR_FAILED, v->valuestring, b->arg);
-	} else if (status == -1)
-		b->cb(NULL, TOOL_ERR_INTERNAL, "cannot start the process that"
-		    " copies the workspace", b->arg);
-	else
-		b->cb(NULL, TOOL_ERR_INTERNAL, "the process that copies the"
-		    " workspace ended without a report", b->arg);
+		b->cb(v->valuestring, NULL, b->arg);
+	} else {
+		if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "error"))) {
+			kind = cJSON_GetObjectItem(rep, "kind");
+			cause_set(&cause, cause_kind_parse(
+			    cJSON_IsString(kind) ? kind->valuestring : NULL),
+			    NULL, NULL, "%s", v->valuestring);
+		} else if (status == -1)
+			cause_set(&cause, CAUSE_INTERNAL, NULL, NULL, "cannot"
+			    " start the process that copies the workspace");
+		else
+			cause_set(&cause, CAUSE_INTERNAL, NULL, NULL, "the"
+			    " process that copies the workspace ended without"
+			    " a report");
+		b->cb(NULL, &cause, b->arg);
+		cause_clear(&cause);
+	}
 	cJSON_Delete(rep);
 	basecache_free(b);
 }
 
 /*
  * Make sure the base for a workspace (a canonical directory) is in the
- * cache. cb(root_hash, NULL, NULL, arg) on success, or cb(NULL, kind,
- * message, arg), from the loop.
+ * cache. cb(root_hash, NULL, arg) on success, or cb(NULL, cause, arg),
+ * from the loop.
  */
 struct basecache_build *
 basecache_ensure(const char *src, basecache_cb cb, void *arg)
@@ -612,7 +612,7 @@ basecache_ensure(const char *src, basecache_cb cb, void *arg)
 	b->max_entries = cfg_limit(LIMIT_BASE_MAX_ENTRIES);
 	b->max_bytes = cfg_limit(LIMIT_BASE_MAX_BYTES);
 	util_random_hex(rnd, 8);
-	b->staging = state_path("base-cache/.staging/%ld-%llu-%s",
+	b->staging = state_where(STATE_BASE_STAGING, NULL, "%ld-%llu-%s",
 	    (long)getpid(), state_process_start(getpid()), rnd);
 	b->job = job_fork("basecache", basecache_child, b, basecache_done, b);
 	return (b);

@@ -41,6 +41,18 @@
 
 #include "sandbox-mcp.h"
 
+/*
+ * Bumped whenever an API key goes or comes, so that what remembers a
+ * key's verdict (auth.c) knows to look again.
+ */
+static unsigned long	cfg_keys_generation_n = 1;
+
+unsigned long
+cfg_keys_generation(void)
+{
+	return (cfg_keys_generation_n);
+}
+
 #define CFG_LINE_MAX	4096
 #define CFG_WORDS_MAX	32
 #define CFG_FILE_MAX	(1024 * 1024)
@@ -245,7 +257,7 @@ cfg_free(struct cfg *c)
 	cfg_words_free(&c->public_hosts);
 	while ((k = TAILQ_FIRST(&c->apikeys)) != NULL) {
 		TAILQ_REMOVE(&c->apikeys, k, entry);
-		auth_keys_changed();
+		cfg_keys_generation_n++;
 		free(k->name);
 		free(k->tenant);
 		explicit_bzero(k->hash, sizeof k->hash);
@@ -513,15 +525,15 @@ cfg_kw_docker_host(struct cfg_parse *p, int argc, char **argv)
 static int
 cfg_tenant_name(struct cfg_parse *p, const char *what, const char *name)
 {
-	if (!auth_tenant_name_valid(name)) {
+	if (!util_tenant_name_valid(name)) {
 		cfg_error(p, "%s: a tenant name must be 1 to 64 letters,"
 		    " digits, dots, dashes or underscores: \"%s\"", what, name);
 		return (-1);
 	}
-	if (strcmp(name, AUTH_LOCAL) == 0) {
+	if (strcmp(name, TENANT_LOCAL) == 0) {
 		cfg_error(p, "%s: the name \"%s\" is reserved for the local"
 		    " operator (stdio), who sees every tenant", what,
-		    AUTH_LOCAL);
+		    TENANT_LOCAL);
 		return (-1);
 	}
 	return (0);
@@ -698,7 +710,7 @@ cfg_kw_api_key(struct cfg_parse *p, int argc, char **argv)
 	k->sets = sets;
 	k->tenant = xstrdup(tenant);
 	TAILQ_INSERT_TAIL(&p->cfg->apikeys, k, entry);
-	auth_keys_changed();
+	cfg_keys_generation_n++;
 	return (0);
 }
 

@@ -41,6 +41,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -55,6 +56,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "engine.h"
 #include "sandbox-mcp.h"
 #include "transcript.h"
 
@@ -80,6 +82,8 @@ struct command {
 	char			 ws[17];
 	struct rt_sandbox	*sb;
 	struct session		*s;
+	struct session_client	 client;	/* while attached to s */
+	int			 attached;
 	enum command_state	 state;
 	char			*cmd;
 	int			 started;	/* the init reported its pid */
@@ -175,7 +179,7 @@ command_running_tenant(struct rt_sandbox *sb)
 
 	TAILQ_FOREACH(c, &commands, entry) {
 		if (c->state != COMMAND_DONE && c->sb != NULL &&
-		    rt_sandbox_same_tenant(c->sb, sb))
+		    zygote_same_tenant(c->sb, sb))
 			n++;
 	}
 	return (n);
@@ -238,20 +242,19 @@ command_retain(const char *sandbox)
 static void
 command_signal(struct command *c, int sig)
 {
-	const char	*f[3];
+	const char	*f[2];
 	char		 num[16];
 
-	if (c->state != COMMAND_RUNNING || c->s == NULL || c->s->ctl == -1)
+	if (c->state != COMMAND_RUNNING || !c->attached)
 		return;
 	if (!c->started) {
 		c->pending_signal = sig;
 		return;
 	}
 	snprintf(num, sizeof num, "%d", sig);
-	f[0] = "kill";
-	f[1] = c->id;
-	f[2] = num;
-	if (nsexec_send(c->s->ctl, f, 3, NULL, 0) != 0)
+	f[0] = c->id;
+	f[1] = num;
+	if (session_send(c->s, NSEXEC_KILL, f, 2, NULL, 0) != 0)
 		log_warn("command %s: signal %d", c->id, sig);
 }
 
@@ -400,45 +403,57 @@ command_lost(struct command *c, const char *why)
 	command_exited(c, 128 + SIGKILL, why);
 }
 
-/* A message from a session's init about one of its commands. */
-void
-command_session_message(struct session *s, char **f, int nf)
+/* A message from the session's init about this command. */
+static void
+command_message(struct session_client *sc, const struct nsexec_msg *m)
 {
-	struct command	*c;
-	const char	*errstr;
-	int		 code;
+	struct command	*c = sc->arg;
+	long long	 code;
 
-	if (nf != 3)
-		return;
-	if ((c = command_find(s->sb->id, f[1])) == NULL || c->s != s)
-		return;
-	if (strcmp(f[0], "pid") == 0) {
+	switch (m->type) {
+	case NSEXEC_PID:
+		log_trace(TRACE_JOB, "command %s runs as pid %s", c->id,
+		    m->f[1]);
 		c->started = 1;
 		if (c->pending_signal != 0) {
 			command_signal(c, c->pending_signal);
 			c->pending_signal = 0;
 		}
-	} else if (strcmp(f[0], "exit") == 0) {
-		code = (int)strtonum(f[2], 0, 255, &errstr);
-		command_exited(c, errstr == NULL ? code : 125, NULL);
-	} else if (strcmp(f[0], "error") == 0)
-		command_exited(c, 125, f[2]);
+		break;
+	case NSEXEC_EXIT:
+		if (nsexec_msg_int(m, 1, 0, 255, &code) != 0)
+			code = 125;
+		command_exited(c, (int)code, NULL);
+		break;
+	case NSEXEC_ERROR:
+		command_exited(c, 125, m->f[1]);
+		break;
+	default:
+		break;
+	}
 }
 
-/* The session's init is gone: its running commands are too. */
-void
-command_session_gone(struct session *s)
+/*
+ * The session can no longer run the command (its init is gone, or it
+ * ended with its sandbox): the command ends as killed, saying why.
+ */
+static void
+command_gone(struct session_client *sc, const char *why)
 {
-	struct command	*c;
+	struct command	*c = sc->arg;
 
-	/* Finishing one may drop others (the retention cap): start over. */
-again:
-	TAILQ_FOREACH(c, &commands, entry) {
-		if (c->s == s && c->state == COMMAND_RUNNING && !c->lost) {
-			command_lost(c, NULL);
-			goto again;
-		}
-	}
+	if (c->state == COMMAND_RUNNING && !c->lost)
+		command_lost(c, why);
+}
+
+/* The command no longer holds its session. */
+static void
+command_detach(struct command *c)
+{
+	if (!c->attached)
+		return;
+	c->attached = 0;
+	session_detach(c->s, &c->client);
 }
 
 /* Publishing of the automatic session is done: the command is too. */
@@ -484,7 +499,7 @@ command_finalize_dead(struct session *s, void *arg)
 	struct command	*c = arg;
 	char		*owner;
 
-	xasprintf(&owner, "workspace_session:%s", s->id);
+	xasprintf(&owner, "workspace_session:%s", session_id(s));
 	session_publish(s, owner, command_published, c);
 	free(owner);
 }
@@ -512,16 +527,20 @@ command_finish(struct command *c)
 	log_debug("command %s finished status=%s exit=%d in %.3f s", c->id,
 	    command_end_status(c), c->exit_code,
 	    (double)(c->end_us - c->start_us) / 1e6);
-	if (s != NULL && s->automatic && s->commands == 1 &&
-	    s->state != SESSION_ENDED) {
-		s->commands--;
+	/*
+	 * The automatic session's last command has ended: its processes
+	 * go, its changes are published, then it ends, and only then has
+	 * the command finished (its result carries the publish).
+	 */
+	if (c->attached && session_automatic(s) && session_clients(s) == 1 &&
+	    !session_ended(s)) {
+		command_detach(c);
 		c->state = COMMAND_FINALIZING;
 		session_when_dead(s, command_finalize_dead, c);
 		return;
 	}
+	command_detach(c);
 	c->s = NULL;
-	if (s != NULL)
-		session_command_done(s);
 	c->state = COMMAND_DONE;
 	command_wake(c);
 	command_retain(c->sandbox);
@@ -639,7 +658,7 @@ command_wait_answer(struct command_wait *w)
 
 	command_wait_free(w);
 	r = command_result(c, 1, 0, TRANSCRIPT_WINDOW_LINES);
-	cb(r, NULL, NULL, NULL, arg);
+	cb(r, NULL, arg);
 }
 
 /* The command reached its end: every waiting call gets its answer. */
@@ -658,8 +677,7 @@ command_wait_timer_cb(evutil_socket_t fd, short events, void *arg)
 	struct command_wait	*w = arg;
 	command_cb		 cb;
 	void			*cbarg;
-	char			*msg;
-	cJSON			*d;
+	struct cause		 cause = { 0 };
 
 	if (!w->stdin_wait) {
 		command_wait_answer(w);
@@ -668,13 +686,13 @@ command_wait_timer_cb(evutil_socket_t fd, short events, void *arg)
 	/* The pipe did not take it in time; what was accepted stays. */
 	cb = w->cb;
 	cbarg = w->arg;
-	xasprintf(&msg, "the command is not reading its stdin (%zu bytes"
-	    " are still waiting to be read)", w->c->in != NULL ?
+	cause_set(&cause, CAUSE_FAILED, "command_session_id", w->c->id, "the"
+	    " command is not reading its stdin (%zu bytes are still waiting"
+	    " to be read)", w->c->in != NULL ?
 	    evbuffer_get_length(bufferevent_get_output(w->c->in)) : 0);
-	d = tool_details("command_session_id", w->c->id);
 	command_wait_free(w);
-	cb(NULL, TOOL_ERR_FAILED, msg, d, cbarg);
-	free(msg);
+	cb(NULL, &cause, cbarg);
+	cause_clear(&cause);
 }
 
 /* The pipe has taken what was written: wait for output as usual. */
@@ -742,7 +760,7 @@ command_wait(struct command *c, long long yield_ms, command_cb cb,
 		if (handle != NULL)
 			*handle = NULL;
 		cb(command_result(c, 1, 0, TRANSCRIPT_WINDOW_LINES), NULL,
-		    NULL, NULL, arg);
+		    arg);
 		return;
 	}
 	w = xcalloc(1, sizeof *w);
@@ -784,12 +802,13 @@ command_run(struct command *c, long long yield_ms, command_cb cb,
     void *arg, struct command_wait **handle)
 {
 	struct timeval	 tv;
-	const char	*f[NSEXEC_FIELDS_MAX];
+	struct cause	 fail = { 0 };
+	const char	*f[16];
 	char		**env, *path, *cause, *msg;
 	int		 in[2] = { -1, -1 }, out[2] = { -1, -1 }, fds[2], i, nf;
 
 	/* Under our pid and start time, so recovery can tell ours apart. */
-	path = state_path("sandboxes/%s/commands/%ld-%llu", c->sandbox,
+	path = state_where(STATE_COMMANDS, c->sandbox, "%ld-%llu",
 	    (long)getpid(), state_process_start(getpid()));
 	if (mkdir(path, 0700) != 0 && errno != EEXIST) {
 		xasprintf(&msg, "cannot create %s: %s", path, strerror(errno));
@@ -797,7 +816,7 @@ command_run(struct command *c, long long yield_ms, command_cb cb,
 		goto fail;
 	}
 	free(path);
-	path = state_path("sandboxes/%s/commands/%ld-%llu/%s", c->sandbox,
+	path = state_where(STATE_COMMANDS, c->sandbox, "%ld-%llu/%s",
 	    (long)getpid(), state_process_start(getpid()), c->id);
 	c->tr = transcript_open(path, (uint64_t)cfg_limit(
 	    LIMIT_TRANSCRIPT_MAX), &cause);
@@ -807,7 +826,7 @@ command_run(struct command *c, long long yield_ms, command_cb cb,
 		free(cause);
 		goto fail;
 	}
-	if (c->s->ctl == -1) {
+	if (session_ended(c->s)) {
 		xasprintf(&msg, "the workspace session %s has ended", c->ws);
 		goto fail;
 	}
@@ -817,14 +836,13 @@ command_run(struct command *c, long long yield_ms, command_cb cb,
 	}
 	env = command_env(c);
 	nf = 0;
-	f[nf++] = "exec";
 	f[nf++] = c->id;
 	f[nf++] = c->cmd;
 	for (i = 0; env[i] != NULL; i++)
 		f[nf++] = env[i];
 	fds[0] = in[0];
 	fds[1] = out[1];
-	i = nsexec_send(c->s->ctl, f, nf, fds, 2);
+	i = session_send(c->s, NSEXEC_EXEC, f, nf, fds, 2);
 	for (nf = 0; env[nf] != NULL; nf++)
 		free(env[nf]);
 	free(env);
@@ -839,7 +857,12 @@ command_run(struct command *c, long long yield_ms, command_cb cb,
 	}
 	c->state = COMMAND_RUNNING;
 	c->start_us = mono_us();
-	c->s->commands++;
+	c->client.id = c->id;
+	c->client.message = command_message;
+	c->client.gone = command_gone;
+	c->client.arg = c;
+	session_attach(c->s, &c->client);
+	c->attached = 1;
 	util_set_nonblock(in[1]);
 	util_set_nonblock(out[0]);
 	c->in = bufferevent_socket_new(ev_base, in[1], BEV_OPT_CLOSE_ON_FREE);
@@ -874,30 +897,32 @@ fail:
 	}
 fail_closed:
 	c->state = COMMAND_DONE;
-	cb(NULL, TOOL_ERR_INTERNAL, msg, NULL, arg);
+	cause_set(&fail, CAUSE_INTERNAL, NULL, NULL, "%s", msg);
+	cb(NULL, &fail, arg);
+	cause_clear(&fail);
 	free(msg);
-	if (c->s != NULL && c->s->automatic && c->s->commands == 0)
+	if (c->s != NULL && session_automatic(c->s) &&
+	    session_clients(c->s) == 0)
 		session_end(c->s, "its command could not start");
 	command_free(c);
 }
 
 static void
-command_session_ready(struct session *s, const char *kind,
-    const char *message, void *arg)
+command_session_ready(struct session *s, const struct cause *cause,
+    void *arg)
 {
 	struct command_start	*st = arg;
 	struct command		*c = st->c;
 
 	if (s == NULL) {
 		c->state = COMMAND_DONE;
-		st->cb(NULL, kind, message, tool_details("sandbox_id",
-		    c->sandbox), st->arg);
+		st->cb(NULL, cause, st->arg);
 		command_free(c);
 		free(st);
 		return;
 	}
 	c->s = s;
-	strlcpy(c->ws, s->id, sizeof c->ws);
+	strlcpy(c->ws, session_id(s), sizeof c->ws);
 	command_run(c, st->yield_ms, st->cb, st->arg, st->handle);
 	free(st);
 }
@@ -914,75 +939,40 @@ command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
 	struct command		*c;
 	struct command_start	*st;
 	struct session		*s = NULL;
-	char			 rnd[13], *msg;
-	const char		*limit;
-	cJSON			*d;
+	struct cause		 cause = { 0 };
+	char			 rnd[13];
 
 	if (handle != NULL)
 		*handle = NULL;
-	if (strlen(cmd) > COMMAND_CMD_MAX) {
-		cb(NULL, TOOL_ERR_INVALID, "cmd is longer than 131071 bytes,"
-		    " the most one argument of a process may hold",
-		    tool_details("argument", "cmd"), arg);
-		return;
-	}
-	if (cmd[strspn(cmd, " \t\r\n")] == '\0') {
-		cb(NULL, TOOL_ERR_INVALID, "cmd must hold a command, not only"
-		    " blanks", tool_details("argument", "cmd"), arg);
-		return;
-	}
-	if (command_running_tenant(sb) >= cfg_limit(LIMIT_COMMANDS_PER_TENANT)) {
-		xasprintf(&msg, "the sandboxes of tenant %s already run %lld"
-		    " commands (limit commands-per-tenant)", sb->tenant,
+	if (strlen(cmd) > COMMAND_CMD_MAX)
+		cause_set(&cause, CAUSE_INVALID, "argument", "cmd", "cmd is"
+		    " longer than 131071 bytes, the most one argument of a"
+		    " process may hold");
+	else if (cmd[strspn(cmd, " \t\r\n")] == '\0')
+		cause_set(&cause, CAUSE_INVALID, "argument", "cmd", "cmd must"
+		    " hold a command, not only blanks");
+	else if (command_running_tenant(sb) >=
+	    cfg_limit(LIMIT_COMMANDS_PER_TENANT)) {
+		cause_set(&cause, CAUSE_BUSY, "limit", "commands-per-tenant",
+		    "the sandboxes of tenant %s already run %lld commands"
+		    " (limit commands-per-tenant)", sb->tenant,
 		    cfg_limit(LIMIT_COMMANDS_PER_TENANT));
-		d = tool_details("limit", "commands-per-tenant");
-		cJSON_AddStringToObject(d, "sandbox_id", sb->id);
-		cb(NULL, TOOL_ERR_BUSY, msg, d, arg);
-		free(msg);
-		return;
-	}
-	if (command_running(sb->id) >= cfg_limit(LIMIT_COMMANDS_RUNNING)) {
-		xasprintf(&msg, "sandbox %s already runs %lld commands (limit"
+		cause_detail(&cause, "sandbox_id", sb->id);
+	} else if (command_running(sb->id) >=
+	    cfg_limit(LIMIT_COMMANDS_RUNNING)) {
+		cause_set(&cause, CAUSE_BUSY, "limit", "commands-running",
+		    "sandbox %s already runs %lld commands (limit"
 		    " commands-running)", sb->id,
 		    cfg_limit(LIMIT_COMMANDS_RUNNING));
-		d = tool_details("limit", "commands-running");
-		cJSON_AddStringToObject(d, "sandbox_id", sb->id);
-		cb(NULL, TOOL_ERR_BUSY, msg, d, arg);
-		free(msg);
+		cause_detail(&cause, "sandbox_id", sb->id);
+	} else if (ws == NULL)
+		session_full(sb, &cause);
+	else
+		s = session_use(sb, ws, SESSION_USE_EXEC, &cause);
+	if (cause.kind != CAUSE_NONE) {
+		cb(NULL, &cause, arg);
+		cause_clear(&cause);
 		return;
-	}
-	if (ws == NULL && session_full(sb, &limit, &msg)) {
-		d = tool_details("limit", limit);
-		cJSON_AddStringToObject(d, "sandbox_id", sb->id);
-		cb(NULL, TOOL_ERR_BUSY, msg, d, arg);
-		free(msg);
-		return;
-	}
-	if (ws != NULL) {
-		/*
-		 * An automatic session whose last command is finishing is
-		 * not joined: its processes are being killed, or it is being
-		 * published. It is still found until its publish is visible.
-		 */
-		if ((s = session_find(sb, ws)) == NULL ||
-		    (s->state != SESSION_LIVE && !(s->state == SESSION_DEAD &&
-		    s->publishing))) {
-			xasprintf(&msg, "no workspace session %s in sandbox %s"
-			    " (it ended, or another process owns it)", ws,
-			    sb->id);
-			cb(NULL, TOOL_ERR_NOT_FOUND, msg, tool_details(
-			    "workspace_session_id", ws), arg);
-			free(msg);
-			return;
-		}
-		if (s->publishing || s->dead_cb != NULL) {
-			xasprintf(&msg, "workspace session %s is being"
-			    " published", ws);
-			cb(NULL, TOOL_ERR_CONFLICT, msg, tool_details(
-			    "workspace_session_id", ws), arg);
-			free(msg);
-			return;
-		}
 	}
 	c = xcalloc(1, sizeof *c);
 	util_random_hex(rnd, 12);
@@ -996,7 +986,7 @@ command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
 	TAILQ_INSERT_TAIL(&commands, c, entry);
 	if (s != NULL) {
 		c->s = s;
-		strlcpy(c->ws, s->id, sizeof c->ws);
+		strlcpy(c->ws, session_id(s), sizeof c->ws);
 		command_run(c, yield_ms, cb, arg, handle);
 		return;
 	}
@@ -1014,15 +1004,14 @@ command_lookup(struct rt_sandbox *sb, const char *id, command_cb cb,
     void *arg)
 {
 	struct command	*c;
-	char		*msg;
+	struct cause	 cause = { 0 };
 
 	if ((c = command_find(sb->id, id)) == NULL || c->state ==
 	    COMMAND_STARTING) {
-		xasprintf(&msg, "no command session %s in sandbox %s", id,
-		    sb->id);
-		cb(NULL, TOOL_ERR_NOT_FOUND, msg, tool_details(
-		    "command_session_id", id), arg);
-		free(msg);
+		cause_set(&cause, CAUSE_NOT_FOUND, "command_session_id", id,
+		    "no command session %s in sandbox %s", id, sb->id);
+		cb(NULL, &cause, arg);
+		cause_clear(&cause);
 		return (NULL);
 	}
 	return (c);
@@ -1039,8 +1028,7 @@ command_stdin(struct rt_sandbox *sb, const char *id, const char *data,
     struct command_wait **handle)
 {
 	struct command	*c;
-	char		*msg;
-	cJSON		*d;
+	struct cause	 cause = { 0 };
 	size_t		 len = strlen(data);
 
 	if (handle != NULL)
@@ -1053,14 +1041,10 @@ command_stdin(struct rt_sandbox *sb, const char *id, const char *data,
 		return;
 	}
 	if (c->state != COMMAND_RUNNING) {
-		xasprintf(&msg, "command %s has already finished", id);
-		d = tool_details("command_session_id", id);
-		cJSON_AddStringToObject(d, "status", command_status(c));
-		cb(NULL, TOOL_ERR_FAILED, msg, d, arg);
-		free(msg);
-		return;
-	}
-	if (strcmp(data, "\003") == 0) {
+		cause_set(&cause, CAUSE_FAILED, "command_session_id", id,
+		    "command %s has already finished", id);
+		cause_detail(&cause, "status", command_status(c));
+	} else if (strcmp(data, "\003") == 0) {
 		c->interrupted = 1;
 		command_signal(c, SIGINT);
 	} else if (strcmp(data, "\004") == 0) {
@@ -1072,27 +1056,23 @@ command_stdin(struct rt_sandbox *sb, const char *id, const char *data,
 			} else
 				c->in_close_when_drained = 1;
 		}
-	} else if (len > 0) {
-		if (c->in == NULL) {
-			xasprintf(&msg, "command %s has closed its stdin", id);
-			cb(NULL, TOOL_ERR_FAILED, msg, tool_details(
-			    "command_session_id", id), arg);
-			free(msg);
-			return;
-		}
-		if (evbuffer_get_length(bufferevent_get_output(c->in)) >
-		    COMMAND_STDIN_HIGH) {
-			xasprintf(&msg, "the command is not reading its stdin"
-			    " (%zu bytes are still waiting)",
-			    evbuffer_get_length(bufferevent_get_output(
-			    c->in)));
-			cb(NULL, TOOL_ERR_FAILED, msg, tool_details(
-			    "command_session_id", id), arg);
-			free(msg);
-			return;
-		}
+	} else if (len > 0 && c->in == NULL)
+		cause_set(&cause, CAUSE_FAILED, "command_session_id", id,
+		    "command %s has closed its stdin", id);
+	else if (len > 0 && evbuffer_get_length(bufferevent_get_output(
+	    c->in)) > COMMAND_STDIN_HIGH)
+		cause_set(&cause, CAUSE_FAILED, "command_session_id", id,
+		    "the command is not reading its stdin (%zu bytes are still"
+		    " waiting)", evbuffer_get_length(bufferevent_get_output(
+		    c->in)));
+	else if (len > 0) {
 		bufferevent_write(c->in, data, len);
 		command_wait_stdin(c, yield_ms, cb, arg, handle);
+		return;
+	}
+	if (cause.kind != CAUSE_NONE) {
+		cb(NULL, &cause, arg);
+		cause_clear(&cause);
 		return;
 	}
 	command_wait(c, yield_ms, cb, arg, handle);
@@ -1111,41 +1091,19 @@ command_read(struct rt_sandbox *sb, const char *id, long long start,
 		limit = 1;
 	if (limit > 1000)
 		limit = 1000;
-	cb(command_result(c, 0, (uint64_t)start, (size_t)limit), NULL, NULL,
-	    NULL, arg);
-}
-
-/* The ids of the commands of a session still running (for refusals). */
-cJSON *
-command_running_in(const char *sandbox, const char *ws)
-{
-	struct command	*c;
-	cJSON		*a;
-
-	a = cJSON_CreateArray();
-	TAILQ_FOREACH(c, &commands, entry) {
-		if (c->state != COMMAND_DONE && strcmp(c->sandbox,
-		    sandbox) == 0 && strcmp(c->ws, ws) == 0)
-			cJSON_AddItemToArray(a, cJSON_CreateString(c->id));
-	}
-	return (a);
+	cb(command_result(c, 0, (uint64_t)start, (size_t)limit), NULL, arg);
 }
 
 /*
  * A sandbox is being destroyed and this process's sessions in it have
- * ended: its commands still running end now, as killed, saying so at
- * the end of their output (their sessions can no longer report their
- * exits); finished ones nobody waits on go.
+ * ended (their commands with them, saying so: session_forget): the
+ * finished commands nobody waits on go.
  */
 void
 command_forget_sandbox(const char *sandbox)
 {
 	struct command	*c, *c1;
-	char		*why;
 
-	xasprintf(&why, "sandbox %s is being destroyed", sandbox);
-	command_sandbox_lost(sandbox, why);
-	free(why);
 	TAILQ_FOREACH_SAFE(c, &commands, entry, c1) {
 		if (strcmp(c->sandbox, sandbox) == 0 &&
 		    c->state == COMMAND_DONE && TAILQ_EMPTY(&c->waits))
@@ -1154,24 +1112,34 @@ command_forget_sandbox(const char *sandbox)
 }
 
 /*
- * The sandbox's container has died, or the sandbox is being destroyed,
- * and this process's sessions there are ended: every command still
- * running in it ends now, as killed (128 + SIGKILL), with why at the end
- * of its output, rather than wait for an exit report that its session's
- * init can no longer send.
+ * Recovery at start, for one sandbox: the transcripts of processes that
+ * have ended (commands/PID-START) go to the trash.
  */
 void
-command_sandbox_lost(const char *sandbox, const char *why)
+command_recover(const char *id)
 {
-	struct command	*c;
+	struct dirent		*de;
+	DIR			*d;
+	char			*dir, *path, *to;
+	long			 pid;
+	unsigned long long	 start;
 
-	/* Finishing one may drop others (the retention cap): start over. */
-again:
-	TAILQ_FOREACH(c, &commands, entry) {
-		if (c->state != COMMAND_RUNNING || c->lost ||
-		    strcmp(c->sandbox, sandbox) != 0)
-			continue;
-		command_lost(c, why);
-		goto again;
+	dir = state_where(STATE_COMMANDS, id, NULL);
+	if ((d = opendir(dir)) == NULL) {
+		free(dir);
+		return;
 	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || sscanf(de->d_name, "%ld-%llu",
+		    &pid, &start) != 2 || state_process_start(pid) == start)
+			continue;
+		xasprintf(&path, "%s/%s", dir, de->d_name);
+		to = state_trash_path(id, "cmd");
+		if (rename(path, to) != 0)
+			log_warn("recovery: %s", path);
+		free(path);
+		free(to);
+	}
+	closedir(d);
+	free(dir);
 }

@@ -98,7 +98,7 @@ static const char *disk_mke2fs[] = { "/usr/sbin/mke2fs", "/sbin/mke2fs" };
 char *
 disk_image_path(const char *id)
 {
-	return (state_path("sandboxes/%s.img", id));
+	return (state_where(STATE_IMAGE, id, NULL));
 }
 
 /* Whether a path is the root of a mount (its device is not its parent's). */
@@ -139,7 +139,7 @@ disk_mounted(const char *id)
 	char	*path;
 	int	 r;
 
-	path = state_path("sandboxes/%s", id);
+	path = state_where(STATE_SANDBOX, id, NULL);
 	r = disk_is_mount(path);
 	free(path);
 	return (r);
@@ -484,8 +484,8 @@ disk_op_start(enum disk_kind kind, const char *id, long long size,
 	strlcpy(op->id, id, sizeof op->id);
 	op->size = size;
 	op->image = disk_image_path(id);
-	op->mnt = state_path("sandboxes/%s", id);
-	op->staging = state_path("sandboxes/.staging/%ld-%llu-%s.img",
+	op->mnt = state_where(STATE_SANDBOX, id, NULL);
+	op->staging = state_where(STATE_STAGING, NULL, "%ld-%llu-%s.img",
 	    (long)getpid(), state_process_start(getpid()), id);
 	TAILQ_INIT(&op->waiters);
 	LIST_INSERT_HEAD(&disk_ops, op, entry);
@@ -547,7 +547,7 @@ disk_teardown(const char *id, char **error)
 	int	 ifd, r = -1;
 
 	image = disk_image_path(id);
-	mnt = state_path("sandboxes/%s", id);
+	mnt = state_where(STATE_SANDBOX, id, NULL);
 	ifd = open(image, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (ifd == -1 && errno != ENOENT) {
 		xasprintf(error, "cannot open %s: %s", image, strerror(errno));

@@ -48,6 +48,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "engine.h"
 #include "sandbox-mcp.h"
 
 #define FILES_COMPONENT_MAX	255
@@ -58,32 +59,39 @@
 
 /* Fill an error; always returns NULL (for "return (files_fail(...))"). */
 static void *
-files_fail(struct files_error *err, const char *kind, cJSON *details,
+files_fail(struct cause *err, enum cause_kind kind, cJSON *details,
     const char *fmt, ...)
 {
 	va_list	ap;
 
-	err->kind = kind;
 	va_start(ap, fmt);
-	if (vasprintf(&err->message, fmt, ap) == -1)
-		fatal("%s: vasprintf", __func__);
+	cause_setv(err, kind, details, fmt, ap);
 	va_end(ap);
-	err->details = details;
 	return (NULL);
 }
 
 static cJSON *
 files_path_details(const char *path)
 {
-	return (tool_details("path", path));
+	cJSON	*d;
+
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "path", path);
+	return (d);
 }
 
-void
-files_error_clear(struct files_error *err)
+/* An error in the edits argument. */
+static void
+files_edits_fail(struct cause *err, const char *fmt, ...)
 {
-	free(err->message);
-	cJSON_Delete(err->details);
-	memset(err, 0, sizeof *err);
+	cJSON	*d;
+	va_list	 ap;
+
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "argument", "edits");
+	va_start(ap, fmt);
+	cause_setv(err, CAUSE_INVALID, d, fmt, ap);
+	va_end(ap);
 }
 
 /*
@@ -109,7 +117,7 @@ files_path(const char *in, char **message)
 		    " bytes)", in, PATH_MAX - 1);
 		return (NULL);
 	}
-	if (strstr(in, TOOL_NUL_MARK) != NULL) {
+	if (strstr(in, NUL_MARK) != NULL) {
 		xasprintf(message, "invalid path: the path contains a NUL"
 		    " byte");
 		return (NULL);
@@ -333,7 +341,7 @@ files_scan_feed(struct files_scan *sc, const char *buf, size_t len)
 /* The end of the file: the result, or NULL with an error. */
 static cJSON *
 files_scan_end(struct files_scan *sc, const char *path,
-    struct files_error *err)
+    struct cause *err)
 {
 	long long	total, next;
 	cJSON		*r;
@@ -342,7 +350,7 @@ files_scan_end(struct files_scan *sc, const char *path,
 		sc->bad = 1;
 	if (sc->bad) {
 		free(sc->win);
-		return (files_fail(err, TOOL_ERR_INVALID,
+		return (files_fail(err, CAUSE_INVALID,
 		    files_path_details(path), "%s is not UTF-8 text", path));
 	}
 	total = (long long)sc->lines;
@@ -357,7 +365,7 @@ files_scan_end(struct files_scan *sc, const char *path,
 	}
 	if (sc->longline != 0) {
 		free(sc->win);
-		return (files_fail(err, TOOL_ERR_INVALID,
+		return (files_fail(err, CAUSE_INVALID,
 		    files_path_details(path), "line %lld of %s is longer than"
 		    " the %d KiB a read returns; read the file another way"
 		    " (a command) or split the line", sc->longline, path,
@@ -391,7 +399,7 @@ files_scan_end(struct files_scan *sc, const char *path,
  */
 cJSON *
 files_window(const char *buf, size_t len, long long offset, long long limit,
-    const char *path, struct files_error *err)
+    const char *path, struct cause *err)
 {
 	struct files_scan	sc;
 	size_t			off, n;
@@ -407,7 +415,7 @@ files_window(const char *buf, size_t len, long long offset, long long limit,
 /* Scan an open file. */
 static cJSON *
 files_window_fd(int fd, long long offset, long long limit, const char *path,
-    struct files_error *err)
+    struct cause *err)
 {
 	struct files_scan	 sc;
 	struct stat		 st;
@@ -417,10 +425,10 @@ files_window_fd(int fd, long long offset, long long limit, const char *path,
 
 	/* The file as long as it is now: one being appended to ends. */
 	if (fstat(fd, &st) != 0)
-		return (files_fail(err, TOOL_ERR_FAILED, files_path_details(
+		return (files_fail(err, CAUSE_FAILED, files_path_details(
 		    path), "cannot read %s: %s", path, strerror(errno)));
 	if (tree_sparse(fd, st.st_size))
-		return (files_fail(err, TOOL_ERR_INVALID, files_path_details(
+		return (files_fail(err, CAUSE_INVALID, files_path_details(
 		    path), "%s is not UTF-8 text", path));
 	left = st.st_size;
 	files_scan_init(&sc, offset, limit);
@@ -432,7 +440,7 @@ files_window_fd(int fd, long long offset, long long limit, const char *path,
 		if (n == -1) {
 			free(buf);
 			free(sc.win);
-			return (files_fail(err, TOOL_ERR_FAILED,
+			return (files_fail(err, CAUSE_FAILED,
 			    files_path_details(path), "cannot read %s: %s",
 			    path, strerror(errno)));
 		}
@@ -481,13 +489,12 @@ files_count(const char *buf, size_t len, const char *needle, size_t nlen)
 /* Check one item of an edit list; its strings and replace_all. */
 static int
 files_edit_item(cJSON *item, int n, const char **old, const char **new,
-    int *all, struct files_error *err)
+    int *all, struct cause *err)
 {
 	cJSON		*v;
 
 	if (!cJSON_IsObject(item)) {
-		files_fail(err, TOOL_ERR_INVALID, tool_details("argument",
-		    "edits"), "edit %d is not an object {old_string,"
+		files_edits_fail(err, "edit %d is not an object {old_string,"
 		    " new_string, replace_all?}", n);
 		return (-1);
 	}
@@ -495,49 +502,45 @@ files_edit_item(cJSON *item, int n, const char **old, const char **new,
 		if (strcmp(v->string, "old_string") != 0 &&
 		    strcmp(v->string, "new_string") != 0 &&
 		    strcmp(v->string, "replace_all") != 0) {
-			files_fail(err, TOOL_ERR_INVALID, tool_details(
-			    "argument", "edits"), "edit %d has an unknown"
+			files_edits_fail(err, "edit %d has an unknown"
 			    " field %.100s", n, v->string);
 			return (-1);
 		}
 	}
 	v = cJSON_GetObjectItemCaseSensitive(item, "old_string");
 	if (!cJSON_IsString(v)) {
-		files_fail(err, TOOL_ERR_INVALID, tool_details("argument",
-		    "edits"), "edit %d: old_string must be a string", n);
+		files_edits_fail(err, "edit %d: old_string must be a string",
+		    n);
 		return (-1);
 	}
 	*old = v->valuestring;
 	v = cJSON_GetObjectItemCaseSensitive(item, "new_string");
 	if (!cJSON_IsString(v)) {
-		files_fail(err, TOOL_ERR_INVALID, tool_details("argument",
-		    "edits"), "edit %d: new_string must be a string", n);
+		files_edits_fail(err, "edit %d: new_string must be a string",
+		    n);
 		return (-1);
 	}
 	*new = v->valuestring;
 	v = cJSON_GetObjectItemCaseSensitive(item, "replace_all");
 	if (v != NULL && !cJSON_IsNull(v) && !cJSON_IsBool(v)) {
-		files_fail(err, TOOL_ERR_INVALID, tool_details("argument",
-		    "edits"), "edit %d: replace_all must be a boolean", n);
+		files_edits_fail(err, "edit %d: replace_all must be a"
+		    " boolean", n);
 		return (-1);
 	}
 	*all = cJSON_IsTrue(v);
-	if (strstr(*old, TOOL_NUL_MARK) != NULL ||
-	    strstr(*new, TOOL_NUL_MARK) != NULL) {
-		files_fail(err, TOOL_ERR_INVALID, tool_details("argument",
-		    "edits"), "edit %d: the strings must not contain the NUL"
-		    " character (U+0000)", n);
+	if (strstr(*old, NUL_MARK) != NULL ||
+	    strstr(*new, NUL_MARK) != NULL) {
+		files_edits_fail(err, "edit %d: the strings must not contain"
+		    " the NUL character (U+0000)", n);
 		return (-1);
 	}
 	if (**old == '\0') {
-		files_fail(err, TOOL_ERR_INVALID, tool_details("argument",
-		    "edits"), "edit %d: old_string is empty", n);
+		files_edits_fail(err, "edit %d: old_string is empty", n);
 		return (-1);
 	}
 	if (strcmp(*old, *new) == 0) {
-		files_fail(err, TOOL_ERR_INVALID, tool_details("argument",
-		    "edits"), "edit %d: old_string and new_string are the"
-		    " same", n);
+		files_edits_fail(err, "edit %d: old_string and new_string are"
+		    " the same", n);
 		return (-1);
 	}
 	return (0);
@@ -545,22 +548,20 @@ files_edit_item(cJSON *item, int n, const char **old, const char **new,
 
 /* Check an edit list as a whole before anything is applied. */
 int
-files_edits_check(cJSON *edits, struct files_error *err)
+files_edits_check(cJSON *edits, struct cause *err)
 {
 	const char	*old, *new;
 	cJSON		*item;
 	int		 n = 0, all;
 
 	if (!cJSON_IsArray(edits) || cJSON_GetArraySize(edits) == 0) {
-		files_fail(err, TOOL_ERR_INVALID, tool_details("argument",
-		    "edits"), "edits must be a non-empty array");
+		files_edits_fail(err, "edits must be a non-empty array");
 		return (-1);
 	}
 	/* Each edit may rewrite the whole file: their count is bounded. */
 	if (cJSON_GetArraySize(edits) > FILES_EDITS_MAX) {
-		files_fail(err, TOOL_ERR_INVALID, tool_details("argument",
-		    "edits"), "edits holds %d items; one file_edit takes at"
-		    " most %d (split the change, or use file_write)",
+		files_edits_fail(err, "edits holds %d items; one file_edit"
+		    " takes at most %d (split the change, or use file_write)",
 		    cJSON_GetArraySize(edits), FILES_EDITS_MAX);
 		return (-1);
 	}
@@ -577,7 +578,7 @@ files_edits_check(cJSON *edits, struct files_error *err)
  */
 int
 files_edit_apply(const char *buf, size_t len, cJSON *edits, const char *path,
-    struct files_edit_result *res, struct files_error *err)
+    struct files_edit_result *res, struct cause *err)
 {
 	const char	*old0, *new0, *old, *new, *p, *hit, *end;
 	char		*cur, *next, *cold = NULL, *cnew = NULL;
@@ -608,19 +609,19 @@ files_edit_apply(const char *buf, size_t len, cJSON *edits, const char *path,
 			count = files_count(cur, curlen, old, oldlen);
 		}
 		if (count == 0) {
-			files_fail(err, TOOL_ERR_INVALID, files_path_details(
+			files_fail(err, CAUSE_INVALID, files_path_details(
 			    path), "edit %d: text not found in %s", n, path);
 			goto fail;
 		}
 		if (count > 1 && !all) {
-			files_fail(err, TOOL_ERR_INVALID, files_path_details(
+			files_fail(err, CAUSE_INVALID, files_path_details(
 			    path), "edit %d: text found %zu times in %s; set"
 			    " replace_all or add context", n, count, path);
 			goto fail;
 		}
 		if (newlen > oldlen && (newlen - oldlen) > (FILES_EDIT_OUT_MAX -
 		    curlen) / count) {
-			files_fail(err, TOOL_ERR_INVALID, files_path_details(
+			files_fail(err, CAUSE_INVALID, files_path_details(
 			    path), "edit %d: the result would be larger than"
 			    " %d MiB", n, FILES_EDIT_OUT_MAX / (1024 * 1024));
 			goto fail;
@@ -650,7 +651,7 @@ files_edit_apply(const char *buf, size_t len, cJSON *edits, const char *path,
 		cold = cnew = NULL;
 	}
 	if (curlen == len && memcmp(cur, buf, len) == 0) {
-		files_fail(err, TOOL_ERR_INVALID, files_path_details(path),
+		files_fail(err, CAUSE_INVALID, files_path_details(path),
 		    "edits made no change to %s", path);
 		free(cur);
 		return (-1);
@@ -672,29 +673,29 @@ fail:
  */
 int
 files_snapshot_find(struct layer_stack *ls, const char *rel,
-    struct layer_entry *le, struct files_error *err)
+    struct layer_entry *le, struct cause *err)
 {
 	char	*cause = NULL;
 
 	if (*rel == '\0') {
-		files_fail(err, TOOL_ERR_INVALID, files_path_details("."),
+		files_fail(err, CAUSE_INVALID, files_path_details("."),
 		    "the workspace root is a directory");
 		return (-1);
 	}
 	if (layer_resolve(ls, rel, le, &cause) != 0) {
-		files_fail(err, TOOL_ERR_FAILED, files_path_details(rel),
+		files_fail(err, CAUSE_FAILED, files_path_details(rel),
 		    "cannot resolve %s: %s", rel, cause);
 		free(cause);
 		return (-1);
 	}
 	if (le->blocker == LAYER_SYMLINK) {
-		files_fail(err, TOOL_ERR_INVALID, files_path_details(rel),
+		files_fail(err, CAUSE_INVALID, files_path_details(rel),
 		    "%.*s is a symlink (in %s); file tools never follow"
 		    " symlinks", (int)le->blocker_len, rel, rel);
 		return (-1);
 	}
 	if (le->blocker != LAYER_ABSENT) {
-		files_fail(err, TOOL_ERR_INVALID, files_path_details(rel),
+		files_fail(err, CAUSE_INVALID, files_path_details(rel),
 		    "%.*s is not a directory (in %s)", (int)le->blocker_len,
 		    rel, rel);
 		return (-1);
@@ -704,15 +705,15 @@ files_snapshot_find(struct layer_stack *ls, const char *rel,
 	case LAYER_FILE:
 		return (0);
 	case LAYER_SYMLINK:
-		files_fail(err, TOOL_ERR_INVALID, files_path_details(rel),
+		files_fail(err, CAUSE_INVALID, files_path_details(rel),
 		    "%s is a symlink; file tools never follow symlinks", rel);
 		return (-1);
 	case LAYER_DIR:
-		files_fail(err, TOOL_ERR_INVALID, files_path_details(rel),
+		files_fail(err, CAUSE_INVALID, files_path_details(rel),
 		    "%s is a directory", rel);
 		return (-1);
 	case LAYER_OTHER:
-		files_fail(err, TOOL_ERR_INVALID, files_path_details(rel),
+		files_fail(err, CAUSE_INVALID, files_path_details(rel),
 		    "%s is not a regular file", rel);
 		return (-1);
 	}
@@ -720,9 +721,9 @@ files_snapshot_find(struct layer_stack *ls, const char *rel,
 }
 
 static void *
-files_not_found(struct files_error *err, const char *rel)
+files_not_found(struct cause *err, const char *rel)
 {
-	return (files_fail(err, TOOL_ERR_NOT_FOUND, files_path_details(rel),
+	return (files_fail(err, CAUSE_NOT_FOUND, files_path_details(rel),
 	    "no file %s in the workspace", rel));
 }
 
@@ -736,7 +737,7 @@ files_not_found(struct files_error *err, const char *rel)
  */
 static int
 files_session_walk(int rootfd, const char *rel, int create,
-    const char **leaf, int *missing, struct files_error *err)
+    const char **leaf, int *missing, struct cause *err)
 {
 	struct stat	 st;
 	char		*copy, *p, *slash;
@@ -744,7 +745,7 @@ files_session_walk(int rootfd, const char *rel, int create,
 
 	*missing = 0;
 	if ((fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0)) == -1) {
-		files_fail(err, TOOL_ERR_FAILED, NULL, "cannot use the"
+		files_fail(err, CAUSE_FAILED, NULL, "cannot use the"
 		    " session's workspace: %s", strerror(errno));
 		return (-1);
 	}
@@ -754,7 +755,7 @@ files_session_walk(int rootfd, const char *rel, int create,
 		*slash = '\0';
 		if (!making && fstatat(fd, p, &st, AT_SYMLINK_NOFOLLOW) != 0) {
 			if (errno != ENOENT) {
-				files_fail(err, TOOL_ERR_FAILED,
+				files_fail(err, CAUSE_FAILED,
 				    files_path_details(rel), "cannot look up"
 				    " %s: %s", copy, strerror(errno));
 				goto fail;
@@ -767,18 +768,18 @@ files_session_walk(int rootfd, const char *rel, int create,
 		}
 		if (making) {
 			if (mkdirat(fd, p, 0755) != 0 && errno != EEXIST) {
-				files_fail(err, TOOL_ERR_FAILED,
+				files_fail(err, CAUSE_FAILED,
 				    files_path_details(rel), "cannot create"
 				    " %s: %s", copy, strerror(errno));
 				goto fail;
 			}
 		} else if (S_ISLNK(st.st_mode)) {
-			files_fail(err, TOOL_ERR_INVALID, files_path_details(
+			files_fail(err, CAUSE_INVALID, files_path_details(
 			    rel), "%s is a symlink (in %s); file tools never"
 			    " follow symlinks", copy, rel);
 			goto fail;
 		} else if (!S_ISDIR(st.st_mode)) {
-			files_fail(err, TOOL_ERR_INVALID, files_path_details(
+			files_fail(err, CAUSE_INVALID, files_path_details(
 			    rel), "%s is not a directory (in %s)", copy, rel);
 			goto fail;
 		}
@@ -786,7 +787,7 @@ files_session_walk(int rootfd, const char *rel, int create,
 		    O_CLOEXEC);
 		if (next == -1) {
 			files_fail(err, errno == ELOOP || errno == ENOTDIR ?
-			    TOOL_ERR_INVALID : TOOL_ERR_FAILED,
+			    CAUSE_INVALID : CAUSE_FAILED,
 			    files_path_details(rel), "cannot open %s: %s%s",
 			    copy, strerror(errno), errno == ELOOP ||
 			    errno == ENOTDIR ? " (it changed while being"
@@ -810,29 +811,29 @@ fail:
 /* Check what is at a leaf: 0 (st filled, absent: *exists 0) or -1. */
 static int
 files_session_leaf(int dirfd, const char *leaf, const char *rel,
-    struct stat *st, int *exists, struct files_error *err)
+    struct stat *st, int *exists, struct cause *err)
 {
 	*exists = 0;
 	if (fstatat(dirfd, leaf, st, AT_SYMLINK_NOFOLLOW) != 0) {
 		if (errno == ENOENT)
 			return (0);
-		files_fail(err, TOOL_ERR_FAILED, files_path_details(rel),
+		files_fail(err, CAUSE_FAILED, files_path_details(rel),
 		    "cannot look up %s: %s", rel, strerror(errno));
 		return (-1);
 	}
 	*exists = 1;
 	if (S_ISLNK(st->st_mode)) {
-		files_fail(err, TOOL_ERR_INVALID, files_path_details(rel),
+		files_fail(err, CAUSE_INVALID, files_path_details(rel),
 		    "%s is a symlink; file tools never follow symlinks", rel);
 		return (-1);
 	}
 	if (S_ISDIR(st->st_mode)) {
-		files_fail(err, TOOL_ERR_INVALID, files_path_details(rel),
+		files_fail(err, CAUSE_INVALID, files_path_details(rel),
 		    "%s is a directory", rel);
 		return (-1);
 	}
 	if (!S_ISREG(st->st_mode)) {
-		files_fail(err, TOOL_ERR_INVALID, files_path_details(rel),
+		files_fail(err, CAUSE_INVALID, files_path_details(rel),
 		    "%s is not a regular file", rel);
 		return (-1);
 	}
@@ -841,7 +842,7 @@ files_session_leaf(int dirfd, const char *leaf, const char *rel,
 
 /* Open an existing regular file for reading, or -1 with err. */
 static int
-files_open(struct files_op *op, struct stat *st, struct files_error *err)
+files_open(struct files_op *op, struct stat *st, struct cause *err)
 {
 	struct layer_entry	 le;
 	const char		*leaf;
@@ -858,7 +859,7 @@ files_open(struct files_op *op, struct stat *st, struct files_error *err)
 		    O_CLOEXEC);
 	} else {
 		if (*op->path == '\0') {
-			files_fail(err, TOOL_ERR_INVALID, files_path_details(
+			files_fail(err, CAUSE_INVALID, files_path_details(
 			    "."), "the workspace root is a directory");
 			return (-1);
 		}
@@ -887,14 +888,14 @@ files_open(struct files_op *op, struct stat *st, struct files_error *err)
 		if (errno == ENOENT)
 			files_not_found(err, op->path);
 		else
-			files_fail(err, errno == ELOOP ? TOOL_ERR_INVALID :
-			    TOOL_ERR_FAILED, files_path_details(op->path),
+			files_fail(err, errno == ELOOP ? CAUSE_INVALID :
+			    CAUSE_FAILED, files_path_details(op->path),
 			    "cannot open %s: %s", op->path, strerror(errno));
 		return (-1);
 	}
 	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
 		close(fd);
-		files_fail(err, TOOL_ERR_INVALID, files_path_details(op->path),
+		files_fail(err, CAUSE_INVALID, files_path_details(op->path),
 		    "%s is not a regular file", op->path);
 		return (-1);
 	}
@@ -904,14 +905,14 @@ files_open(struct files_op *op, struct stat *st, struct files_error *err)
 /* Read a whole text file of at most max bytes. */
 char *
 files_read_text(int fd, const struct stat *st, size_t max, const char *rel,
-    size_t *len, struct files_error *err)
+    size_t *len, struct cause *err)
 {
 	char	*buf;
 	size_t	 got = 0;
 	ssize_t	 n;
 
 	if ((unsigned long long)st->st_size > max) {
-		files_fail(err, TOOL_ERR_INVALID, files_path_details(rel),
+		files_fail(err, CAUSE_INVALID, files_path_details(rel),
 		    "%s is %lld bytes; file_edit takes files of at most %zu"
 		    " MiB (use file_write)", rel, (long long)st->st_size,
 		    max / (1024 * 1024));
@@ -924,7 +925,7 @@ files_read_text(int fd, const struct stat *st, size_t max, const char *rel,
 			continue;
 		if (n == -1) {
 			free(buf);
-			files_fail(err, TOOL_ERR_FAILED, files_path_details(
+			files_fail(err, CAUSE_FAILED, files_path_details(
 			    rel), "cannot read %s: %s", rel, strerror(errno));
 			return (NULL);
 		}
@@ -933,7 +934,7 @@ files_read_text(int fd, const struct stat *st, size_t max, const char *rel,
 		got += n;
 		if (got > max) {
 			free(buf);
-			files_fail(err, TOOL_ERR_INVALID, files_path_details(
+			files_fail(err, CAUSE_INVALID, files_path_details(
 			    rel), "%s grew past %zu MiB while being read",
 			    rel, max / (1024 * 1024));
 			return (NULL);
@@ -942,7 +943,7 @@ files_read_text(int fd, const struct stat *st, size_t max, const char *rel,
 	buf[got] = '\0';
 	if (!files_text(buf, got)) {
 		free(buf);
-		files_fail(err, TOOL_ERR_INVALID, files_path_details(rel),
+		files_fail(err, CAUSE_INVALID, files_path_details(rel),
 		    "%s is not UTF-8 text", rel);
 		return (NULL);
 	}
@@ -954,7 +955,7 @@ files_read_text(int fd, const struct stat *st, size_t max, const char *rel,
 static int
 files_session_put(int dirfd, const char *leaf, const char *rel,
     const char *buf, size_t len, const struct stat *old,
-    struct files_error *err)
+    struct cause *err)
 {
 	char	tmp[64];
 	mode_t	mode = old != NULL ? old->st_mode & 07777 : 0644;
@@ -965,13 +966,13 @@ files_session_put(int dirfd, const char *leaf, const char *rel,
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, mode);
 	if (fd == -1) {
-		files_fail(err, TOOL_ERR_FAILED, files_path_details(rel),
+		files_fail(err, CAUSE_FAILED, files_path_details(rel),
 		    "cannot write %s: %s", rel, strerror(errno));
 		return (-1);
 	}
 	if (job_write_all(fd, buf, len) != 0 || fchmod(fd, mode) != 0 ||
 	    (old != NULL && fchown(fd, old->st_uid, old->st_gid) != 0)) {
-		files_fail(err, TOOL_ERR_FAILED, files_path_details(rel),
+		files_fail(err, CAUSE_FAILED, files_path_details(rel),
 		    "cannot write %s: %s", rel, strerror(errno));
 		close(fd);
 		unlinkat(dirfd, tmp, 0);
@@ -979,8 +980,8 @@ files_session_put(int dirfd, const char *leaf, const char *rel,
 	}
 	close(fd);
 	if (renameat(dirfd, tmp, dirfd, leaf) != 0) {
-		files_fail(err, errno == EISDIR ? TOOL_ERR_INVALID :
-		    TOOL_ERR_FAILED, files_path_details(rel),
+		files_fail(err, errno == EISDIR ? CAUSE_INVALID :
+		    CAUSE_FAILED, files_path_details(rel),
 		    "cannot write %s: %s", rel, strerror(errno));
 		unlinkat(dirfd, tmp, 0);
 		return (-1);
@@ -990,7 +991,7 @@ files_session_put(int dirfd, const char *leaf, const char *rel,
 
 /* file_write or file_edit in a session's view. */
 static cJSON *
-files_session_change(struct files_op *op, struct files_error *err)
+files_session_change(struct files_op *op, struct cause *err)
 {
 	struct files_edit_result res;
 	struct stat		 st;
@@ -1001,7 +1002,7 @@ files_session_change(struct files_op *op, struct files_error *err)
 	cJSON			*r;
 
 	if (*op->path == '\0')
-		return (files_fail(err, TOOL_ERR_INVALID, files_path_details(
+		return (files_fail(err, CAUSE_INVALID, files_path_details(
 		    "."), "the workspace root is a directory"));
 	memset(&res, 0, sizeof res);
 	if (op->kind == FILES_EDIT) {
@@ -1069,7 +1070,7 @@ fail:
 
 /* Run an operation here; the result, or NULL with err. */
 static cJSON *
-files_op_run(struct files_op *op, struct files_error *err)
+files_op_run(struct files_op *op, struct cause *err)
 {
 	struct stat	st;
 	cJSON		*r;
@@ -1097,7 +1098,7 @@ files_op_run(struct files_op *op, struct files_error *err)
 static int
 files_op_heavy(struct files_op *op)
 {
-	struct files_error	err;
+	struct cause	err;
 	struct stat		st;
 	int			fd;
 
@@ -1108,7 +1109,7 @@ files_op_heavy(struct files_op *op)
 		    FILES_INLINE_MAX);
 	memset(&err, 0, sizeof err);
 	if ((fd = files_open(op, &st, &err)) == -1) {
-		files_error_clear(&err);
+		cause_clear(&err);
 		return (0);	/* an error answers quickly */
 	}
 	close(fd);
@@ -1121,29 +1122,27 @@ files_op_heavy(struct files_op *op)
 
 /* Turn an outcome into a child report or back. */
 cJSON *
-files_report(cJSON *result, struct files_error *err)
+files_report(cJSON *result, struct cause *err)
 {
-	cJSON	*rep, *e;
+	cJSON	*rep;
 
 	rep = cJSON_CreateObject();
 	if (result != NULL) {
 		cJSON_AddItemToObject(rep, "result", result);
 		return (rep);
 	}
-	e = cJSON_AddObjectToObject(rep, "error");
-	cJSON_AddStringToObject(e, "kind", err->kind);
-	cJSON_AddStringToObject(e, "message", err->message);
-	if (err->details != NULL) {
-		cJSON_AddItemToObject(e, "details", err->details);
-		err->details = NULL;
-	}
-	files_error_clear(err);
+	cJSON_AddItemToObject(rep, "error", cause_json(err));
+	cause_clear(err);
 	return (rep);
 }
 
-/* A child's report (consumed): its result, or NULL with err. */
+/*
+ * A child's report (consumed): its result, or NULL with err. A helper
+ * may report only the kinds its work can meet: anything else it names
+ * is operation_failed.
+ */
 cJSON *
-files_unreport(cJSON *rep, struct files_error *err)
+files_unreport(cJSON *rep, struct cause *err)
 {
 	cJSON	*r, *e, *v;
 
@@ -1153,19 +1152,14 @@ files_unreport(cJSON *rep, struct files_error *err)
 	}
 	e = cJSON_GetObjectItem(rep, "error");
 	v = cJSON_GetObjectItem(e, "kind");
-	if (!cJSON_IsString(v)) {
+	if (!cJSON_IsString(v) || cause_from_json(err, e) != 0) {
 		cJSON_Delete(rep);
-		return (files_fail(err, TOOL_ERR_INTERNAL, NULL, "the file"
+		return (files_fail(err, CAUSE_INTERNAL, NULL, "the file"
 		    " operation's process ended without a report"));
 	}
-	err->kind = strcmp(v->valuestring, TOOL_ERR_INVALID) == 0 ?
-	    TOOL_ERR_INVALID : strcmp(v->valuestring, TOOL_ERR_NOT_FOUND) ==
-	    0 ? TOOL_ERR_NOT_FOUND : strcmp(v->valuestring,
-	    TOOL_ERR_CONFLICT) == 0 ? TOOL_ERR_CONFLICT : TOOL_ERR_FAILED;
-	v = cJSON_GetObjectItem(e, "message");
-	err->message = xstrdup(cJSON_IsString(v) ? v->valuestring :
-	    "the file operation failed");
-	err->details = cJSON_DetachItemFromObject(e, "details");
+	if (err->kind != CAUSE_INVALID && err->kind != CAUSE_NOT_FOUND &&
+	    err->kind != CAUSE_CONFLICT)
+		err->kind = CAUSE_FAILED;
 	cJSON_Delete(rep);
 	return (NULL);
 }
@@ -1174,7 +1168,7 @@ static int
 files_child(void *arg, int fd)
 {
 	struct files_op		*op = arg;
-	struct files_error	 err;
+	struct cause	 err;
 	cJSON			*r;
 	char			*text;
 	int			 rc;
@@ -1185,8 +1179,9 @@ files_child(void *arg, int fd)
 	else
 		op->rootfd = 4;
 	memset(&err, 0, sizeof err);
-	if (confine_enter(NULL, 0, NULL, 0, &err.message) != 0) {
-		err.kind = TOOL_ERR_INTERNAL;
+	if (confine_enter(NULL, 0, NULL, 0, &text) != 0) {
+		cause_set(&err, CAUSE_INTERNAL, NULL, NULL, "%s", text);
+		free(text);
 		r = files_report(NULL, &err);
 		text = util_json_print(r);
 		cJSON_Delete(r);
@@ -1212,7 +1207,7 @@ static void
 files_child_done(int status, struct evbuffer *report, void *arg)
 {
 	struct files_job	*fj = arg;
-	struct files_error	 err;
+	struct cause	 err;
 	cJSON			*r;
 
 	size_t			 len = evbuffer_get_length(report);
@@ -1223,7 +1218,7 @@ files_child_done(int status, struct evbuffer *report, void *arg)
 	r = files_unreport(len != 0 ? cJSON_ParseWithLength((const char *)
 	    evbuffer_pullup(report, len), len) : NULL, &err);
 	fj->cb(r, &err, fj->arg);
-	files_error_clear(&err);
+	cause_clear(&err);
 	free(fj);
 }
 
@@ -1235,7 +1230,7 @@ files_child_done(int status, struct evbuffer *report, void *arg)
 void
 files_op(struct files_op *op, files_cb cb, void *arg)
 {
-	struct files_error	 err;
+	struct cause	 err;
 	struct files_job	*fj;
 	cJSON			*r;
 	struct stat		 st;
@@ -1246,13 +1241,13 @@ files_op(struct files_op *op, files_cb cb, void *arg)
 	if (op->kind == FILES_READ &&
 	    (op->fd = files_open(op, &st, &err)) == -1) {
 		cb(NULL, &err, arg);
-		files_error_clear(&err);
+		cause_clear(&err);
 		return;
 	}
 	if (!files_op_heavy(op)) {
 		r = files_op_run(op, &err);
 		cb(r, &err, arg);
-		files_error_clear(&err);
+		cause_clear(&err);
 		return;
 	}
 	fj = xcalloc(1, sizeof *fj);
@@ -1264,10 +1259,10 @@ files_op(struct files_op *op, files_cb cb, void *arg)
 		op->fd = -1;
 	} else if ((fj->fd = fcntl(op->rootfd, F_DUPFD_CLOEXEC, 0)) == -1) {
 		free(fj);
-		files_fail(&err, TOOL_ERR_FAILED, NULL, "cannot use the"
+		files_fail(&err, CAUSE_FAILED, NULL, "cannot use the"
 		    " session's workspace: %s", strerror(errno));
 		cb(NULL, &err, arg);
-		files_error_clear(&err);
+		cause_clear(&err);
 		return;
 	}
 	keep = fj->fd;

@@ -494,6 +494,39 @@ job_reap(void)
 }
 
 /*
+ * Reap one child now if it has exited, running its job's completion or
+ * its watcher (below) as job_reap would: for a caller that is about to
+ * act on a child's last words and must know first whether it is gone.
+ * Returns whether it was reaped. Never waits.
+ */
+int
+job_reap_pid(pid_t pid)
+{
+	struct job	*j;
+	pid_t		 r;
+	int		 status;
+
+	do {
+		r = waitpid(pid, &status, WNOHANG);
+	} while (r == -1 && errno == EINTR);
+	if (r != pid)
+		return (0);
+	LIST_FOREACH(j, &jobs, entry) {
+		if (j->pid == pid && !(j->flags & JOB_REAPED))
+			break;
+	}
+	if (j == NULL) {
+		job_reaped_other(pid, status);
+		return (1);
+	}
+	j->status = status;
+	j->flags |= JOB_REAPED;
+	job_helper_done(j);
+	job_check(j);
+	return (1);
+}
+
+/*
  * A process that is not a job but ends up our child (an orphan adopted
  * because we are a subreaper, such as a session's init): cb(status, arg)
  * runs once when it is reaped. A process reaped before it was watched is

@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "sandbox-mcp.h"
+#include "surface.h"
 
 /* Whether a value may be a request id (MCP: a string or a number). */
 int

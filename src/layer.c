@@ -39,6 +39,7 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -49,6 +50,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "engine.h"
 #include "sandbox-mcp.h"
 
 #define LAYER_MANIFEST_MAX	(4 * 1024 * 1024)
@@ -141,7 +143,7 @@ layer_stack_root_hash(struct layer_stack *ls, char out[72])
 char *
 layer_manifest_path(const char *sbox)
 {
-	return (state_path("sandboxes/%s/stack/manifest.json", sbox));
+	return (state_where(STATE_STACK, sbox, "manifest.json"));
 }
 
 /* Read the current manifest of a sandbox's stack. */
@@ -231,7 +233,7 @@ layer_stack_init(const char *sbox, const char *base, char **cause)
 	int			 r;
 
 	for (i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
-		dir = state_path("sandboxes/%s/%s", sbox, subdirs[i]);
+		dir = state_where(STATE_SANDBOX, sbox, "%s", subdirs[i]);
 		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 			xasprintf(cause, "cannot create %s: %s", dir,
 			    strerror(errno));
@@ -257,7 +259,7 @@ layer_lock(const char *sbox)
 	char	*path;
 	int	 fd;
 
-	path = state_path("sandboxes/%s/stack/.lock", sbox);
+	path = state_where(STATE_STACK, sbox, ".lock");
 	fd = util_lock_file(path);
 	free(path);
 	return (fd);
@@ -270,7 +272,7 @@ layer_lock_try(const char *sbox)
 	char	*path;
 	int	 fd;
 
-	path = state_path("sandboxes/%s/stack/.lock", sbox);
+	path = state_where(STATE_STACK, sbox, ".lock");
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	free(path);
 	if (fd == -1)
@@ -420,4 +422,37 @@ absent:
 	e->kind = LAYER_ABSENT;
 	free(copy);
 	return (0);
+}
+
+/*
+ * Recovery at start, for one sandbox: half-built layers in staging go to
+ * the trash, when no publish holds the stack's lock.
+ */
+void
+layer_recover(const char *id)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		*dir, *path, *to;
+	int		 lock;
+
+	if ((lock = layer_lock_try(id)) == -1)
+		return;
+	dir = state_where(STATE_STACK_STAGING, id, NULL);
+	if ((d = opendir(dir)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			xasprintf(&path, "%s/%s", dir, de->d_name);
+			to = state_trash_path(id, "stg");
+			if (rename(path, to) == 0)
+				log_info("recovery: removed the half-built"
+				    " layer %s of %s", de->d_name, id);
+			free(path);
+			free(to);
+		}
+		closedir(d);
+	}
+	free(dir);
+	layer_unlock(lock);
 }

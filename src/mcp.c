@@ -37,7 +37,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "op.h"
 #include "sandbox-mcp.h"
+#include "surface.h"
 
 static const char *mcp_versions[] = {
 	"2025-11-25",		/* newest first */
@@ -107,7 +109,7 @@ struct mcp_reply {
 struct mcp_request {
 	struct mcp_reply	*reply;
 	cJSON			*id;
-	struct tool_call	*call;
+	struct op_call		*call;
 	int			 cancelled;
 	int			 done;
 	int			 modern;	/* a 2026-07-28 era request */
@@ -198,7 +200,7 @@ mcp_session_free(struct mcp_session *s)
 	TAILQ_FOREACH_SAFE(r, &s->inflight, entry, r1) {
 		if (r->call != NULL && !r->cancelled) {
 			r->cancelled = 1;
-			tool_call_cancel(r->call);
+			op_call_cancel(r->call);
 		}
 	}
 	mcp_session_unref(s);
@@ -358,20 +360,22 @@ mcp_cancelled(struct mcp_session *s, cJSON *params)
 		log_debug("%s: request cancelled by the client", __func__);
 		r->cancelled = MCP_CANCELLED_BY_PEER;
 		if (r->call != NULL)
-			tool_call_cancel(r->call);
+			op_call_cancel(r->call);
 		break;
 	}
 }
 
-/* A tool call has finished: wrap its result and answer. */
+/* A tool call has finished: wrap its answer and reply. */
 static void
-mcp_tool_done(struct tool_call *call, cJSON *envelope, void *arg)
+mcp_tool_done(struct op_call *call, cJSON *result, const struct cause *cause,
+    void *arg)
 {
 	struct mcp_request	*r = arg;
 	struct mcp_reply	*reply = r->reply;
 	struct mcp_session	*s = reply->session;
-	cJSON			*response;
+	cJSON			*response, *envelope;
 
+	envelope = mcp_tools_envelope(result, cause);
 	r->done = 1;
 	r->call = NULL;
 	TAILQ_REMOVE(&s->inflight, r, entry);
@@ -397,7 +401,7 @@ mcp_tools_call(struct mcp_session *s, struct mcp_reply *reply,
     const cJSON *id, cJSON *args, const char *name, int modern, int level)
 {
 	struct mcp_request	*r;
-	struct tool_call	*call;
+	struct op_call		*call;
 
 	r = xcalloc(1, sizeof *r);
 	r->reply = reply;
@@ -405,8 +409,8 @@ mcp_tools_call(struct mcp_session *s, struct mcp_reply *reply,
 	r->modern = modern;
 	r->log_level = level;
 	TAILQ_INSERT_TAIL(&s->inflight, r, entry);
-	call = tool_call_start(name, args, s->sets, s->tenant, mcp_tool_done,
-	    r);
+	call = op_call_start(name, args, s->sets, s->tenant, 0,
+	    mcp_tool_done, r);
 	if (call != NULL)
 		r->call = call;	/* else r is already answered and freed */
 }
@@ -557,8 +561,9 @@ mcp_tools_list(struct mcp_session *s, const cJSON *id, cJSON *params,
 
 	result = cJSON_CreateObject();
 	cJSON_AddItemToObject(result, "tools", cJSON_CreateRaw(
-	    tool_list_json(s->sets, modern ? TOOL_ERA_MODERN :
-	    TOOL_ERA_LEGACY)));
+	    mcp_tools_list_json(s->sets, modern ? MCP_TOOLS_MODERN :
+	    strcmp(s->version, "2025-03-26") == 0 ? MCP_TOOLS_2025_03 :
+	    MCP_TOOLS_2025)));
 	if (modern)
 		mcp_modern_result(s, result, 1);
 	return (jsonrpc_result(id, result));
@@ -582,7 +587,7 @@ mcp_tools_call_params(struct mcp_session *s, struct mcp_reply *reply,
 	else if (args != NULL && !cJSON_IsObject(args) && !cJSON_IsNull(args))
 		*response = jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
 		    "invalid params: params.arguments must be an object");
-	else if (tool_find(name->valuestring, s->sets) == NULL)
+	else if (op_find(name->valuestring, s->sets) == NULL)
 		*response = mcp_unknown_tool(id, name->valuestring);
 	else {
 		mcp_tools_call(s, reply, id, cJSON_IsObject(args) ? args :
@@ -841,7 +846,7 @@ mcp_reply_detach(struct mcp_reply *reply)
 	TAILQ_FOREACH(r, &reply->session->inflight, entry) {
 		if (r->reply == reply && r->call != NULL && !r->cancelled) {
 			r->cancelled = 1;
-			tool_call_cancel(r->call);
+			op_call_cancel(r->call);
 		}
 	}
 }
@@ -859,7 +864,7 @@ mcp_notice(const char *tenant, int level, cJSON *data)
 
 	TAILQ_FOREACH_SAFE(s, &mcp_pushable, push_entry, s1) {
 		if (!s->initialized || strncmp(s->version, "2025-", 5) != 0 ||
-		    level < s->log_level || !auth_sees(s->tenant, tenant))
+		    level < s->log_level || !op_tenant_sees(s->tenant, tenant))
 			continue;
 		msg = cJSON_CreateObject();
 		cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
@@ -941,45 +946,6 @@ mcp_message_is_initialize(const char *buf, size_t len)
 }
 
 /*
- * cJSON ends a string at an escaped NUL (\u0000) and keeps the rest
- * behind it, so a string holding one cannot be seen whole. Each such
- * escape becomes U+10FFFE (a noncharacter) in a copy of the message,
- * which argument checks then refuse by name. Returns the copy, or NULL
- * when the message has none.
- */
-static char *
-mcp_mark_nuls(const char *buf, size_t len)
-{
-	char	*out = NULL, *o = NULL;
-	size_t	 i, bs = 0, start = 0;
-
-	for (i = 0; i + 6 <= len; i++) {
-		if (buf[i] == '\\') {
-			bs++;
-			continue;
-		}
-		if (buf[i] == 'u' && bs % 2 == 1 &&
-		    memcmp(buf + i, "u0000", 5) == 0) {
-			if (out == NULL)
-				out = o = xmalloc(len * 2 + 1);
-			/* Copy up to the backslash, then the marker. */
-			memcpy(o, buf + start, i - 1 - start);
-			o += i - 1 - start;
-			memcpy(o, "\\udbff\\udffe", 12);
-			o += 12;
-			start = i + 5;
-		}
-		bs = 0;
-	}
-	if (out == NULL)
-		return (NULL);
-	memcpy(o, buf + start, len - start);
-	o += len - start;
-	*o = '\0';
-	return (out);
-}
-
-/*
  * Take one message from a peer. The callback receives the response (or
  * NULL for nothing to send) exactly once unless the reply is detached;
  * it may run before this returns, in which case NULL is returned.
@@ -1001,7 +967,7 @@ mcp_receive(struct mcp_session *s, const char *buf, size_t len,
 	reply->receiving = 1;
 	reply->pending = 1;	/* held until the message is dispatched */
 
-	nulfree = mcp_mark_nuls(buf, len);
+	nulfree = util_json_mark_nuls(buf, len);
 	if (nulfree != NULL) {
 		buf = nulfree;
 		len = strlen(nulfree);

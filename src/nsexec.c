@@ -58,8 +58,10 @@
  * environment the server gives. The init cannot exec our binary: the
  * container's file system may lack the dynamic loader.
  *
- * Messages travel on SOCK_SEQPACKET sockets: NUL-separated fields, with
- * descriptors passed as SCM_RIGHTS.
+ * Messages travel on SOCK_SEQPACKET sockets, typed and checked
+ * (nsexec.h): a header with the protocol's version and the type, the
+ * fields, and descriptors passed as SCM_RIGHTS. A child that gets a
+ * message it does not know ends: its server is not one it can serve.
  */
 
 #include "config.h"
@@ -93,6 +95,7 @@
 
 #include <seccomp.h>
 
+#include "nsexec.h"
 #include "sandbox-mcp.h"
 
 #define NSEXEC_INIT_NAME	"sandbox-mcp: session init"
@@ -196,32 +199,82 @@ nsexec_argv(size_t *len)
 	return (nsexec_argv0);
 }
 
+/* The shape of each message: its name and its fields and descriptors. */
+static const struct {
+	const char	*name;
+	int		 min;		/* fields */
+	int		 max;
+	int		 fds;
+} nsexec_types[NSEXEC_TYPES] = {
+	[NSEXEC_BUILD] = { "build", 5, NSEXEC_FIELDS_MAX, 1 },
+	[NSEXEC_READY] = { "ready", 0, 0, 0 },
+	[NSEXEC_FAILED] = { "failed", 1, 1, 0 },
+	[NSEXEC_BUILT] = { "built", 2, 2, 0 },
+	[NSEXEC_REFUSED] = { "refused", 2, 2, 0 },
+	[NSEXEC_EXEC] = { "exec", 2, 2 + 16, 2 },
+	[NSEXEC_KILL] = { "kill", 2, 2, 0 },
+	[NSEXEC_SEAL] = { "seal", 0, 0, 0 },
+	[NSEXEC_UNSEAL] = { "unseal", 0, 0, 0 },
+	[NSEXEC_FINISH] = { "finish", 0, 0, 0 },
+	[NSEXEC_ROOT] = { "root", 0, 0, 1 },
+	[NSEXEC_PID] = { "pid", 2, 2, 0 },
+	[NSEXEC_EXIT] = { "exit", 2, 2, 0 },
+	[NSEXEC_ERROR] = { "error", 2, 2, 0 },
+	[NSEXEC_SEALED] = { "sealed", 1, 1, 0 },
+	[NSEXEC_FINISHED] = { "finished", 0, 0, 0 },
+};
+
+/* The header of every message. */
+struct nsexec_hdr {
+	uint16_t	version;
+	uint16_t	type;
+	uint32_t	nfields;
+};
+
+const char *
+nsexec_type_name(enum nsexec_type type)
+{
+	if (type <= 0 || type >= NSEXEC_TYPES)
+		return ("unknown");
+	return (nsexec_types[type].name);
+}
+
 /*
- * Send one message: fields joined by NUL, and descriptors. Returns 0 or
- * -1 (errno set). The socket is a SOCK_SEQPACKET one.
+ * Send one message of a type: its fields, each ending in NUL, and its
+ * descriptors. A message of the wrong shape is our own bug: fatal.
+ * Returns 0 or -1 (errno set; EAGAIN when the socket is full).
  */
 int
-nsexec_send(int sock, const char **fields, int nfields, const int *fds,
-    int nfds)
+nsexec_msg_send(int sock, enum nsexec_type type, const char **fields,
+    int nfields, const int *fds, int nfds)
 {
+	struct nsexec_hdr hdr;
 	struct msghdr	 msg;
-	struct iovec	 iov[NSEXEC_FIELDS_MAX];
+	struct iovec	 iov[NSEXEC_FIELDS_MAX + 1];
 	struct cmsghdr	*cm;
 	char		 cbuf[CMSG_SPACE(sizeof(int) * NSEXEC_FDS_MAX)];
 	int		 i;
 	ssize_t		 n;
 
-	if (nfields > NSEXEC_FIELDS_MAX || nfds > NSEXEC_FDS_MAX) {
-		errno = E2BIG;
-		return (-1);
-	}
+	if (type <= 0 || type >= NSEXEC_TYPES ||
+	    nfields < nsexec_types[type].min ||
+	    nfields > nsexec_types[type].max ||
+	    nfds != nsexec_types[type].fds)
+		fatalx("%s: a %s message with %d fields and %d descriptors",
+		    __func__, nsexec_type_name(type), nfields, nfds);
+	memset(&hdr, 0, sizeof hdr);
+	hdr.version = NSEXEC_VERSION;
+	hdr.type = (uint16_t)type;
+	hdr.nfields = (uint32_t)nfields;
 	memset(&msg, 0, sizeof msg);
+	iov[0].iov_base = &hdr;
+	iov[0].iov_len = sizeof hdr;
 	for (i = 0; i < nfields; i++) {
-		iov[i].iov_base = (void *)fields[i];
-		iov[i].iov_len = strlen(fields[i]) + 1;
+		iov[i + 1].iov_base = (void *)fields[i];
+		iov[i + 1].iov_len = strlen(fields[i]) + 1;
 	}
 	msg.msg_iov = iov;
-	msg.msg_iovlen = nfields;
+	msg.msg_iovlen = nfields + 1;
 	if (nfds > 0) {
 		memset(cbuf, 0, sizeof cbuf);
 		msg.msg_control = cbuf;
@@ -238,22 +291,40 @@ nsexec_send(int sock, const char **fields, int nfields, const int *fds,
 	return (n == -1 ? -1 : 0);
 }
 
+/* Close the descriptors a message brought (those not taken). */
+void
+nsexec_msg_close(struct nsexec_msg *m)
+{
+	int	i;
+
+	for (i = 0; i < m->nfds; i++) {
+		if (m->fds[i] != -1)
+			close(m->fds[i]);
+		m->fds[i] = -1;
+	}
+	m->nfds = 0;
+}
+
 /*
- * Receive one message into buf; fields point into it. Returns the number
- * of fields, 0 at end of file, or -1 (errno set; EAGAIN when none is
- * waiting). Received descriptors are close-on-exec.
+ * Receive one message into buf (its fields point there). Returns 1, 0
+ * at end of file, or -1 with errno: EAGAIN when none is waiting, EPROTO
+ * for a message of an unknown version or type or of the wrong shape
+ * (its descriptors closed), which ends the peer. Received descriptors
+ * are close-on-exec.
  */
 int
-nsexec_recv(int sock, char *buf, size_t size, char **fields, int *fds,
-    int *nfds)
+nsexec_msg_recv(int sock, char *buf, size_t size, struct nsexec_msg *m)
 {
+	struct nsexec_hdr hdr;
 	struct msghdr	 msg;
 	struct iovec	 iov;
 	struct cmsghdr	*cm;
 	char		 cbuf[CMSG_SPACE(sizeof(int) * NSEXEC_FDS_MAX)];
 	ssize_t		 n, i;
-	int		 nf = 0, k;
+	size_t		 body;
+	int		 k;
 
+	memset(m, 0, sizeof *m);
 	memset(&msg, 0, sizeof msg);
 	iov.iov_base = buf;
 	iov.iov_len = size - 1;
@@ -261,7 +332,6 @@ nsexec_recv(int sock, char *buf, size_t size, char **fields, int *fds,
 	msg.msg_iovlen = 1;
 	msg.msg_control = cbuf;
 	msg.msg_controllen = sizeof cbuf;
-	*nfds = 0;
 	do {
 		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
 	} while (n == -1 && errno == EINTR);
@@ -272,25 +342,55 @@ nsexec_recv(int sock, char *buf, size_t size, char **fields, int *fds,
 		    SCM_RIGHTS)
 			continue;
 		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		if (k > NSEXEC_FDS_MAX)
-			k = NSEXEC_FDS_MAX;
-		memcpy(fds, CMSG_DATA(cm), sizeof(int) * k);
-		*nfds = k;
+		if (k > NSEXEC_FDS_MAX - m->nfds)
+			k = NSEXEC_FDS_MAX - m->nfds;
+		memcpy(m->fds + m->nfds, CMSG_DATA(cm), sizeof(int) * k);
+		m->nfds += k;
 	}
-	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
-		for (k = 0; k < *nfds; k++)
-			close(fds[k]);
-		*nfds = 0;
-		errno = EMSGSIZE;
+	if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    (size_t)n < sizeof hdr)
+		goto bad;
+	memcpy(&hdr, buf, sizeof hdr);
+	if (hdr.version != NSEXEC_VERSION || hdr.type == 0 ||
+	    hdr.type >= NSEXEC_TYPES ||
+	    hdr.nfields < (uint32_t)nsexec_types[hdr.type].min ||
+	    hdr.nfields > (uint32_t)nsexec_types[hdr.type].max ||
+	    m->nfds != nsexec_types[hdr.type].fds)
+		goto bad;
+	m->type = hdr.type;
+	/* Exactly nfields fields, each ending in NUL. */
+	body = (size_t)n - sizeof hdr;
+	if (hdr.nfields > 0 && (body == 0 || buf[n - 1] != '\0'))
+		goto bad;
+	if (hdr.nfields == 0 && body != 0)
+		goto bad;
+	for (i = sizeof hdr; i < n && m->nfields < (int)hdr.nfields; i++) {
+		m->f[m->nfields++] = buf + i;
+		i += strlen(buf + i);
+	}
+	if (m->nfields != (int)hdr.nfields || i != n)
+		goto bad;
+	return (1);
+bad:
+	nsexec_msg_close(m);
+	errno = EPROTO;
+	return (-1);
+}
+
+/*
+ * Field i of a message as an integer in [min, max]: 0, or -1 when it is
+ * not one (a protocol error for the receiver).
+ */
+int
+nsexec_msg_int(const struct nsexec_msg *m, int i, long long min,
+    long long max, long long *v)
+{
+	const char	*errstr;
+
+	if (i >= m->nfields)
 		return (-1);
-	}
-	buf[n] = '\0';
-	fields[nf++] = buf;
-	for (i = 0; i < n && nf < NSEXEC_FIELDS_MAX; i++) {
-		if (buf[i] == '\0' && i + 1 < n)
-			fields[nf++] = buf + i + 1;
-	}
-	return (nf);
+	*v = strtonum(m->f[i], min, max, &errstr);
+	return (errstr == NULL ? 0 : -1);
 }
 
 /* Blank our command line and environment, and say what we are. */
@@ -437,7 +537,7 @@ fail:
 
 /* The init starts a command's shell. */
 static pid_t
-nsexec_init_exec(char **f, int nf, int *fds, char *err, size_t errlen)
+nsexec_init_exec(struct nsexec_msg *m, char *err, size_t errlen)
 {
 	static const char	*shell;
 	struct nsexec_spawn	 sp;
@@ -445,22 +545,22 @@ nsexec_init_exec(char **f, int nf, int *fds, char *err, size_t errlen)
 	int			 i;
 	pid_t			 pid;
 
-	/* exec ID CMD ENV... */
+	/* exec: ID CMD ENV..., with stdin and output */
 	if (shell == NULL)
 		shell = access("/bin/bash", X_OK) == 0 ? "/bin/bash" :
 		    "/bin/sh";
-	env = xcalloc(nf, sizeof *env);
-	for (i = 3; i < nf; i++)
-		env[i - 3] = f[i];
+	env = xcalloc(m->nfields, sizeof *env);
+	for (i = 2; i < m->nfields; i++)
+		env[i - 2] = m->f[i];
 	argv[0] = (char *)shell;
 	argv[1] = (char *)"-c";
-	argv[2] = f[2];
+	argv[2] = m->f[1];
 	argv[3] = NULL;
 	memset(&sp, 0, sizeof sp);
 	sp.shell = shell;
 	sp.argv = argv;
 	sp.env = env;
-	sp.fds = fds;
+	sp.fds = m->fds;
 	pid = clone(nsexec_spawn_child, nsexec_spawn_stack +
 	    sizeof nsexec_spawn_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
 	free(env);
@@ -489,10 +589,12 @@ nsexec_init_main(const struct nsexec_zygote *z)
 	struct nsexec_cmd	*cmds = NULL;
 	sigset_t		 block, empty;
 	size_t			 ncmds = 0, i;
-	char			*buf, *f[NSEXEC_FIELDS_MAX], err[512], num[32];
+	struct nsexec_msg	 m;
+	char			*buf, err[512], num[32];
 	const char		*out[4];
 	struct mount_attr	 attr;
-	int			 nf, fds[NSEXEC_FDS_MAX], nfds, status, k;
+	long long		 sig;
+	int			 r, status, k;
 	pid_t			 pid;
 
 	nsexec_rename(z, NSEXEC_INIT_NAME);
@@ -509,8 +611,7 @@ nsexec_init_main(const struct nsexec_zygote *z)
 	if ((k = open("/workspace", O_PATH | O_DIRECTORY | O_CLOEXEC)) ==
 	    -1)
 		_exit(1);
-	out[0] = "root";
-	if (nsexec_send(3, out, 1, &k, 1) != 0)
+	if (nsexec_msg_send(3, NSEXEC_ROOT, NULL, 0, &k, 1) != 0)
 		_exit(1);
 	close(k);
 	pfd.fd = 3;
@@ -541,10 +642,10 @@ nsexec_init_main(const struct nsexec_zygote *z)
 				continue;
 			if (!cmds[i].reported) {
 				snprintf(num, sizeof num, "%d", cmds[i].code);
-				out[0] = "exit";
-				out[1] = cmds[i].id;
-				out[2] = num;
-				nsexec_send(3, out, 3, NULL, 0);
+				out[0] = cmds[i].id;
+				out[1] = num;
+				nsexec_msg_send(3, NSEXEC_EXIT, out, 2, NULL,
+				    0);
 				cmds[i].reported = 1;
 			}
 			if (kill(-cmds[i].pid, 0) != 0 && errno == ESRCH)
@@ -558,14 +659,17 @@ nsexec_init_main(const struct nsexec_zygote *z)
 		}
 		if (pfd.revents == 0)
 			continue;
-		nf = nsexec_recv(3, buf, NSEXEC_MSG_MAX, f, fds, &nfds);
-		if (nf == 0 || (nf == -1 && errno != EAGAIN && errno !=
-		    EMSGSIZE))
-			_exit(0);	/* the server let us go */
-		if (nf == -1)
+		/*
+		 * The end of the socket is the server letting us go; a
+		 * message we do not know is a server we cannot serve.
+		 */
+		r = nsexec_msg_recv(3, buf, NSEXEC_MSG_MAX, &m);
+		if (r == -1 && errno == EAGAIN)
 			continue;
-		if (strcmp(f[0], "exec") == 0 && nf >= 3 && nfds == 2) {
-			out[1] = f[1];
+		if (r != 1)
+			_exit(0);
+		if (m.type == NSEXEC_EXEC) {
+			out[0] = m.f[0];
 			if (ncmds >= NSEXEC_MAX_COMMANDS) {
 				/* Groups that outlived their shells go. */
 				for (i = 0; i < ncmds; i++) {
@@ -577,12 +681,11 @@ nsexec_init_main(const struct nsexec_zygote *z)
 				pid = -1, snprintf(err, sizeof err,
 				    "too many commands in the session");
 			else
-				pid = nsexec_init_exec(f, nf, fds, err,
-				    sizeof err);
+				pid = nsexec_init_exec(&m, err, sizeof err);
 			if (pid == -1) {
-				out[0] = "error";
-				out[2] = err;
-				nsexec_send(3, out, 3, NULL, 0);
+				out[1] = err;
+				nsexec_msg_send(3, NSEXEC_ERROR, out, 2, NULL,
+				    0);
 			} else {
 				/*
 				 * A group of that number is gone: a command
@@ -595,15 +698,14 @@ nsexec_init_main(const struct nsexec_zygote *z)
 				cmds = xreallocarray(cmds, ncmds + 1,
 				    sizeof *cmds);
 				memset(&cmds[ncmds], 0, sizeof cmds[ncmds]);
-				strlcpy(cmds[ncmds].id, f[1],
+				strlcpy(cmds[ncmds].id, m.f[0],
 				    sizeof cmds[ncmds].id);
 				cmds[ncmds++].pid = pid;
 				snprintf(num, sizeof num, "%ld", (long)pid);
-				out[0] = "pid";
-				out[2] = num;
-				nsexec_send(3, out, 3, NULL, 0);
+				out[1] = num;
+				nsexec_msg_send(3, NSEXEC_PID, out, 2, NULL, 0);
 			}
-		} else if (strcmp(f[0], "finish") == 0 && nf == 1) {
+		} else if (m.type == NSEXEC_FINISH) {
 			/*
 			 * End every other process of the session and reap
 			 * them all (orphans are ours), then say so: the upper
@@ -631,23 +733,23 @@ nsexec_init_main(const struct nsexec_zygote *z)
 				if (cmds[i].reported)
 					continue;
 				snprintf(num, sizeof num, "%d", cmds[i].code);
-				out[0] = "exit";
-				out[1] = cmds[i].id;
-				out[2] = num;
-				nsexec_send(3, out, 3, NULL, 0);
+				out[0] = cmds[i].id;
+				out[1] = num;
+				nsexec_msg_send(3, NSEXEC_EXIT, out, 2, NULL,
+				    0);
 			}
 			ncmds = 0;
-			out[0] = "finished";
-			nsexec_send(3, out, 1, NULL, 0);
-		} else if (strcmp(f[0], "kill") == 0 && nf == 3) {
-			k = atoi(f[2]);
+			nsexec_msg_send(3, NSEXEC_FINISHED, NULL, 0, NULL, 0);
+		} else if (m.type == NSEXEC_KILL) {
+			if (nsexec_msg_int(&m, 1, 1, 64, &sig) != 0)
+				_exit(0);	/* not a signal: not ours */
 			for (i = 0; i < ncmds; i++) {
-				if (strcmp(cmds[i].id, f[1]) == 0 &&
-				    kill(-cmds[i].pid, k) != 0 &&
+				if (strcmp(cmds[i].id, m.f[0]) == 0 &&
+				    kill(-cmds[i].pid, (int)sig) != 0 &&
 				    !cmds[i].exited)
-					kill(cmds[i].pid, k);
+					kill(cmds[i].pid, (int)sig);
 			}
-		} else if (strcmp(f[0], "seal") == 0 && nf == 1) {
+		} else if (m.type == NSEXEC_SEAL) {
 			/*
 			 * /workspace read-only for a publish: nothing can
 			 * open a file of it for writing any more, here or in
@@ -658,18 +760,17 @@ nsexec_init_main(const struct nsexec_zygote *z)
 			 */
 			memset(&attr, 0, sizeof attr);
 			attr.attr_set = MOUNT_ATTR_RDONLY;
-			out[0] = "sealed";
-			out[1] = mount_setattr(AT_FDCWD, "/workspace", 0, &attr,
+			out[0] = mount_setattr(AT_FDCWD, "/workspace", 0, &attr,
 			    sizeof attr) == 0 ? "1" : "0";
-			nsexec_send(3, out, 2, NULL, 0);
-		} else if (strcmp(f[0], "unseal") == 0 && nf == 1) {
+			nsexec_msg_send(3, NSEXEC_SEALED, out, 1, NULL, 0);
+		} else if (m.type == NSEXEC_UNSEAL) {
 			memset(&attr, 0, sizeof attr);
 			attr.attr_clr = MOUNT_ATTR_RDONLY;
 			mount_setattr(AT_FDCWD, "/workspace", 0, &attr,
 			    sizeof attr);
-		}
-		for (k = 0; k < nfds; k++)
-			close(fds[k]);
+		} else
+			_exit(0);	/* a message of the other direction */
+		nsexec_msg_close(&m);
 	}
 }
 
@@ -1280,19 +1381,18 @@ out:
 }
 
 /*
- * The builder: make the session (fields: session ID ISOLATED CGROUP DIR
- * LEASE LOWER..., paths relative to the state directory, fd 4; CGROUP
- * is the cgroup.procs of the session's freezer group, joined before
- * this, or "") and fork its
- * init, which keeps ctl as its control socket. Returns the init's pid,
- * or -1 with err.
+ * The builder: make the session (a build message: ID ISOLATED CGROUP
+ * DIR LEASE LOWER..., paths relative to the state directory, fd 4;
+ * CGROUP is the cgroup.procs of the session's freezer group, joined
+ * before this, or "") and fork its init, which keeps ctl as its control
+ * socket. Returns the init's pid, or -1 with err.
  */
 static pid_t
-nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
-    char *err, size_t errlen)
+nsexec_build(const struct nsexec_zygote *z, const struct nsexec_msg *m,
+    int ctl, char *err, size_t errlen)
 {
 	int		 fs, mfd, ready[2], i;
-	int		 isolated = strcmp(f[2], "1") == 0, scratch = -1;
+	int		 isolated = strcmp(m->f[1], "1") == 0, scratch = -1;
 	char		 upper[PATH_MAX], work[PATH_MAX];
 	pid_t		 init;
 	ssize_t		 n;
@@ -1301,10 +1401,10 @@ nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
 		snprintf(err, errlen, "fchdir: %s", strerror(errno));
 		return (-1);
 	}
-	if (nsexec_scratch(f[4], f[5], err, errlen) != 0)
+	if (nsexec_scratch(m->f[3], m->f[4], err, errlen) != 0)
 		return (-1);
-	snprintf(upper, sizeof upper, "%s/upper", f[4]);
-	snprintf(work, sizeof work, "%s/work", f[4]);
+	snprintf(upper, sizeof upper, "%s/upper", m->f[3]);
+	snprintf(work, sizeof work, "%s/work", m->f[3]);
 	if ((fs = fsopen("overlay", FSOPEN_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "fsopen overlay: %s", strerror(errno));
 		return (-1);
@@ -1312,8 +1412,8 @@ nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", "sandbox-mcp",
 	    0) != 0)
 		goto overlay;
-	for (i = 6; i < nf; i++) {
-		if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", f[i],
+	for (i = 5; i < m->nfields; i++) {
+		if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", m->f[i],
 		    0) != 0)
 			goto overlay;
 	}
@@ -1330,7 +1430,7 @@ nsexec_build(const struct nsexec_zygote *z, char **f, int nf, int ctl,
 	if ((mfd = fsmount(fs, FSMOUNT_CLOEXEC, 0)) == -1)
 		goto overlay;
 	close(fs);
-	if (isolated && (scratch = nsexec_isolate_prepare(f[4], err,
+	if (isolated && (scratch = nsexec_isolate_prepare(m->f[3], err,
 	    errlen)) == -1)
 		return (-1);
 	if (setns(6, CLONE_NEWNS) != 0) {
@@ -1413,11 +1513,21 @@ overlay:
 	return (-1);
 }
 
+/* The zygote could not stand in the container: say why, and end. */
+static int
+nsexec_zygote_fail(const char *why)
+{
+	const char	*out[1] = { why };
+
+	nsexec_msg_send(5, NSEXEC_FAILED, out, 1, NULL, 0);
+	return (125);
+}
+
 /*
  * The zygote (a job): join the container once, then build sessions on
  * request. Descriptors kept: 4 = the state directory, 5 = our control
- * socket; 6 becomes the container's mount namespace. Reports "ready" or
- * "error MESSAGE" on the report pipe (3).
+ * socket; 6 becomes the container's mount namespace. Says ready (or
+ * failed, and why) on the control socket first.
  */
 int
 nsexec_zygote(void *arg, int report)
@@ -1426,47 +1536,47 @@ nsexec_zygote(void *arg, int report)
 	static const char	*names[] = { "uts", "ipc", "net", "mnt" };
 	static const int	 types[] = { CLONE_NEWUTS, CLONE_NEWIPC,
 	    CLONE_NEWNET };
+	struct nsexec_msg	 m;
 	struct sigaction	 sa;
 	struct pollfd		 pfd;
 	sigset_t		 block, empty;
-	char			*buf, *f[NSEXEC_FIELDS_MAX], err[512];
+	char			*buf, err[512];
 	char			 path[64], num[32];
-	const char		*out[4];
-	int			 fds[4], i, nf, rfds[NSEXEC_FDS_MAX], nrfds;
+	const char		*out[2];
+	int			 fds[4], i, r;
 	int			 nbuild = 0, maxbuild;
 	pid_t			 builder, init;
 
+	close(report);
+	signal(SIGPIPE, SIG_IGN);
 	nsexec_rename(z, NSEXEC_ZYGOTE_NAME);
 	for (i = 0; i < 4; i++) {
 		snprintf(path, sizeof path, "/proc/%ld/ns/%s",
 		    (long)z->container_pid, names[i]);
 		if ((fds[i] = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-			dprintf(report, "error the container's process is gone"
-			    " (%s)\n", strerror(errno));
-			return (125);
+			snprintf(err, sizeof err, "the container's process is"
+			    " gone (%s)", strerror(errno));
+			return (nsexec_zygote_fail(err));
 		}
 	}
 	if (nsexec_cgroups(z->cgroup_procs, z->ncgroup, err,
 	    sizeof err) != 0 || nsexec_container_mounts(z->container_pid,
-	    err, sizeof err) != 0) {
-		dprintf(report, "error %s\n", err);
-		return (125);
-	}
+	    err, sizeof err) != 0)
+		return (nsexec_zygote_fail(err));
 	for (i = 0; i < 3; i++) {
 		if (setns(fds[i], types[i]) != 0) {
-			dprintf(report, "error entering the container (%s):"
-			    " %s\n", names[i], strerror(errno));
-			return (125);
+			snprintf(err, sizeof err, "entering the container"
+			    " (%s): %s", names[i], strerror(errno));
+			return (nsexec_zygote_fail(err));
 		}
 		close(fds[i]);
 	}
 	/* The mount namespace, for builders, at fd 6. */
 	if (dup2(fds[3], 6) == -1)
-		return (125);
+		return (nsexec_zygote_fail("dup2 failed"));
 	close(fds[3]);
-	dprintf(report, "ready\n");
-	close(report);
-	signal(SIGPIPE, SIG_IGN);
+	if (nsexec_msg_send(5, NSEXEC_READY, NULL, 0, NULL, 0) != 0)
+		return (125);
 
 	/* As many builders at once as there are CPUs (measured: bench/). */
 	maxbuild = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -1499,71 +1609,62 @@ nsexec_zygote(void *arg, int report)
 				continue;
 			_exit(0);
 		}
-		nf = nsexec_recv(5, buf, NSEXEC_MSG_MAX, f, rfds, &nrfds);
-		if (nf == -1 && errno == EAGAIN)
+		r = nsexec_msg_recv(5, buf, NSEXEC_MSG_MAX, &m);
+		if (r == -1 && errno == EAGAIN)
 			continue;
-		if (nf == 0 || (nf == -1 && errno != EMSGSIZE))
+		/* Let go, or asked what we do not do: our server is gone. */
+		if (r != 1 || m.type != NSEXEC_BUILD)
 			_exit(0);
-		if (nf < 7 || strcmp(f[0], "session") != 0 || nrfds != 1) {
-			for (i = 0; i < nrfds; i++)
-				close(rfds[i]);
-			continue;
-		}
 		/*
 		 * The builder answers on our control socket itself (a
 		 * datagram each, so answers never mix), and the zygote goes
 		 * back to its requests at once: sessions asked for together
-		 * are built side by side.
-		 */
-		/*
-		 * A few at a time: more builders than CPUs only fight over
-		 * the kernel's mount lock (held by whoever the scheduler
-		 * has just put aside) and finish later all together.
+		 * are built side by side. A few at a time: more builders than
+		 * CPUs only fight over the kernel's mount lock (held by
+		 * whoever the scheduler has just put aside) and finish later
+		 * all together.
 		 */
 		while (nbuild >= maxbuild && ((builder = waitpid(-1, NULL,
 		    0)) > 0 || (builder == -1 && errno == EINTR))) {
 			if (builder > 0)
 				nbuild--;
 		}
-		out[0] = "session";
-		out[1] = f[1];
+		out[0] = m.f[0];
 		if ((builder = fork()) == 0) {
-			if (dup2(rfds[0], 7) == -1)
+			if (dup2(m.fds[0], 7) == -1)
 				_exit(1);
 			/*
 			 * Into the session's freezer group first: the init
 			 * and everything it starts are born there.
 			 */
-			if (*f[3] != '\0' && nsexec_cgroups(&f[3], 1, err,
+			if (*m.f[2] != '\0' && nsexec_cgroups(&m.f[2], 1, err,
 			    sizeof err) != 0) {
-				out[2] = "error";
-				out[3] = err;
-				nsexec_send(5, out, 4, NULL, 0);
+				out[1] = err;
+				nsexec_msg_send(5, NSEXEC_REFUSED, out, 2,
+				    NULL, 0);
 				_exit(0);
 			}
-			rfds[0] = 7;
-			init = nsexec_build(z, f, nf, rfds[0], err,
-			    sizeof err);
+			init = nsexec_build(z, &m, 7, err, sizeof err);
 			if (init == -1) {
-				out[2] = "error";
-				out[3] = err;
+				out[1] = err;
+				nsexec_msg_send(5, NSEXEC_REFUSED, out, 2,
+				    NULL, 0);
 			} else {
-				out[2] = "ok";
 				snprintf(num, sizeof num, "%ld", (long)init);
-				out[3] = num;
+				out[1] = num;
+				nsexec_msg_send(5, NSEXEC_BUILT, out, 2, NULL,
+				    0);
 			}
-			nsexec_send(5, out, 4, NULL, 0);
 			_exit(0);
 		}
-		close(rfds[0]);
+		nsexec_msg_close(&m);
 		if (builder != -1)
 			nbuild++;
-		if (builder == -1) {
-			out[2] = "error";
+		else {
 			snprintf(err, sizeof err, "cannot fork a builder: %s",
 			    strerror(errno));
-			out[3] = err;
-			nsexec_send(5, out, 4, NULL, 0);
+			out[1] = err;
+			nsexec_msg_send(5, NSEXEC_REFUSED, out, 2, NULL, 0);
 		}
 	}
 }

@@ -66,6 +66,7 @@
 #include <event2/buffer.h>
 #include <openssl/evp.h>
 
+#include "engine.h"
 #include "gitignore.h"
 #include "merge.h"
 #include "sandbox-mcp.h"
@@ -132,7 +133,7 @@ publish_confine(const char *sbox, struct layer_stack *ls, char **cause)
 	char		*dir;
 	int		 r;
 
-	dir = state_path("sandboxes/%s", sbox);
+	dir = state_where(STATE_SANDBOX, sbox, NULL);
 	rw[0] = dir;
 	ro[0] = ls->paths[ls->n - 1];
 	r = confine_enter(rw, 1, ro, 1, cause);
@@ -917,7 +918,7 @@ publish_meta_digest(const char *sbox, const char *layer, char out[72])
 	cJSON	*m, *d;
 
 	out[0] = '\0';
-	path = state_path("sandboxes/%s/stack/layers/%s.meta.json", sbox,
+	path = state_where(STATE_LAYERS, sbox, "%s.meta.json",
 	    layer);
 	text = util_read_file(path, 65536, &len);
 	free(path);
@@ -1047,15 +1048,16 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 	int			 sfd = -1, r, same, moved;
 
 	layer_new_id(x->head->version + 1, 'L', id);
-	staging = state_path("sandboxes/%s/stack/staging/%s", sbox, id);
-	dest = state_path("sandboxes/%s/stack/layers/%s", sbox, id);
-	meta = state_path("sandboxes/%s/stack/layers/%s.meta.json", sbox, id);
-	smeta = state_path("sandboxes/%s/stack/staging/%s.meta.json", sbox,
+	staging = state_where(STATE_STACK_STAGING, sbox, "%s", id);
+	dest = state_where(STATE_LAYERS, sbox, "%s", id);
+	meta = state_where(STATE_LAYERS, sbox, "%s.meta.json",
 	    id);
-	smanifest = state_path("sandboxes/%s/stack/staging/%s.manifest.json",
-	    sbox, id);
+	smeta = state_where(STATE_STACK_STAGING, sbox,
+	    "%s.meta.json", id);
+	smanifest = state_where(STATE_STACK_STAGING, sbox,
+	    "%s.manifest.json", id);
 	manifest = layer_manifest_path(sbox);
-	stack = state_path("sandboxes/%s/stack", sbox);
+	stack = state_where(STATE_STACK, sbox, NULL);
 	next = NULL;
 
 	if ((md = EVP_MD_CTX_new()) == NULL ||
@@ -1369,7 +1371,7 @@ publish_child(void *arg, int fd)
 
 /* A refusal of a sessionless write or edit. */
 static int
-publish_file_refuse(int fd, struct files_error *err)
+publish_file_refuse(int fd, struct cause *err)
 {
 	return (publish_report(fd, files_report(NULL, err)));
 }
@@ -1393,7 +1395,7 @@ publish_file_prepare(struct publish_ctx *x, int fd, void *arg, int *code)
 	const struct publish_file_args	*f = fa->f;
 	struct layer_entry		*le = &fa->le;
 	struct publish_entry		*e;
-	struct files_error		 err;
+	struct cause		 err;
 	struct files_edit_result	 res;
 	struct layer_entry		 pe;
 	struct stat			 st;
@@ -1421,18 +1423,15 @@ publish_file_prepare(struct publish_ctx *x, int fd, void *arg, int *code)
 	}
 	if (f->kind == FILES_EDIT) {
 		if (le->kind != LAYER_FILE) {
-			err.kind = TOOL_ERR_NOT_FOUND;
-			xasprintf(&err.message, "no file %s in the workspace",
-			    f->path);
-			err.details = tool_details("path", f->path);
+			cause_set(&err, CAUSE_NOT_FOUND, "path", f->path, "no"
+			    " file %s in the workspace", f->path);
 			publish_file_refuse(fd, &err);
 			return (-1);
 		}
 		if ((ffd = open(le->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 		    O_CLOEXEC)) == -1 || fstat(ffd, &st) != 0) {
-			err.kind = TOOL_ERR_FAILED;
-			xasprintf(&err.message, "cannot read %s: %s", f->path,
-			    strerror(errno));
+			cause_set(&err, CAUSE_FAILED, NULL, NULL, "cannot read"
+			    " %s: %s", f->path, strerror(errno));
 			if (ffd != -1)
 				close(ffd);
 			publish_file_refuse(fd, &err);
@@ -1521,7 +1520,7 @@ publish_file_child(void *arg, int fd)
 	const struct publish_file_args	*f = arg;
 	struct publish_args		 a;
 	struct publish_ctx		 x;
-	struct files_error		 err;
+	struct cause		 err;
 	struct layer_stack		*ls;
 	char				*msg;
 	int				 r;

@@ -17,7 +17,10 @@
 
 /*
  * sandbox-mcp: the program. Command line, configuration, start-up of the
- * event loop and its front ends, signals and the exit decision.
+ * event loop and its front ends, signals and the exit decision. main is
+ * the one place that sees every floor: it wires the engine's callbacks
+ * (recovery, container death) and hands the HTTP endpoint to it, checks
+ * the operation table, and starts the surfaces.
  */
 
 #include "config.h"
@@ -34,8 +37,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "merge.h"
+#include "op.h"
 #include "sandbox-mcp.h"
+#include "surface.h"
 
 enum {
 	OPT_DOCKER_HOST = 256,
@@ -207,15 +213,15 @@ sandbox_mcp_keygen(int argc, char **argv)
 		    " digits, dots, dashes or underscores\n");
 		return (2);
 	}
-	if (tenant != NULL && !auth_tenant_name_valid(tenant)) {
+	if (tenant != NULL && !util_tenant_name_valid(tenant)) {
 		fprintf(stderr, "sandbox-mcp: a tenant name is 1 to 64"
 		    " letters, digits, dots, dashes or underscores\n");
 		return (2);
 	}
-	if (strcmp(argv[0], AUTH_LOCAL) == 0 || (tenant != NULL &&
-	    strcmp(tenant, AUTH_LOCAL) == 0)) {
+	if (strcmp(argv[0], TENANT_LOCAL) == 0 || (tenant != NULL &&
+	    strcmp(tenant, TENANT_LOCAL) == 0)) {
 		fprintf(stderr, "sandbox-mcp: the name \"%s\" is reserved for"
-		    " the local operator (stdio)\n", AUTH_LOCAL);
+		    " the local operator (stdio)\n", TENANT_LOCAL);
 		return (2);
 	}
 	if (auth_keygen(argv[0], sets, tenant) != 0) {
@@ -351,10 +357,16 @@ main(int argc, char **argv)
 		return (1);
 	}
 	telemetry_init();
-	sandbox_recover();
-	sandbox_watch();
+	op_init();
+	rest_init();
+	runtime_init();
+	sandbox_recover(runtime_recover);
+	sandbox_watch(runtime_lost);
 
 	if (cfg->listen != NULL) {
+		transport_http_register("/mcp", transport_http_mcp);
+		transport_http_register("/sandboxes/", forward_http);
+		transport_http_register("/v1/", rest_http);
 		if (transport_http_start(cfg->listen, opt_sets, &cause) != 0) {
 			log_warnx("%s", cause);
 			free(cause);

@@ -15,8 +15,14 @@
  */
 
 /*
- * sandbox-mcp: the project header. Shared types and every cross-file
- * prototype, grouped by the file that defines them.
+ * sandbox-mcp.h: the base floor. The configuration, logging, memory,
+ * utilities, the engine's error currency (struct cause), and the APIs of
+ * the edges every floor may call: the state directory, child processes,
+ * cgroups, confinement, file trees, disks, the Docker Engine, telemetry
+ * and notices. Floors above have headers of their own: engine.h (the
+ * engine), op.h (the door), surface.h (the front ends); an engine file
+ * never sees op.h or surface.h, so a call up a floor does not compile.
+ * Prototypes are grouped by the file that defines them.
  */
 
 #ifndef SANDBOX_MCP_H
@@ -42,6 +48,16 @@ struct tspan;
 
 #define SANDBOX_MCP_NAME	"sandbox-mcp"
 #define SANDBOX_MCP_TITLE	"Sandbox MCP"
+
+/* The tenant of the local operator (stdio, or HTTP without keys). */
+#define TENANT_LOCAL		"local"
+
+/*
+ * An escaped NUL in a request becomes U+10FFFE (a noncharacter) before
+ * it is parsed, so that a string holding one is seen whole and refused
+ * by name (mcp.c, and every path check below).
+ */
+#define NUL_MARK		"\xf4\x8f\xbf\xbe"
 
 /* Largest integer a JSON number carries exactly: 2^53. */
 #define JSON_MAX_INTEGER	9007199254740992LL
@@ -139,6 +155,44 @@ struct cfg {
 	struct cfg_words	 public_hosts;
 };
 
+
+/* cause.c: the engine's errors */
+enum cause_kind {
+	CAUSE_NONE,
+	CAUSE_INVALID,		/* invalid_request */
+	CAUSE_NOT_FOUND,	/* not_found */
+	CAUSE_FAILED,		/* operation_failed */
+	CAUSE_CONFLICT,		/* conflict */
+	CAUSE_BUSY,		/* server_busy */
+	CAUSE_UNAUTHORIZED,	/* unauthorized */
+	CAUSE_INTERNAL		/* internal_error */
+};
+struct cause {
+	enum cause_kind	 kind;
+	char		*message;
+	struct cJSON	*details;	/* an object */
+};
+const char	*cause_kind_name(enum cause_kind);
+enum cause_kind	 cause_kind_parse(const char *);
+void		 cause_clear(struct cause *);
+void		 cause_set(struct cause *, enum cause_kind, const char *,
+		     const char *, const char *, ...)
+		     __attribute__((__format__ (printf, 5, 6)));
+void		 cause_setv(struct cause *, enum cause_kind, struct cJSON *,
+		     const char *, va_list)
+		     __attribute__((__format__ (printf, 4, 0)));
+void		 cause_set_details(struct cause *, enum cause_kind,
+		     struct cJSON *, const char *, ...)
+		     __attribute__((__format__ (printf, 4, 5)));
+void		 cause_detail(struct cause *, const char *, const char *);
+void		 cause_detail_int(struct cause *, const char *, long long);
+void		 cause_detail_item(struct cause *, const char *,
+		     struct cJSON *);
+void		 cause_copy(struct cause *, const struct cause *);
+void		 cause_move(struct cause *, struct cause *);
+struct cJSON	*cause_json(const struct cause *);
+int		 cause_from_json(struct cause *, const struct cJSON *);
+
 /* proc.c */
 extern struct event_base	*ev_base;
 extern struct cfg		*cfg;
@@ -164,6 +218,7 @@ char		*cfg_sets_string(int);
 const char	*cfg_limit_name(enum limit);
 long long	 cfg_limit(enum limit);
 int		 cfg_parse_size(const char *, long long *);
+unsigned long	 cfg_keys_generation(void);
 
 /* util.c */
 int		 util_random_hex(char *, size_t);
@@ -188,8 +243,28 @@ uint64_t	 mono_us(void);
 int		 util_sockaddr_loopback(const struct sockaddr *);
 char		*util_url_escape(const char *, int);
 char		*util_log_safe(const char *, char *, size_t);
+int		 util_tenant_name_valid(const char *);
+int		 util_tenant_sees(const char *, const char *);
+char		*util_json_mark_nuls(const char *, size_t);
 
 /* state.c */
+enum state_place {
+	STATE_SANDBOXES,
+	STATE_SANDBOX,
+	STATE_IMAGE,
+	STATE_STAGING,
+	STATE_TRASH,
+	STATE_BASES,
+	STATE_BASE_STAGING,
+	STATE_SESSIONS,
+	STATE_COMMANDS,
+	STATE_STACK,
+	STATE_LAYERS,
+	STATE_STACK_STAGING,
+	STATE_AUDIT
+};
+char		*state_where(enum state_place, const char *, const char *, ...)
+		     __attribute__((__format__ (printf, 3, 4)));
 char		*state_path(const char *, ...)
 		     __attribute__((__format__ (printf, 1, 2)));
 int		 state_init(char **);
@@ -209,177 +284,12 @@ int		 state_sandbox_init(const char *, char **);
 int		 state_sandbox_forget(const char *, char **);
 char		*state_trash_path(const char *, const char *);
 
-/* layer.c */
-struct layer_stack {
-	int		  version;
-	size_t		  n;
-	char		**ids;
-	char		**paths;	/* absolute, newest first */
-};
-enum layer_kind {
-	LAYER_ABSENT,
-	LAYER_FILE,
-	LAYER_DIR,
-	LAYER_SYMLINK,
-	LAYER_OTHER
-};
-#define LAYER_PARENTS_MAX	64
-struct layer_entry {
-	enum layer_kind	 kind;
-	size_t		 layer;
-	struct stat	 st;
-	char		 path[4096];
-	enum layer_kind	 blocker;	/* a parent that is not a directory */
-	size_t		 blocker_len;
-	mode_t		 parent_mode[LAYER_PARENTS_MAX];
-	size_t		 nparent;
-};
-void		 layer_stack_free(struct layer_stack *);
-struct layer_stack *layer_stack_from_json(int, struct cJSON *, char **);
-struct cJSON	*layer_stack_json(struct layer_stack *);
-void		 layer_stack_root_hash(struct layer_stack *, char[72]);
-struct layer_stack *layer_stack_read(const char *, char **);
-int		 layer_stack_write(const char *, struct layer_stack *, char **);
-char		*layer_stack_text(struct layer_stack *);
-char		*layer_manifest_path(const char *);
-int		 layer_stack_init(const char *, const char *, char **);
-int		 layer_lock(const char *);
-int		 layer_lock_try(const char *);
-void		 layer_unlock(int);
-void		 layer_new_id(int, char, char[20]);
-int		 layer_is_whiteout(const struct stat *);
-int		 layer_is_opaque(const char *);
-int		 layer_resolve(struct layer_stack *, const char *,
-		     struct layer_entry *, char **);
-
-/* session.c */
-struct session;
-struct session_publish;
-typedef void (*session_cb)(struct session *, const char *, const char *,
-		     void *);
-enum session_state {
-	SESSION_STARTING,
-	SESSION_LIVE,
-	SESSION_DEAD,		/* its init died on its own */
-	SESSION_IDLE,		/* ended clean, kept to serve again */
-	SESSION_ENDED
-};
-struct session;
-LIST_HEAD(sessions, session);
-struct rt_sandbox {
-	char			 id[65];
-	char			*container;
-	pid_t			 pid;
-	unsigned long long	 pid_start;
-	char			**cgroups;
-	size_t			 ncgroup;
-	char			*freezer;	/* its freezer group */
-	char			*tenant;	/* whose it is */
-	struct job		*zjob;		/* the zygote */
-	pid_t			 zpid;		/* the container pid it is in */
-	int			 zctl;
-	struct event		*zev;
-	struct event		*zwev;		/* waiting to write to it */
-	int			 zready;
-	struct sessions		 sessions;
-	unsigned int		 nidle;		/* spares kept for use */
-	unsigned int		 spares_wanted;
-	LIST_ENTRY(rt_sandbox)	 entry;
-};
-struct session {
-	char			 id[17];
-	struct rt_sandbox	*sb;
-	int			 automatic;
-	int			 isolated;
-	enum session_state	 state;
-	struct layer_stack	*lease;
-	char			*lease_text;	/* for the builder to write */
-	char			*dir;
-	pid_t			 init;
-	int			 ctl;		/* the init's control socket */
-	int			 rootfd;	/* its /workspace (O_PATH) */
-	struct event		*ctl_ev;
-	int			 requested;
-	session_cb		 start_cb;
-	void			*start_arg;
-	unsigned int		 commands;	/* running */
-	int			 publishing;
-	void			(*dead_cb)(struct session *, void *);
-	void			*dead_arg;
-	int			 spare;		/* built ahead, not asked for */
-	struct event		*idle_ev;
-	char			*cgroup;	/* its freezer group */
-	struct event		*freeze_ev;
-	int			 freeze_tries;
-	struct session_publish	*sealing;	/* waits for "sealed" */
-	LIST_ENTRY(session)	 entry;
-};
-typedef void (*rt_cb)(struct rt_sandbox *, const char *, const char *,
-		     struct cJSON *, void *);
-typedef void (*session_publish_cb)(struct session *, struct cJSON *, void *);
-void		 rt_sandbox_get(const char *, rt_cb, void *);
-struct session	*session_find(struct rt_sandbox *, const char *);
-void		 session_create(struct rt_sandbox *, int, int, session_cb,
-		     void *);
-void		 session_end(struct session *, const char *);
-int		 session_full(struct rt_sandbox *, const char **, char **);
-int		 rt_sandbox_same_tenant(struct rt_sandbox *,
-		     struct rt_sandbox *);
-void		 session_when_dead(struct session *,
-		     void (*)(struct session *, void *), void *);
-void		 session_command_done(struct session *);
-void		 rt_sandbox_forget(const char *);
-void		 session_upper_size(struct session *,
-		     void (*)(struct session *, unsigned long long, void *),
-		     void *);
-void		 session_publish(struct session *, const char *,
-		     session_publish_cb, void *);
-struct cJSON	*session_publish_fields(struct cJSON *);
-char		**rt_sandbox_lost(const char *, const char *, const char *,
-		     size_t *);
-
-/* command.c */
-struct command_wait;
-typedef void (*command_cb)(struct cJSON *, const char *, const char *,
-		     struct cJSON *, void *);
-void		 command_exec(struct rt_sandbox *, const char *, const char *,
-		     long long, long long, command_cb, void *,
-		     struct command_wait **);
-void		 command_stdin(struct rt_sandbox *, const char *, const char *,
-		     long long, command_cb, void *, struct command_wait **);
-void		 command_read(struct rt_sandbox *, const char *, long long,
-		     long long, command_cb, void *);
-void		 command_wait_cancel(struct command_wait *);
-struct cJSON	*command_running_in(const char *, const char *);
-void		 command_session_message(struct session *, char **, int);
-void		 command_session_gone(struct session *);
-void		 command_forget_sandbox(const char *);
-void		 command_sandbox_lost(const char *, const char *);
-
-/* publish.c */
-struct publish_args {
-	const char		*sandbox;
-	const char		*upper;
-	struct layer_stack	*base;
-	const char		*owner;
-	int			 copy;	/* copy files, never link them */
-};
-int		 publish_child(void *, int);
-struct publish_file_args {
-	const char		*sandbox;
-	const char		*path;		/* normalized, relative */
-	const char		*owner;
-	int			 kind;		/* FILES_WRITE or FILES_EDIT */
-	const char		*content;
-	size_t			 len;
-	struct cJSON		*edits;
-};
-int		 publish_file_child(void *, int);
+/* trash.c */
+void		 trash_soon(void);
+void		 trash_empty(void);
+void		 trash_empty_then(void (*)(void *), void *);
 
 /* nsexec.c */
-#define NSEXEC_MSG_MAX		(160 * 1024)
-#define NSEXEC_FIELDS_MAX	600
-#define NSEXEC_FDS_MAX		4
 struct nsexec_zygote {
 	pid_t		  container_pid;
 	char		**cgroup_procs;
@@ -390,70 +300,6 @@ struct nsexec_zygote {
 void		 nsexec_init(int, char **);
 char		*nsexec_argv(size_t *);
 int		 nsexec_zygote(void *, int);
-int		 nsexec_send(int, const char **, int, const int *, int);
-int		 nsexec_recv(int, char *, size_t, char **, int *, int *);
-
-/* files.c */
-#define FILES_EDIT_MAX		(4 * 1024 * 1024)
-#define FILES_EDITS_MAX		100
-#define FILES_EDIT_OUT_MAX	(16 * 1024 * 1024)
-enum files_kind {
-	FILES_READ,
-	FILES_WRITE,
-	FILES_EDIT
-};
-struct files_error {
-	const char	*kind;		/* TOOL_ERR_* */
-	char		*message;
-	struct cJSON	*details;
-};
-struct files_edit_result {
-	char			*out;
-	size_t			 outlen;
-	int			 applied;
-	unsigned long long	 replacements;
-};
-struct files_op {
-	const char		*sandbox;	/* whose helper it is */
-	const char		*tenant;
-	enum files_kind		 kind;
-	char			*path;		/* normalized, relative */
-	int			 rootfd;	/* a session's /workspace, or -1 */
-	struct layer_stack	*ls;		/* the snapshot otherwise */
-	int			 fd;		/* the file being read */
-	long long		 offset;
-	long long		 limit;
-	const char		*content;
-	size_t			 len;
-	struct cJSON		*edits;
-};
-typedef void (*files_cb)(struct cJSON *, struct files_error *, void *);
-char		*files_path(const char *, char **);
-int		 files_path_reserved(const char *);
-int		 files_text(const char *, size_t);
-void		 files_error_clear(struct files_error *);
-struct cJSON	*files_window(const char *, size_t, long long, long long,
-		     const char *, struct files_error *);
-int		 files_edits_check(struct cJSON *, struct files_error *);
-int		 files_edit_apply(const char *, size_t, struct cJSON *,
-		     const char *, struct files_edit_result *,
-		     struct files_error *);
-int		 files_snapshot_find(struct layer_stack *, const char *,
-		     struct layer_entry *, struct files_error *);
-char		*files_read_text(int, const struct stat *, size_t,
-		     const char *, size_t *, struct files_error *);
-struct cJSON	*files_report(struct cJSON *, struct files_error *);
-struct cJSON	*files_unreport(struct cJSON *, struct files_error *);
-void		 files_op(struct files_op *, files_cb, void *);
-
-/* audit.c */
-char		*audit_prepare(const char *, struct layer_stack *,
-		     const char *, const struct layer_entry *, const char *,
-		     const char *, int, char **);
-int		 audit_append(const char *, const char *, const char *,
-		     char **);
-struct cJSON	*audit_blame(const char *, const char *, const char **,
-		     char **);
 
 /* job.c */
 struct job;
@@ -468,6 +314,7 @@ struct job	*job_helper(const char *, const char *, const char *,
 int		 job_helper_busy(void);
 int		 job_parent_alive(void);
 void		 job_reap(void);
+int		 job_reap_pid(pid_t);
 void		 job_watch(pid_t, void (*)(int, void *), void *);
 void		 job_unwatch(pid_t);
 pid_t		 job_pid(struct job *);
@@ -509,15 +356,6 @@ int		 tree_remove(int, const char *);
 int		 tree_remove_path(const char *);
 unsigned long long tree_size(const char *);
 
-/* basecache.c */
-struct basecache_build;
-typedef void (*basecache_cb)(const char *, const char *, const char *,
-		     void *);
-char		*basecache_path(const char *);
-struct basecache_build *basecache_ensure(const char *, basecache_cb, void *);
-void		 basecache_cancel(struct basecache_build *);
-int		 basecache_remove_tree(const char *);
-
 /* disk.c */
 typedef void (*disk_cb)(const char *, void *);
 char		*disk_image_path(const char *);
@@ -527,45 +365,6 @@ int		 disk_present(const char *);
 void		 disk_create(const char *, long long, disk_cb, void *);
 void		 disk_ensure(const char *, disk_cb, void *);
 int		 disk_teardown(const char *, char **);
-
-/* sandbox.c */
-struct sandbox_create;
-typedef void (*sandbox_cb)(struct cJSON *, const char *, const char *,
-		     struct cJSON *, void *);
-struct cJSON	*sandbox_record_public(struct cJSON *);
-struct sandbox_create *sandbox_create(struct tspan *, const char *,
-		     const char *, long long, const char *, sandbox_cb, void *);
-void		 sandbox_create_cancel(struct sandbox_create *);
-struct cJSON	*sandbox_list(void);
-struct cJSON	*sandbox_inspect(const char *, const char **, char **);
-void		 sandbox_destroy(struct tspan *, const char *, sandbox_cb,
-		     void *);
-void		 sandbox_lookup(const char *, sandbox_cb, void *);
-void		 sandbox_trash_empty(void);
-void		 sandbox_trash_soon(void);
-void		 sandbox_recover(void);
-void		 sandbox_watch(void);
-void		 sandbox_set_endpoint(const char *, int);
-
-/* auth.c */
-#define AUTH_LOCAL		"local"	/* the tenant of stdio peers */
-#define AUTH_MEMO_MAX		128	/* longer keys are not remembered */
-struct auth_memo {		/* the last key one peer presented */
-	const struct cfg_apikey	*key;	/* NULL: nothing remembered */
-	unsigned long		 generation;
-	size_t			 len;
-	char			 bytes[AUTH_MEMO_MAX];
-};
-const struct cfg_apikey *auth_lookup(const char *);
-const struct cfg_apikey *auth_lookup_memo(struct auth_memo *, const char *);
-void		 auth_memo_clear(struct auth_memo *);
-void		 auth_keys_changed(void);
-int		 auth_keygen(const char *, int, const char *);
-int		 auth_tenant_name_valid(const char *);
-const char	*auth_tenant(const struct cfg_apikey *);
-const char	*auth_record_tenant(struct cJSON *);
-int		 auth_sees(const char *, const char *);
-int		 auth_sandbox_hidden(const char *, const char *, char **);
 
 /* notice.c: MCP logging levels */
 #define NOTICE_INFO		1
@@ -627,175 +426,5 @@ void		 docker_events_stop(struct docker_events *);
 
 /* sweep.c */
 void		 sweep_start(const char *, const char *, char **, size_t);
-
-/* jsonrpc.c */
-#define JSONRPC_PARSE_ERROR	-32700
-#define JSONRPC_INVALID_REQUEST	-32600
-#define JSONRPC_METHOD_NOT_FOUND -32601
-#define JSONRPC_INVALID_PARAMS	-32602
-#define JSONRPC_INTERNAL_ERROR	-32603
-#define JSONRPC_NOT_INITIALIZED	-32002
-#define MCP_ERR_HEADER_MISMATCH	-32020
-#define MCP_ERR_MISSING_CAPABILITY -32021
-#define MCP_ERR_UNSUPPORTED_VERSION -32022
-struct cJSON	*jsonrpc_error(const struct cJSON *, int, const char *, ...)
-		     __attribute__((__format__ (printf, 3, 4)));
-struct cJSON	*jsonrpc_result(const struct cJSON *, struct cJSON *);
-int		 jsonrpc_id_valid(const struct cJSON *);
-
-/* mcp.c */
-#define MCP_TRANSPORT_STDIO	0
-#define MCP_TRANSPORT_HTTP	1
-struct mcp_session;
-struct mcp_reply;
-typedef void (*mcp_reply_cb)(struct mcp_reply *, struct cJSON *, void *);
-typedef struct cJSON *(*mcp_check_cb)(const struct cJSON *, const char *,
-		     void *);
-#define MCP_MSG_OTHER		0
-#define MCP_MSG_INITIALIZE	1
-#define MCP_MSG_MODERN		2
-struct mcp_session *mcp_session_new(int, int, const char *, const char *);
-void		 mcp_session_free(struct mcp_session *);
-int		 mcp_session_sets(struct mcp_session *);
-const char	*mcp_session_key(struct mcp_session *);
-const char	*mcp_session_tenant(struct mcp_session *);
-const char	*mcp_session_version(struct mcp_session *);
-int		 mcp_session_initialized(struct mcp_session *);
-unsigned int	 mcp_session_pending(struct mcp_session *);
-struct mcp_reply *mcp_receive(struct mcp_session *, const char *, size_t,
-		     mcp_reply_cb, void *);
-void		 mcp_reply_detach(struct mcp_reply *);
-void		 mcp_reply_retarget(struct mcp_reply *, mcp_reply_cb, void *);
-typedef void (*mcp_push_cb)(struct cJSON *, void *);
-void		 mcp_session_set_push(struct mcp_session *, mcp_push_cb, void *);
-int		 mcp_message_is_initialize(const char *, size_t);
-struct mcp_reply *mcp_receive_stateless(int, int, const char *, const char *,
-		     const char *, size_t, mcp_check_cb, void *, mcp_reply_cb,
-		     void *);
-int		 mcp_message_era(const char *, size_t);
-int		 mcp_version_supported(const char *);
-const char	*mcp_negotiate_version(const char *);
-
-/* tool.c */
-#define TOOL_READONLY		0x01
-#define TOOL_DESTRUCTIVE	0x02
-#define TOOL_IDEMPOTENT		0x04
-#define TOOL_OPENWORLD		0x08
-
-#define TOOL_ARG_STRING		1
-#define TOOL_ARG_INTEGER	2
-#define TOOL_ARG_ARRAY		3
-#define TOOL_ARG_BOOLEAN	4
-#define TOOL_ARG_OBJECT		5
-#define TOOL_ARG_TEXT		6	/* a string that may be empty */
-
-/* An escaped NUL in a message becomes U+10FFFE (mcp.c). */
-#define TOOL_NUL_MARK		"\xf4\x8f\xbf\xbe"
-
-#define TOOL_ERR_INVALID	"invalid_request"
-#define TOOL_ERR_NOT_FOUND	"not_found"
-#define TOOL_ERR_FAILED		"operation_failed"
-#define TOOL_ERR_CONFLICT	"conflict"
-#define TOOL_ERR_BUSY		"server_busy"
-#define TOOL_ERR_UNAUTHORIZED	"unauthorized"
-#define TOOL_ERR_INTERNAL	"internal_error"
-
-struct tool_call;
-
-struct tool_arg {
-	const char	*name;
-	int		 type;
-	int		 required;
-	long long	 minimum;	/* integers; -1 for none */
-	const char	*dflt;		/* JSON text of the default, or NULL */
-	const char	*description;
-};
-
-struct tool_entry {
-	const char		*name;
-	const char		*title;
-	const char		*description;
-	int			 set;
-	int			 flags;
-	const struct tool_arg	*args;
-	void			(*exec)(struct tool_call *);
-	void			(*cancel)(struct tool_call *);
-};
-
-typedef void (*tool_done_cb)(struct tool_call *, struct cJSON *, void *);
-
-struct cJSON	*tool_list(int);
-#define TOOL_ERA_LEGACY		0
-#define TOOL_ERA_MODERN		1
-const char	*tool_list_json(int, int);
-const char	*tool_arg_header(const struct tool_arg *);
-const struct tool_entry *tool_find(const char *, int);
-struct tool_call *tool_call_start(const char *, struct cJSON *, int,
-		     const char *, tool_done_cb, void *);
-void		 tool_call_cancel(struct tool_call *);
-void		 tool_call_done(struct tool_call *, struct cJSON *);
-void		 tool_call_error(struct tool_call *, const char *,
-		     struct cJSON *, const char *, ...)
-		     __attribute__((__format__ (printf, 4, 5)));
-const char	*tool_call_name(struct tool_call *);
-const char	*tool_call_request_id(struct tool_call *);
-const char	*tool_call_tenant(struct tool_call *);
-void		 tool_sandbox_get(struct tool_call *, rt_cb, void *);
-int		 tool_sandbox_hidden(struct tool_call *, const char *);
-struct tspan	*tool_call_span(struct tool_call *);
-void		*tool_call_data(struct tool_call *);
-void		 tool_call_set_data(struct tool_call *, void *);
-int		 tool_call_cancelled(struct tool_call *);
-const char	*tool_arg_string(struct tool_call *, const char *);
-long long	 tool_arg_integer(struct tool_call *, const char *);
-struct cJSON	*tool_arg(struct tool_call *, const char *);
-struct cJSON	*tool_details(const char *, const char *);
-int		 tool_validate(const struct tool_entry *, struct cJSON *,
-		     char **, struct cJSON **);
-struct cJSON	*tool_error_result(const char *, struct cJSON *,
-		     const char *);
-
-/* tool-management.c */
-extern const struct tool_entry tool_list_docker_images_entry;
-extern const struct tool_entry tool_list_workspace_directories_entry;
-extern const struct tool_entry tool_create_sandbox_entry;
-extern const struct tool_entry tool_list_sandboxes_entry;
-extern const struct tool_entry tool_inspect_sandbox_entry;
-extern const struct tool_entry tool_destroy_sandbox_entry;
-
-/* tool-runtime.c */
-extern const struct tool_entry tool_exec_command_entry;
-extern const struct tool_entry tool_write_command_stdin_entry;
-extern const struct tool_entry tool_read_command_lines_entry;
-extern const struct tool_entry tool_create_workspace_session_entry;
-extern const struct tool_entry tool_publish_workspace_session_entry;
-extern const struct tool_entry tool_destroy_workspace_session_entry;
-
-/* tool-files.c */
-extern const struct tool_entry tool_file_read_entry;
-extern const struct tool_entry tool_file_write_entry;
-extern const struct tool_entry tool_file_edit_entry;
-extern const struct tool_entry tool_file_blame_entry;
-
-/* workspace.c */
-struct workspace_list;
-typedef void (*workspace_list_cb)(struct cJSON *, void *);
-struct workspace_list *workspace_list_start(const char *, const char *,
-		     workspace_list_cb, void *, const char **, char **,
-		     struct cJSON **);
-void		 workspace_list_cancel(struct workspace_list *);
-struct cJSON	*workspace_roots(const char *, char **);
-char		*workspace_resolve(const char *, const char *, const char *,
-		     const char **, char **);
-
-/* transport-stdio.c */
-void		 transport_stdio_start(int);
-int		 transport_stdio_active(void);
-
-/* transport-http.c */
-int		 transport_http_start(const char *, int, char **);
-int		 transport_http_active(void);
-int		 transport_http_endpoint(const char **, int *);
-void		 transport_http_stop(void);
 
 #endif /* SANDBOX_MCP_H */

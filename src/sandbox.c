@@ -49,6 +49,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "engine.h"
 #include "sandbox-mcp.h"
 
 #define SANDBOX_LABEL		"io.sandbox-mcp."
@@ -88,9 +89,7 @@ struct sandbox_create {
 	int			 pending;
 	int			 rollback_next;
 	char			 batch[13];
-	const char		*kind;
-	char			*error;
-	cJSON			*details;
+	struct cause		 cause;		/* the first error */
 	struct basecache_build	*base;
 	int			 disk_pending;
 	void			(*after_disks)(struct sandbox_create *);
@@ -123,21 +122,47 @@ static void	sandbox_remove_state(const char *,
 
 /* Whether a caller's sandbox id is one we could have made. */
 static int
-sandbox_id_check(const char *id, const char **kind, char **message)
+sandbox_id_check(const char *id, struct cause *cause)
 {
 	if (!util_id_valid(id)) {
-		*kind = TOOL_ERR_INVALID;
-		xasprintf(message, "invalid sandbox id: %.80s%s (ids are 1 to"
-		    " 64 characters of a-z, 0-9, _ and -)", id,
-		    strlen(id) > 80 ? "..." : "");
+		cause_set(cause, CAUSE_INVALID, "sandbox_id", id, "invalid"
+		    " sandbox id: %.80s%s (ids are 1 to 64 characters of a-z,"
+		    " 0-9, _ and -)", id, strlen(id) > 80 ? "..." : "");
 		return (-1);
 	}
 	return (0);
 }
 
+/* The tenant a sandbox record names; a record without one is local. */
+const char *
+sandbox_record_tenant(cJSON *rec)
+{
+	cJSON	*v = cJSON_GetObjectItem(rec, "tenant");
+
+	return (cJSON_IsString(v) ? v->valuestring : TENANT_LOCAL);
+}
+
+/*
+ * The tenant that owns sandbox id (the caller frees it), or NULL when
+ * the id is invalid or names no sandbox.
+ */
+char *
+sandbox_tenant(const char *id)
+{
+	cJSON	*rec;
+	char	*tenant;
+
+	if (id == NULL || !util_id_valid(id) ||
+	    (rec = state_record_read(id)) == NULL)
+		return (NULL);
+	tenant = xstrdup(sandbox_record_tenant(rec));
+	cJSON_Delete(rec);
+	return (tenant);
+}
+
 /*
  * The record as callers see it: without the bookkeeping fields, and with
- * the tenant a record made before tenants had (auth.c).
+ * the tenant a record made before tenants had.
  */
 cJSON *
 sandbox_record_public(cJSON *rec)
@@ -149,7 +174,8 @@ sandbox_record_public(cJSON *rec)
 	cJSON_DeleteItemFromObject(pub, "batch");
 	if (!cJSON_IsString(cJSON_GetObjectItem(pub, "tenant"))) {
 		cJSON_DeleteItemFromObject(pub, "tenant");
-		cJSON_AddStringToObject(pub, "tenant", auth_record_tenant(rec));
+		cJSON_AddStringToObject(pub, "tenant",
+		    sandbox_record_tenant(rec));
 	}
 	return (pub);
 }
@@ -287,10 +313,13 @@ sandbox_member_persist(struct sandbox_member *mb, char **cause)
 	return (r);
 }
 
-/* Keep the first error of a create; later ones are only logged. */
+/*
+ * Keep the first error of a create (of kind, with {key: value} as its
+ * details when key is not NULL); later ones are only logged.
+ */
 static void
-sandbox_create_error(struct sandbox_create *sc, const char *kind,
-    cJSON *details, const char *fmt, ...)
+sandbox_create_error(struct sandbox_create *sc, enum cause_kind kind,
+    const char *key, const char *value, const char *fmt, ...)
 {
 	char	*msg;
 	va_list	 ap;
@@ -298,15 +327,11 @@ sandbox_create_error(struct sandbox_create *sc, const char *kind,
 	va_start(ap, fmt);
 	xvasprintf(&msg, fmt, ap);
 	va_end(ap);
-	if (sc->error == NULL) {
-		sc->kind = kind;
-		sc->error = msg;
-		sc->details = details != NULL ? details : cJSON_CreateObject();
-		return;
-	}
-	log_debug("create %s: later error: %s", sc->batch, msg);
+	if (sc->cause.kind == CAUSE_NONE)
+		cause_set(&sc->cause, kind, key, value, "%s", msg);
+	else
+		log_debug("create %s: later error: %s", sc->batch, msg);
 	free(msg);
-	cJSON_Delete(details);
 }
 
 static void
@@ -323,8 +348,7 @@ sandbox_create_free(struct sandbox_create *sc)
 	free(sc->workspace);
 	free(sc->root_hash);
 	free(sc->tenant);
-	free(sc->error);
-	cJSON_Delete(sc->details);
+	cause_clear(&sc->cause);
 	free(sc);
 }
 
@@ -335,11 +359,10 @@ sandbox_create_finish(struct sandbox_create *sc)
 	cJSON	*result, *list;
 	int	 i;
 
-	if (sc->error != NULL) {
-		telemetry_span_attr_str(sc->span, "error", sc->error);
+	if (sc->cause.kind != CAUSE_NONE) {
+		telemetry_span_attr_str(sc->span, "error", sc->cause.message);
 		telemetry_span_end(sc->span, "error");
-		sc->cb(NULL, sc->kind, sc->error, sc->details, sc->arg);
-		sc->details = NULL;
+		sc->cb(NULL, &sc->cause, sc->arg);
 		sandbox_create_free(sc);
 		return;
 	}
@@ -356,7 +379,7 @@ sandbox_create_finish(struct sandbox_create *sc)
 			cJSON_AddItemToArray(list,
 			    sandbox_record_public(sc->m[i].record));
 	}
-	sc->cb(result, NULL, NULL, NULL, sc->arg);
+	sc->cb(result, NULL, sc->arg);
 	sandbox_create_free(sc);
 }
 
@@ -372,7 +395,7 @@ sandbox_create_ready(struct sandbox_create *sc)
 		sc->after_disks = sandbox_create_ready;
 		return;
 	}
-	if (sc->error != NULL) {	/* a disk could not be made */
+	if (sc->cause.kind != CAUSE_NONE) {	/* a disk could not be made */
 		sandbox_create_rollback(sc);
 		return;
 	}
@@ -383,8 +406,8 @@ sandbox_create_ready(struct sandbox_create *sc)
 		sandbox_record_set(mb->record, "daemon_http", sandbox_daemon());
 		sandbox_record_set(mb->record, "owner", cJSON_CreateNull());
 		if (sandbox_member_persist(mb, &cause) != 0) {
-			sandbox_create_error(sc, TOOL_ERR_INTERNAL,
-			    tool_details("sandbox_id", mb->id), "%s", cause);
+			sandbox_create_error(sc, CAUSE_INTERNAL, "sandbox_id",
+			    mb->id, "%s", cause);
 			free(cause);
 			sandbox_record_set(mb->record, "owner",
 			    state_owner_self());
@@ -404,12 +427,11 @@ sandbox_create_start_cb(cJSON *reply, const char *error, int status,
 
 	mb->dc = NULL;
 	if (error != NULL && status != 304)
-		sandbox_create_error(sc, TOOL_ERR_FAILED,
-		    tool_details("sandbox_id", mb->id), "cannot start the"
-		    " container of %s: %s", mb->id, error);
+		sandbox_create_error(sc, CAUSE_FAILED, "sandbox_id", mb->id,
+		    "cannot start the container of %s: %s", mb->id, error);
 	if (--sc->pending > 0)
 		return;
-	if (sc->error != NULL)
+	if (sc->cause.kind != CAUSE_NONE)
 		sandbox_create_rollback(sc);
 	else
 		sandbox_create_ready(sc);
@@ -446,27 +468,25 @@ sandbox_create_container_cb(cJSON *reply, const char *error, int status,
 	mb->dc = NULL;
 	id = cJSON_GetObjectItem(reply, "Id");
 	if (error != NULL)
-		sandbox_create_error(sc, TOOL_ERR_FAILED,
-		    tool_details("sandbox_id", mb->id), "cannot create the"
-		    " container of %s: %s", mb->id, error);
+		sandbox_create_error(sc, CAUSE_FAILED, "sandbox_id", mb->id,
+		    "cannot create the container of %s: %s", mb->id, error);
 	else if (!cJSON_IsString(id) || !util_id_valid(id->valuestring))
-		sandbox_create_error(sc, TOOL_ERR_FAILED,
-		    tool_details("sandbox_id", mb->id), "the Docker Engine"
-		    " created the container of %s but gave no valid id",
-		    mb->id);
+		sandbox_create_error(sc, CAUSE_FAILED, "sandbox_id", mb->id,
+		    "the Docker Engine created the container of %s but gave no"
+		    " valid id", mb->id);
 	else {
 		mb->container_id = xstrdup(id->valuestring);
 		sandbox_record_set(mb->record, "container_id",
 		    cJSON_CreateString(mb->container_id));
 		if (sandbox_member_persist(mb, &cause) != 0) {
-			sandbox_create_error(sc, TOOL_ERR_INTERNAL,
-			    tool_details("sandbox_id", mb->id), "%s", cause);
+			sandbox_create_error(sc, CAUSE_INTERNAL, "sandbox_id",
+			    mb->id, "%s", cause);
 			free(cause);
 		}
 	}
 	if (--sc->pending > 0)
 		return;
-	if (sc->error != NULL)
+	if (sc->cause.kind != CAUSE_NONE)
 		sandbox_create_rollback(sc);
 	else
 		sandbox_create_start(sc);
@@ -569,11 +589,11 @@ sandbox_create_disk_cb(const char *error, void *arg)
 	    "completed");
 	mb->disk_span = NULL;
 	if (error != NULL)
-		sandbox_create_error(sc, TOOL_ERR_INTERNAL, tool_details(
-		    "sandbox_id", mb->id), "%s", error);
+		sandbox_create_error(sc, CAUSE_INTERNAL, "sandbox_id", mb->id,
+		    "%s", error);
 	else if (sandbox_member_fill(mb, &cause) != 0) {
-		sandbox_create_error(sc, TOOL_ERR_INTERNAL, tool_details(
-		    "sandbox_id", mb->id), "%s", cause);
+		sandbox_create_error(sc, CAUSE_INTERNAL, "sandbox_id", mb->id,
+		    "%s", cause);
 		free(cause);
 	}
 	if (sc->disk_pending == 0 && (next = sc->after_disks) != NULL) {
@@ -601,9 +621,9 @@ sandbox_create_records(struct sandbox_create *sc)
 			if (state_sandbox_create(mb->id, &cause) == 0)
 				break;
 			if (errno != EEXIST || tries == 8) {
-				sandbox_create_error(sc, TOOL_ERR_INTERNAL,
-				    NULL, "%s", cause != NULL ? cause :
-				    "cannot allocate a sandbox id");
+				sandbox_create_error(sc, CAUSE_INTERNAL, NULL,
+				    NULL, "%s", cause != NULL ? cause : "cannot"
+				    " allocate a sandbox id");
 				free(cause);
 				sandbox_create_rollback(sc);
 				return;
@@ -615,8 +635,8 @@ sandbox_create_records(struct sandbox_create *sc)
 		state_unlock(lock);
 		if (r != 0 || (cfg->profile.disk == 0 &&
 		    sandbox_member_fill(mb, &cause) != 0)) {
-			sandbox_create_error(sc, TOOL_ERR_INTERNAL, NULL, "%s",
-			    cause);
+			sandbox_create_error(sc, CAUSE_INTERNAL, NULL, NULL,
+			    "%s", cause);
 			free(cause);
 			mb->recorded = 1;	/* its directory exists */
 			sandbox_create_rollback(sc);
@@ -640,15 +660,16 @@ sandbox_create_records(struct sandbox_create *sc)
 }
 
 static void
-sandbox_create_base_cb(const char *root_hash, const char *kind,
-    const char *message, void *arg)
+sandbox_create_base_cb(const char *root_hash, const struct cause *cause,
+    void *arg)
 {
 	struct sandbox_create	*sc = arg;
 
 	sc->base = NULL;
 	if (root_hash == NULL || sc->cancelled) {
-		sandbox_create_error(sc, kind, tool_details("workspace_root",
-		    sc->workspace), "%s", message);
+		if (cause != NULL)
+			sandbox_create_error(sc, cause->kind, "workspace_root",
+			    sc->workspace, "%s", cause->message);
 		sandbox_create_finish(sc);
 		return;
 	}
@@ -668,16 +689,15 @@ sandbox_create_image_cb(cJSON *reply, const char *error, int status,
 		return;
 	}
 	if (status == 404) {
-		sandbox_create_error(sc, TOOL_ERR_INVALID, tool_details(
-		    "image", sc->image), "image %s does not exist locally"
-		    " (list_docker_images shows the local images; nothing is"
-		    " ever pulled)", sc->image);
+		sandbox_create_error(sc, CAUSE_INVALID, "image", sc->image,
+		    "image %s does not exist locally (list_docker_images shows"
+		    " the local images; nothing is ever pulled)", sc->image);
 		sandbox_create_finish(sc);
 		return;
 	}
 	if (error != NULL) {
-		sandbox_create_error(sc, TOOL_ERR_FAILED, tool_details("image",
-		    sc->image), "%s", error);
+		sandbox_create_error(sc, CAUSE_FAILED, "image", sc->image, "%s",
+		    error);
 		sandbox_create_finish(sc);
 		return;
 	}
@@ -713,32 +733,22 @@ sandbox_create(struct tspan *parent, const char *image, const char *root,
     long long count, const char *tenant, sandbox_cb cb, void *arg)
 {
 	struct sandbox_create	*sc;
-	const char		*kind;
-	char			*message, *canon, *path, *esc;
+	struct cause		 cause = { 0 };
+	char			*canon, *path, *esc;
 	int			 i;
 
-	if (count < 1 || count > cfg_limit(LIMIT_SANDBOXES_PER_CALL)) {
-		xasprintf(&message, "count must be from 1 to %lld",
+	if (count < 1 || count > cfg_limit(LIMIT_SANDBOXES_PER_CALL))
+		cause_set(&cause, CAUSE_INVALID, "argument", "count", "count"
+		    " must be from 1 to %lld",
 		    cfg_limit(LIMIT_SANDBOXES_PER_CALL));
-		cb(NULL, TOOL_ERR_INVALID, message, tool_details("argument",
-		    "count"), arg);
-		free(message);
-		return (NULL);
-	}
-	if (!sandbox_image_ok(image)) {
-		xasprintf(&message, "image must be an image reference of at"
-		    " most 512 printable characters with no blanks: %.80s",
-		    image);
-		cb(NULL, TOOL_ERR_INVALID, message, tool_details("image",
-		    image), arg);
-		free(message);
-		return (NULL);
-	}
-	if ((canon = workspace_resolve("workspace_root", root, tenant, &kind,
-	    &message)) == NULL) {
-		cb(NULL, kind, message, tool_details("workspace_root", root),
-		    arg);
-		free(message);
+	else if (!sandbox_image_ok(image))
+		cause_set(&cause, CAUSE_INVALID, "image", image, "image must be"
+		    " an image reference of at most 512 printable characters"
+		    " with no blanks: %.80s", image);
+	if (cause.kind != CAUSE_NONE || (canon = workspace_resolve(
+	    "workspace_root", root, tenant, &cause)) == NULL) {
+		cb(NULL, &cause, arg);
+		cause_clear(&cause);
 		return (NULL);
 	}
 
@@ -770,15 +780,30 @@ static void sandbox_create_rollback_next(struct sandbox_create *);
 /*
  * Take a sandbox's state away: its directory (a rename into the trash;
  * a disk is taken down by the trash once the lock is gone, see
- * sandbox_trash_child), then its record and lock; cb(NULL) or
- * cb(error) before this returns.
+ * trash.c), then its record and lock. cb(NULL) once the trash has run
+ * (the directory and disk are gone then), or cb(error) at once.
  */
+struct sandbox_removal {
+	void	(*cb)(const char *, void *);
+	void	*arg;
+};
+
+static void
+sandbox_remove_state_done(void *arg)
+{
+	struct sandbox_removal	*r = arg;
+
+	r->cb(NULL, r->arg);
+	free(r);
+}
+
 static void
 sandbox_remove_state(const char *id, void (*cb)(const char *, void *),
     void *arg)
 {
-	char	*trash = NULL, *cause = NULL;
-	int	 fd;
+	struct sandbox_removal	*r;
+	char			*trash = NULL, *cause = NULL;
+	int			 fd;
 
 	fd = state_lock(id);
 	if (!disk_present(id))
@@ -787,11 +812,18 @@ sandbox_remove_state(const char *id, void (*cb)(const char *, void *),
 		state_sandbox_forget(id, &cause);
 	state_unlock(fd);
 	free(trash);
-	sandbox_trash_empty();
 	/* Its helper group, unless a helper still runs (job.c then). */
 	cgroup_helper_remove(id);
-	cb(cause, arg);
-	free(cause);
+	if (cause != NULL) {
+		trash_empty();
+		cb(cause, arg);
+		free(cause);
+		return;
+	}
+	r = xcalloc(1, sizeof *r);
+	r->cb = cb;
+	r->arg = arg;
+	trash_empty_then(sandbox_remove_state_done, r);
 }
 
 static void
@@ -870,9 +902,9 @@ sandbox_create_rollback_next(struct sandbox_create *sc)
 			    cause != NULL ? ", " : "", sc->m[i].id);
 			free(cause);
 		}
-		cause = sc->error;
-		xasprintf(&sc->error, "%s; %d container%s could not be removed"
-		    " and %s kept as failed record%s: %s", cause, kept,
+		cause = sc->cause.message;
+		xasprintf(&sc->cause.message, "%s; %d container%s could not be"
+		    " removed and %s kept as failed record%s: %s", cause, kept,
 		    kept == 1 ? "" : "s", kept == 1 ? "is" : "are",
 		    kept == 1 ? "" : "s", left);
 		free(cause);
@@ -889,7 +921,8 @@ sandbox_create_rollback(struct sandbox_create *sc)
 		sc->after_disks = sandbox_create_rollback;
 		return;
 	}
-	log_info("create %s failed, rolling back: %s", sc->batch, sc->error);
+	log_info("create %s failed, rolling back: %s", sc->batch,
+	    sc->cause.message);
 	sc->step = SANDBOX_CREATE_ROLLBACK;
 	sc->rollback_next = sc->count - 1;
 	sandbox_create_rollback_next(sc);
@@ -906,7 +939,7 @@ sandbox_create_cancel(struct sandbox_create *sc)
 	if (sc->cancelled)
 		return;
 	sc->cancelled = 1;
-	sandbox_create_error(sc, TOOL_ERR_FAILED, NULL, "create_sandbox was"
+	sandbox_create_error(sc, CAUSE_FAILED, NULL, NULL, "create_sandbox was"
 	    " cancelled; what it had made is removed");
 	log_info("create %s cancelled by the caller", sc->batch);
 	if (sc->step == SANDBOX_CREATE_BASE && sc->base != NULL) {
@@ -959,17 +992,17 @@ sandbox_list(void)
 	return (result);
 }
 
-/* One record, or NULL with an error. */
+/* One record, or NULL with a cause. */
 cJSON *
-sandbox_inspect(const char *id, const char **kind, char **message)
+sandbox_inspect(const char *id, struct cause *cause)
 {
 	cJSON	*rec, *pub;
 
-	if (sandbox_id_check(id, kind, message) != 0)
+	if (sandbox_id_check(id, cause) != 0)
 		return (NULL);
 	if ((rec = state_record_read(id)) == NULL) {
-		*kind = TOOL_ERR_NOT_FOUND;
-		xasprintf(message, "no sandbox %s", id);
+		cause_set(cause, CAUSE_NOT_FOUND, "sandbox_id", id, "no sandbox"
+		    " %s", id);
 		return (NULL);
 	}
 	pub = sandbox_record_public(rec);
@@ -989,9 +1022,10 @@ sandbox_destroy_free(struct sandbox_destroy *sd)
 static void
 sandbox_destroy_failed(struct sandbox_destroy *sd, const char *error)
 {
-	cJSON	*rec;
-	char	*why, *cause;
-	int	 fd;
+	struct cause	 c = { 0 };
+	cJSON		*rec;
+	char		*why, *cause;
+	int		 fd;
 
 	xasprintf(&why, "destroy_sandbox could not remove the container: %s",
 	    error);
@@ -1009,8 +1043,9 @@ sandbox_destroy_failed(struct sandbox_destroy *sd, const char *error)
 	state_unlock(fd);
 	telemetry_span_attr_str(sd->span, "error", why);
 	telemetry_span_end(sd->span, "error");
-	sd->cb(NULL, TOOL_ERR_FAILED, why, tool_details("sandbox_id", sd->id),
-	    sd->arg);
+	cause_set(&c, CAUSE_FAILED, "sandbox_id", sd->id, "%s", why);
+	sd->cb(NULL, &c, sd->arg);
+	cause_clear(&c);
 	free(why);
 	sandbox_destroy_free(sd);
 }
@@ -1031,7 +1066,7 @@ sandbox_destroy_state_cb(const char *error, void *arg)
 	telemetry_span_end(sd->span, "completed");
 	result = sandbox_record_public(sd->record);
 	sandbox_record_state_set(result, "stopped", NULL);
-	sd->cb(result, NULL, NULL, NULL, sd->arg);
+	sd->cb(result, NULL, sd->arg);
 	sandbox_destroy_free(sd);
 }
 
@@ -1070,67 +1105,80 @@ sandbox_destroy_stopped_cb(cJSON *reply, const char *error, int status,
 }
 
 /*
- * destroy_sandbox: ready or failed -> stopping (persisted), stop and
- * remove the container, remove the state, answer the record as stopped.
+ * The first step of destroy_sandbox: a ready or failed record becomes
+ * stopping, owned by this process (persisted). 0, or -1 with a cause
+ * (nothing changed). The caller then ends what runs in the sandbox and
+ * calls sandbox_destroy.
+ */
+int
+sandbox_destroy_claim(const char *id, struct cause *cause)
+{
+	const char	*state;
+	char		*message = NULL;
+	cJSON		*rec, *owner;
+	int		 fd, busy;
+
+	if (sandbox_id_check(id, cause) != 0)
+		return (-1);
+	if ((fd = state_lock(id)) == -1 ||
+	    (rec = state_record_read(id)) == NULL) {
+		state_unlock(fd);
+		cause_set(cause, CAUSE_NOT_FOUND, "sandbox_id", id, "no sandbox"
+		    " %s", id);
+		return (-1);
+	}
+	state = sandbox_record_state(rec);
+	owner = cJSON_GetObjectItem(rec, "owner");
+	busy = cJSON_IsObject(owner) && state_owner_alive(owner);
+	if (busy && strcmp(state, "creating") == 0)
+		cause_set(cause, CAUSE_CONFLICT, "sandbox_id", id, "sandbox %s"
+		    " is still being created; destroy it once create_sandbox"
+		    " has returned", id);
+	else if (busy && strcmp(state, "stopping") == 0)
+		cause_set(cause, CAUSE_CONFLICT, "sandbox_id", id, "sandbox %s"
+		    " is already being destroyed", id);
+	else if (busy)
+		cause_set(cause, CAUSE_CONFLICT, "sandbox_id", id, "sandbox %s"
+		    " is busy (%s)", id, state);
+	else {
+		sandbox_record_state_set(rec, "stopping", NULL);
+		sandbox_record_set(rec, "owner", state_owner_self());
+		if (state_record_write(id, rec, &message) != 0) {
+			cause_set(cause, CAUSE_INTERNAL, "sandbox_id", id,
+			    "%s", message);
+			free(message);
+		}
+	}
+	cJSON_Delete(rec);
+	state_unlock(fd);
+	return (cause->kind == CAUSE_NONE ? 0 : -1);
+}
+
+/*
+ * The rest of destroy_sandbox, once sandbox_destroy_claim has made the
+ * record ours: stop and remove the container, remove the state, answer
+ * the record as stopped.
  */
 void
 sandbox_destroy(struct tspan *parent, const char *id, sandbox_cb cb,
     void *arg)
 {
 	struct sandbox_destroy	*sd;
-	const char		*kind, *state;
-	char			*message = NULL, *path;
-	cJSON			*rec, *owner, *cid;
-	int			 fd, busy;
+	struct cause		 cause = { 0 };
+	char			*path;
+	cJSON			*rec, *cid;
 
-	if (sandbox_id_check(id, &kind, &message) != 0) {
-		cb(NULL, kind, message, tool_details("sandbox_id", id), arg);
-		free(message);
-		return;
-	}
-	if ((fd = state_lock(id)) == -1 ||
-	    (rec = state_record_read(id)) == NULL) {
-		state_unlock(fd);
-		xasprintf(&message, "no sandbox %s", id);
-		cb(NULL, TOOL_ERR_NOT_FOUND, message, tool_details("sandbox_id",
-		    id), arg);
-		free(message);
-		return;
-	}
-	state = sandbox_record_state(rec);
-	owner = cJSON_GetObjectItem(rec, "owner");
-	busy = cJSON_IsObject(owner) && state_owner_alive(owner);
-	if (busy && strcmp(state, "creating") == 0)
-		xasprintf(&message, "sandbox %s is still being created;"
-		    " destroy it once create_sandbox has returned", id);
-	else if (busy && strcmp(state, "stopping") == 0)
-		xasprintf(&message, "sandbox %s is already being destroyed",
+	if ((rec = state_record_read(id)) == NULL ||
+	    strcmp(sandbox_record_state(rec), "stopping") != 0 ||
+	    !state_owner_is_self(cJSON_GetObjectItem(rec, "owner"))) {
+		cJSON_Delete(rec);
+		cause_set(&cause, CAUSE_INTERNAL, "sandbox_id", id, "the record"
+		    " of sandbox %s is not being destroyed by this process",
 		    id);
-	else if (busy)
-		xasprintf(&message, "sandbox %s is busy (%s)", id, state);
-	if (message != NULL) {
-		cJSON_Delete(rec);
-		state_unlock(fd);
-		cb(NULL, TOOL_ERR_CONFLICT, message, tool_details("sandbox_id",
-		    id), arg);
-		free(message);
+		cb(NULL, &cause, arg);
+		cause_clear(&cause);
 		return;
 	}
-	sandbox_record_state_set(rec, "stopping", NULL);
-	sandbox_record_set(rec, "owner", state_owner_self());
-	if (state_record_write(id, rec, &message) != 0) {
-		cJSON_Delete(rec);
-		state_unlock(fd);
-		cb(NULL, TOOL_ERR_INTERNAL, message, tool_details("sandbox_id",
-		    id), arg);
-		free(message);
-		return;
-	}
-	state_unlock(fd);
-
-	/* Our sessions and commands in it end first. */
-	rt_sandbox_forget(id);
-	command_forget_sandbox(id);
 
 	sd = xcalloc(1, sizeof *sd);
 	strlcpy(sd->id, id, sizeof sd->id);
@@ -1151,6 +1199,7 @@ static void
 sandbox_lookup_cb(cJSON *reply, const char *error, int status, void *arg)
 {
 	struct sandbox_lookup	*sl = arg;
+	struct cause		 cause = { 0 };
 	cJSON			*result;
 
 	result = cJSON_CreateObject();
@@ -1162,11 +1211,14 @@ sandbox_lookup_cb(cJSON *reply, const char *error, int status, void *arg)
 		cJSON_AddNullToObject(result, "container");
 	else {
 		cJSON_Delete(result);
-		sl->cb(NULL, TOOL_ERR_FAILED, error, NULL, sl->arg);
+		cause_set(&cause, CAUSE_FAILED, "sandbox_id", sl->id, "%s",
+		    error);
+		sl->cb(NULL, &cause, sl->arg);
+		cause_clear(&cause);
 		free(sl);
 		return;
 	}
-	sl->cb(result, NULL, NULL, NULL, sl->arg);
+	sl->cb(result, NULL, sl->arg);
 	free(sl);
 }
 
@@ -1175,11 +1227,15 @@ static void
 sandbox_lookup_disk_cb(const char *error, void *arg)
 {
 	struct sandbox_lookup	*sl = arg;
+	struct cause		 cause = { 0 };
 	char			*path;
 	cJSON			*cid;
 
 	if (error != NULL) {
-		sl->cb(NULL, TOOL_ERR_FAILED, error, NULL, sl->arg);
+		cause_set(&cause, CAUSE_FAILED, "sandbox_id", sl->id, "%s",
+		    error);
+		sl->cb(NULL, &cause, sl->arg);
+		cause_clear(&cause);
 		cJSON_Delete(sl->record);
 		free(sl);
 		return;
@@ -1202,30 +1258,30 @@ void
 sandbox_lookup(const char *id, sandbox_cb cb, void *arg)
 {
 	struct sandbox_lookup	*sl;
-	const char		*kind;
-	char			*message;
+	struct cause		 cause = { 0 };
 	cJSON			*rec, *disk;
 
-	if (sandbox_id_check(id, &kind, &message) != 0) {
-		cb(NULL, kind, message, NULL, arg);
-		free(message);
+	if (sandbox_id_check(id, &cause) != 0) {
+		cb(NULL, &cause, arg);
+		cause_clear(&cause);
 		return;
 	}
 	if ((rec = state_record_read(id)) == NULL) {
-		xasprintf(&message, "no sandbox %s", id);
-		cb(NULL, TOOL_ERR_NOT_FOUND, message, NULL, arg);
-		free(message);
+		cause_set(&cause, CAUSE_NOT_FOUND, "sandbox_id", id, "no"
+		    " sandbox %s", id);
+		cb(NULL, &cause, arg);
+		cause_clear(&cause);
 		return;
 	}
 	disk = cJSON_GetObjectItem(cJSON_GetObjectItem(rec,
 	    "resource_profile"), "disk");
 	if (cJSON_GetNumberValue(disk) > 0 && strcmp(sandbox_record_state(rec),
 	    "ready") == 0 && !disk_exists(id)) {
-		xasprintf(&message, "the disk of sandbox %s is missing (%s);"
-		    " destroy_sandbox removes what is left", id,
-		    sandbox_record_state(rec));
-		cb(NULL, TOOL_ERR_FAILED, message, NULL, arg);
-		free(message);
+		cause_set(&cause, CAUSE_FAILED, "sandbox_id", id, "the disk of"
+		    " sandbox %s is missing (%s); destroy_sandbox removes what"
+		    " is left", id, sandbox_record_state(rec));
+		cb(NULL, &cause, arg);
+		cause_clear(&cause);
 		cJSON_Delete(rec);
 		return;
 	}
@@ -1235,234 +1291,6 @@ sandbox_lookup(const char *id, sandbox_cb cb, void *arg)
 	sl->cb = cb;
 	sl->arg = arg;
 	disk_ensure(id, sandbox_lookup_disk_cb, sl);
-}
-
-static int	sandbox_trash_running;
-static int	sandbox_trash_again;
-
-/* Whether a staging entry (PID-START-...) belongs to a process gone. */
-static int
-sandbox_trash_orphan(const char *name)
-{
-	long			 pid;
-	unsigned long long	 start;
-
-	return (sscanf(name, "%ld-%llu-", &pid, &start) == 2 &&
-	    state_process_start(pid) != start);
-}
-
-/* Child side: remove every entry of a trash directory (or orphans). */
-static void
-sandbox_trash_dir(const char *dir, int orphans, int fd)
-{
-	struct dirent	*de;
-	DIR		*d;
-	char		*path;
-
-	if ((d = opendir(dir)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (orphans && !sandbox_trash_orphan(de->d_name))
-			continue;
-		xasprintf(&path, "%s/%s", dir, de->d_name);
-		if (basecache_remove_tree(path) != 0)
-			dprintf(fd, "cannot remove %s: %s\n", path,
-			    strerror(errno));
-		free(path);
-	}
-	closedir(d);
-}
-
-/* Child side: take down a sandbox's disk and directory (see disk.c). */
-static void
-sandbox_trash_teardown(const char *id, int fd)
-{
-	char	*error = NULL;
-
-	if (disk_teardown(id, &error) != 0) {
-		dprintf(fd, "%s\n", error);
-		free(error);
-	}
-}
-
-/*
- * Child side: name, a file of dir ending in a suffix of slen bytes, has
- * no companion (the same stem ending in pair): path removed first, when
- * given, then what is left of that sandbox taken down.
- */
-static void
-sandbox_trash_unpaired(const char *dir, const char *name, size_t slen,
-    const char *pair, const char *path, int fd)
-{
-	char	*other, *id;
-	size_t	 stem = strlen(name) - slen;
-
-	xasprintf(&other, "%s/%.*s%s", dir, (int)stem, name, pair);
-	if (access(other, F_OK) != 0 && errno == ENOENT &&
-	    (path == NULL || unlink(path) == 0)) {
-		id = xstrndup(name, stem);
-		sandbox_trash_teardown(id, fd);
-		free(id);
-	}
-	free(other);
-}
-
-/*
- * Child side: what is left beside the sandbox directories of a sandbox
- * whose lock is gone (destroyed, or its process killed while it made or
- * removed it). The lock is made first and removed just before the
- * record, and the record is written right after the lock, so an image,
- * a directory or a record without a lock, or a lock without a record
- * for a minute, is such a leftover, as is a record's temporary file
- * that no one writes (records are written under the lock).
- */
-static void
-sandbox_trash_leftover(const char *dir, const char *name, int fd)
-{
-	struct stat	 st;
-	char		*path, *other, *legacy, *id, *p;
-	size_t		 len = strlen(name);
-	int		 lock;
-
-	xasprintf(&path, "%s/%s", dir, name);
-	if (lstat(path, &st) != 0) {
-		free(path);
-		return;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		/* Not a directory of an earlier version, with its record. */
-		xasprintf(&other, "%s.lock", path);
-		xasprintf(&legacy, "%s/record.json", path);
-		if (util_id_valid(name) && access(other, F_OK) != 0 &&
-		    errno == ENOENT && access(legacy, F_OK) != 0 &&
-		    errno == ENOENT)
-			sandbox_trash_teardown(name, fd);
-		free(legacy);
-		free(other);
-		free(path);
-		return;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		free(path);
-		return;
-	}
-	if (len > 4 && strcmp(name + len - 4, ".img") == 0)
-		sandbox_trash_unpaired(dir, name, 4, ".lock", NULL, fd);
-	else if (len > 5 && strcmp(name + len - 5, ".json") == 0)
-		sandbox_trash_unpaired(dir, name, 5, ".lock", path, fd);
-	else if ((p = strstr(name, ".json.tmp-")) != NULL) {
-		id = xstrndup(name, p - name);
-		lock = state_lock(id);	/* none: the sandbox is gone */
-		if (unlink(path) != 0 && errno != ENOENT)
-			dprintf(fd, "cannot remove %s: %s\n", path,
-			    strerror(errno));
-		state_unlock(lock);
-		free(id);
-	} else if (st.st_mtime + 60 > time(NULL))
-		;	/* a create may be under way */
-	else if (len > 5 && strcmp(name + len - 5, ".lock") == 0)
-		sandbox_trash_unpaired(dir, name, 5, ".json", path, fd);
-	free(path);
-}
-
-/*
- * The child: remove the trash (the shared one and each sandbox's own),
- * the staging copies and images of dead owners, and what killed
- * processes left beside the sandbox directories.
- */
-static int
-sandbox_trash_child(void *arg, int fd)
-{
-	struct dirent	*de;
-	DIR		*d;
-	char		*dir, *path;
-
-	dir = state_path("sandboxes/.trash");
-	sandbox_trash_dir(dir, 0, fd);
-	free(dir);
-	dir = state_path("sandboxes/.staging");
-	sandbox_trash_dir(dir, 1, fd);
-	free(dir);
-	dir = state_path("base-cache/.staging");
-	sandbox_trash_dir(dir, 1, fd);
-	free(dir);
-
-	dir = state_path("sandboxes");
-	if ((d = opendir(dir)) == NULL) {
-		free(dir);
-		return (0);
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		sandbox_trash_leftover(dir, de->d_name, fd);
-		if (!util_id_valid(de->d_name))
-			continue;
-		xasprintf(&path, "%s/%s/trash", dir, de->d_name);
-		sandbox_trash_dir(path, 0, fd);
-		free(path);
-	}
-	closedir(d);
-	free(dir);
-	return (0);
-}
-
-static void
-sandbox_trash_done(int status, struct evbuffer *report, void *arg)
-{
-	size_t	len = evbuffer_get_length(report);
-
-	if (len != 0)
-		log_warnx("cleaning the state directory: %.*s", (int)len,
-		    (const char *)evbuffer_pullup(report, len));
-	sandbox_trash_running = 0;
-	if (sandbox_trash_again) {
-		sandbox_trash_again = 0;
-		sandbox_trash_empty();
-	}
-}
-
-static struct event	*sandbox_trash_timer;
-
-static void
-sandbox_trash_timer_cb(evutil_socket_t fd, short events, void *arg)
-{
-	sandbox_trash_empty();
-}
-
-/*
- * Empty the trash a little later: what ends often (sessions) batches its
- * removals, and the process that does them is not forked on the way to
- * an answer.
- */
-void
-sandbox_trash_soon(void)
-{
-	struct timeval	tv = { 0, 200000 };
-
-	if (sandbox_trash_timer == NULL &&
-	    (sandbox_trash_timer = evtimer_new(ev_base,
-	    sandbox_trash_timer_cb, NULL)) == NULL)
-		fatalx("%s: evtimer_new", __func__);
-	if (!evtimer_pending(sandbox_trash_timer, NULL))
-		evtimer_add(sandbox_trash_timer, &tv);
-}
-
-/*
- * Remove what is in the trash (and staging copies whose process is gone)
- * in a child process; runs are coalesced.
- */
-void
-sandbox_trash_empty(void)
-{
-	if (sandbox_trash_running) {
-		sandbox_trash_again = 1;
-		return;
-	}
-	sandbox_trash_running = 1;
-	job_fork("trash", sandbox_trash_child, NULL, sandbox_trash_done, NULL);
 }
 
 static uint64_t	sandbox_recover_listed_ms;
@@ -1487,8 +1315,6 @@ sandbox_list_path(void)
 	free(esc);
 	return (path);
 }
-
-#define SANDBOX_LEASE_MAX	(1024 * 1024)
 
 /*
  * Records against the containers that carry our labels. A record newer
@@ -1568,130 +1394,8 @@ next:
 	}
 }
 
-/*
- * Sessions whose owner has died: their processes ended with it (the
- * lifeline), so only the lease and scratch are left; they go to the
- * trash, and a session.abandoned event says their changes are lost.
- * Half-built layers in staging go too, when no publish holds the lock.
- */
-static void
-sandbox_recover_sessions(const char *id)
-{
-	struct dirent		*de;
-	DIR			*d;
-	char			*dir, *path, *to, *text;
-	cJSON			*lease, *attrs;
-	FILE			*f;
-	struct stat		 st;
-	long			 len, pid;
-	unsigned long long	 start;
-	int			 lock;
-
-	dir = state_path("sandboxes/%s/sessions", id);
-	if ((d = opendir(dir)) != NULL) {
-		while ((de = readdir(d)) != NULL) {
-			if (de->d_name[0] == '.' || !util_id_valid(de->d_name))
-				continue;
-			xasprintf(&path, "%s/%s/lease.json", dir, de->d_name);
-			lease = NULL;
-			/* A lease names every layer: up to ~150 KiB. */
-			if ((f = fopen(path, "re")) != NULL) {
-				text = xmalloc(SANDBOX_LEASE_MAX);
-				len = (long)fread(text, 1,
-				    SANDBOX_LEASE_MAX, f);
-				fclose(f);
-				lease = cJSON_ParseWithLength(text, len);
-				free(text);
-			}
-			free(path);
-			if (lease != NULL && state_owner_alive(
-			    cJSON_GetObjectItem(lease, "owner"))) {
-				cJSON_Delete(lease);
-				continue;
-			}
-			/*
-			 * No lease yet, or one being rewritten in place: a
-			 * session being made, or a kept one taken, right now?
-			 */
-			xasprintf(&path, "%s/%s", dir, de->d_name);
-			if (lease == NULL && stat(path, &st) == 0 &&
-			    st.st_mtime + 30 > time(NULL)) {
-				free(path);
-				continue;
-			}
-			free(path);
-			xasprintf(&path, "%s/%s/lease.json", dir, de->d_name);
-			if (lease == NULL && stat(path, &st) == 0 &&
-			    st.st_mtime + 30 > time(NULL)) {
-				free(path);
-				continue;
-			}
-			free(path);
-			/* Its processes may have been frozen for a publish. */
-			if (cJSON_IsString(cJSON_GetObjectItem(lease, "cgroup")))
-				cgroup_session_abandon(cJSON_GetObjectItem(
-				    lease, "cgroup")->valuestring, de->d_name);
-			cJSON_Delete(lease);
-			xasprintf(&path, "%s/%s", dir, de->d_name);
-			to = state_trash_path(id, de->d_name);
-			if (rename(path, to) == 0) {
-				log_info("recovery: workspace session %s of %s"
-				    " was abandoned by its process; its"
-				    " unpublished changes are discarded",
-				    de->d_name, id);
-				attrs = cJSON_CreateObject();
-				cJSON_AddStringToObject(attrs,
-				    "workspace_session_id", de->d_name);
-				telemetry_event(id, NULL, NULL,
-				    "session.abandoned", attrs);
-			}
-			free(path);
-			free(to);
-		}
-		closedir(d);
-	}
-	free(dir);
-
-	/* Transcripts of processes that have ended: commands/PID-START. */
-	dir = state_path("sandboxes/%s/commands", id);
-	if ((d = opendir(dir)) != NULL) {
-		while ((de = readdir(d)) != NULL) {
-			if (de->d_name[0] == '.' || sscanf(de->d_name,
-			    "%ld-%llu", &pid, &start) != 2 ||
-			    state_process_start(pid) == start)
-				continue;
-			xasprintf(&path, "%s/%s", dir, de->d_name);
-			to = state_trash_path(id, "cmd");
-			if (rename(path, to) != 0)
-				log_warn("recovery: %s", path);
-			free(path);
-			free(to);
-		}
-		closedir(d);
-	}
-	free(dir);
-
-	dir = state_path("sandboxes/%s/stack/staging", id);
-	if ((lock = layer_lock_try(id)) != -1) {
-		if ((d = opendir(dir)) != NULL) {
-			while ((de = readdir(d)) != NULL) {
-				if (de->d_name[0] == '.')
-					continue;
-				xasprintf(&path, "%s/%s", dir, de->d_name);
-				to = state_trash_path(id, "stg");
-				if (rename(path, to) == 0)
-					log_info("recovery: removed the"
-					    " half-built layer %s of %s",
-					    de->d_name, id);
-				free(path);
-				free(to);
-			}
-			closedir(d);
-		}
-		layer_unlock(lock);
-	}
-	free(dir);
-}
+/* What recovers inside each sandbox's directory, from the caller. */
+static void	(*sandbox_recover_inside)(const char *);
 
 /* A disk found not mounted at start is mounted: now recover inside. */
 static void
@@ -1702,34 +1406,37 @@ sandbox_recover_disk_cb(const char *error, void *arg)
 	if (error != NULL)
 		log_warnx("recovery: %s", error);
 	else {
-		sandbox_recover_sessions(id);
-		sandbox_trash_empty();
+		sandbox_recover_inside(id);
+		trash_empty();
 	}
 	free(id);
 }
 
 /*
- * At start: disks not mounted (after a reboot) are mounted,
- * transitions whose process has died become failed, records whose
- * container is missing become failed, containers of ours with no record
- * are reported, and interrupted staging and trash are removed.
- * Published state is never rewritten.
+ * At start: disks not mounted (after a reboot) are mounted, and then
+ * inside(id) recovers what lies in each sandbox's directory (sessions,
+ * transcripts, staging: each beside the format it reads); transitions
+ * whose process has died become failed, records whose container is
+ * missing become failed, containers of ours with no record are
+ * reported, and the trash is emptied. Published state is never
+ * rewritten.
  */
 void
-sandbox_recover(void)
+sandbox_recover(void (*inside)(const char *))
 {
 	cJSON	*rec, *owner;
 	char	**ids, *cause, *path, *why;
 	size_t	 n, i;
 	int	 fd;
 
+	sandbox_recover_inside = inside;
 	ids = state_sandbox_ids(&n);
 	for (i = 0; i < n; i++) {
 		if (disk_exists(ids[i]) && !disk_mounted(ids[i]))
 			disk_ensure(ids[i], sandbox_recover_disk_cb,
 			    xstrdup(ids[i]));
 		else
-			sandbox_recover_sessions(ids[i]);
+			inside(ids[i]);
 		fd = state_lock(ids[i]);
 		rec = state_record_read(ids[i]);
 		owner = cJSON_GetObjectItem(rec, "owner");
@@ -1754,7 +1461,7 @@ sandbox_recover(void)
 		free(ids[i]);
 	}
 	free(ids);
-	sandbox_trash_empty();
+	trash_empty();
 
 	path = sandbox_list_path();
 	sandbox_recover_listed_ms = now_ms();
@@ -1780,6 +1487,7 @@ sandbox_recover(void)
 #define SANDBOX_RECHECK_MS	1000
 
 static struct docker_events	*sandbox_events;
+static sandbox_lost_fn		 sandbox_lost_cb;
 static int			 sandbox_reconcile_running;
 static int			 sandbox_reconcile_again;
 static struct event		*sandbox_recheck_ev;
@@ -1808,18 +1516,18 @@ sandbox_recheck_soon(void)
 
 /*
  * The container cid of sandbox id has died or gone, for why. A ready
- * record of that container becomes failed; this process's sessions and
- * commands in the sandbox end (their commands say why), and what is
- * left in the container's cgroups is killed. A record still being
- * created is looked at again once its create has had time to finish.
+ * record of that container becomes failed; then the watcher's callback
+ * ends this process's sessions and commands in the sandbox (their
+ * commands say why) and kills what is left in the container's cgroups.
+ * A record still being created is looked at again once its create has
+ * had time to finish.
  */
 static void
 sandbox_lost(const char *id, const char *cid, const char *why)
 {
 	cJSON		*rec = NULL, *c, *attrs, *err;
 	const char	*state = "gone", *reason = "sandbox failed";
-	char		*cause, *msg, **procs;
-	size_t		 n;
+	char		*cause, *msg;
 	int		 fd;
 
 	if ((fd = state_lock(id)) != -1)
@@ -1848,7 +1556,7 @@ sandbox_lost(const char *id, const char *cid, const char *why)
 			cJSON_AddStringToObject(attrs, "reason", why);
 			telemetry_event(id, NULL, NULL, "sandbox.failed",
 			    attrs);
-			notice(auth_record_tenant(rec), NOTICE_ERROR,
+			notice(sandbox_record_tenant(rec), NOTICE_ERROR,
 			    "sandbox.failed", id, "sandbox %s failed: %s", id,
 			    why);
 		}
@@ -1869,11 +1577,8 @@ sandbox_lost(const char *id, const char *cid, const char *why)
 	if (msg == NULL)
 		return;
 
-	procs = rt_sandbox_lost(id, reason, msg, &n);
-	command_sandbox_lost(id, msg);
+	sandbox_lost_cb(id, cid, reason, msg);
 	free(msg);
-	if (procs != NULL)
-		sweep_start(id, cid, procs, n);
 }
 
 /* An event of one of our containers. */
@@ -2011,13 +1716,18 @@ sandbox_reconcile(void)
 	free(path);
 }
 
-/* Follow the Engine's events for the containers of our state directory. */
+/*
+ * Follow the Engine's events for the containers of our state directory;
+ * lost(id, container, reason, message) ends what runs in a sandbox whose
+ * container has died (the caller's: the engine above this file).
+ */
 void
-sandbox_watch(void)
+sandbox_watch(sandbox_lost_fn lost)
 {
 	cJSON	*filters, *list;
 	char	*label;
 
+	sandbox_lost_cb = lost;
 	if (sandbox_events != NULL)
 		return;
 	filters = cJSON_CreateObject();

@@ -19,10 +19,15 @@
  * a sandbox's workspace: an overlay whose lower layers are the stack as
  * leased when it began and whose upper directory is its own, in its own
  * mount, PID and (when isolated) network namespaces, built by the
- * sandbox's zygote and served by its init (nsexec.c). This file keeps
- * what the runtime needs of each sandbox: its container's init pid and
- * cgroups, learnt from the Docker Engine once and checked on each use,
- * and the zygote, started on first use and kept while the sandbox is.
+ * sandbox's zygote (zygote.c) and served by its init (nsexec.c).
+ *
+ * A session's state changes only through session_set_state, which logs
+ * old -> new. Commands (command.c) attach to a session as clients: the
+ * session routes its init's messages about a command to that client,
+ * tells every client when the session can no longer run them, and
+ * counts them as what runs in it. A session that ends is freed from the
+ * loop, never under the callback that ended it (session_free_later), so
+ * a chain of callbacks that ends a session can still look at it.
  *
  *	<state>/sandboxes/<id>/sessions/<ws>/lease.json	the lease
  *	<state>/sandboxes/<id>/sessions/<ws>/upper/	the session's changes
@@ -63,15 +68,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "engine.h"
+#include "nsexec.h"
 #include "sandbox-mcp.h"
 
-#define RT_SWEEP_SECONDS	5
+#define SESSION_SWEEP_SECONDS	5
 /* How long a spare is kept for the next automatic session. */
 #define SESSION_KEEP_SECONDS	10
 /* How long a freeze may take before a publish gives up. */
@@ -79,9 +87,45 @@
 /* Descriptors kept back from sessions for everything else. */
 #define SESSION_FD_RESERVE	256
 
-static LIST_HEAD(, rt_sandbox)	rt_sandboxes = LIST_HEAD_INITIALIZER(rt_sandboxes);
+/* A session: see session_use for who may do what with it. */
+struct session {
+	char			 id[17];
+	struct rt_sandbox	*sb;
+	int			 automatic;
+	int			 isolated;
+	enum session_state	 state;
+	struct layer_stack	*lease;
+	char			*lease_text;	/* for the builder to write */
+	char			*dir;
+	pid_t			 init;
+	int			 ctl;		/* the init's control socket */
+	int			 rootfd;	/* its /workspace (O_PATH) */
+	struct event		*ctl_ev;
+	struct zygote_req	*req;		/* the build under way */
+	session_cb		 start_cb;
+	void			*start_arg;
+	struct session_clients	 clients;	/* its running commands */
+	unsigned int		 nclients;
+	int			 publishing;
+	void			(*dead_cb)(struct session *, void *);
+	void			*dead_arg;
+	int			 spare;		/* built ahead, not asked for */
+	struct event		*idle_ev;
+	char			*cgroup;	/* its freezer group */
+	struct event		*freeze_ev;
+	int			 freeze_tries;
+	struct session_publish	*sealing;	/* waits for the seal */
+	int			 freeing;	/* to be freed from the loop */
+	LIST_ENTRY(session)	 entry;
+};
 
-static void	rt_zygote_lost(struct rt_sandbox *, const char *);
+static const char *session_state_names[] = {
+	"starting", "live", "dead", "idle", "ended"
+};
+
+static void	session_set_state(struct session *, enum session_state);
+static cJSON	*session_client_ids(struct session *);
+static void	session_start_fail(struct session *, const char *);
 static void	session_sealed(struct session *, int);
 static void	session_started(struct session *);
 static void	session_unpark(struct session *);
@@ -96,303 +140,11 @@ static unsigned int	 session_count;
 static char		**session_cgroups_left;
 static size_t		 session_ncgroups_left;
 
-struct rt_wait {
-	char		 id[65];
-	char		*tenant;
-	rt_cb		 cb;
-	void		*arg;
-};
-
 struct session_start {
 	struct session	*s;
 	session_cb	 cb;
 	void		*arg;
 };
-
-static void
-rt_sandbox_free_cgroups(struct rt_sandbox *sb)
-{
-	size_t	i;
-
-	for (i = 0; i < sb->ncgroup; i++)
-		free(sb->cgroups[i]);
-	free(sb->cgroups);
-	sb->cgroups = NULL;
-	sb->ncgroup = 0;
-}
-
-/*
- * The cgroup.procs files of a process's cgroups, from /proc/PID/cgroup
- * and the cgroup mounts of /proc/self/mountinfo (v1 hierarchies and the
- * unified one).
- */
-static int
-rt_sandbox_cgroups(struct rt_sandbox *sb, char **cause)
-{
-	FILE		*f, *m;
-	char		 path[64], line[4096], mline[4096], *ctrls, *rel;
-	char		*mp, *fstype, *opts, *tok, *full, *dup, *word;
-	char		*save;
-	int		 match;
-
-	snprintf(path, sizeof path, "/proc/%ld/cgroup", (long)sb->pid);
-	if ((f = fopen(path, "re")) == NULL) {
-		xasprintf(cause, "cannot read %s: %s", path, strerror(errno));
-		return (-1);
-	}
-	rt_sandbox_free_cgroups(sb);
-	while (fgets(line, sizeof line, f) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
-		if ((ctrls = strchr(line, ':')) == NULL)
-			continue;
-		ctrls++;
-		if ((rel = strchr(ctrls, ':')) == NULL)
-			continue;
-		*rel++ = '\0';
-		if ((m = fopen("/proc/self/mountinfo", "re")) == NULL)
-			continue;
-		while (fgets(mline, sizeof mline, m) != NULL) {
-			/* ID PARENT MAJ:MIN ROOT MOUNTPOINT ... - TYPE SRC OPTS */
-			tok = strtok_r(mline, " ", &save);
-			mp = NULL;
-			for (match = 0; tok != NULL && match < 4; match++) {
-				tok = strtok_r(NULL, " ", &save);
-				if (match == 3)
-					mp = tok;
-			}
-			while (tok != NULL && strcmp(tok, "-") != 0)
-				tok = strtok_r(NULL, " ", &save);
-			fstype = strtok_r(NULL, " ", &save);
-			(void)strtok_r(NULL, " ", &save);
-			opts = strtok_r(NULL, " \n", &save);
-			if (mp == NULL || fstype == NULL || opts == NULL)
-				continue;
-			if (*ctrls == '\0') {
-				if (strcmp(fstype, "cgroup2") != 0)
-					continue;
-			} else {
-				if (strcmp(fstype, "cgroup") != 0)
-					continue;
-				/* Every controller of the line in the options. */
-				match = 1;
-				dup = xstrdup(ctrls);
-				for (word = strtok_r(dup, ",", &save);
-				    word != NULL; word = strtok_r(NULL, ",",
-				    &save)) {
-					if (strstr(opts, word) == NULL)
-						match = 0;
-				}
-				free(dup);
-				if (!match)
-					continue;
-			}
-			xasprintf(&full, "%s%s/cgroup.procs", mp, rel);
-			if (access(full, W_OK) == 0) {
-				sb->cgroups = xreallocarray(sb->cgroups,
-				    sb->ncgroup + 1, sizeof *sb->cgroups);
-				sb->cgroups[sb->ncgroup++] = full;
-			} else
-				free(full);
-			break;
-		}
-		fclose(m);
-	}
-	fclose(f);
-	return (0);
-}
-
-static struct rt_sandbox *
-rt_sandbox_find(const char *id)
-{
-	struct rt_sandbox	*sb;
-
-	LIST_FOREACH(sb, &rt_sandboxes, entry) {
-		if (strcmp(sb->id, id) == 0)
-			return (sb);
-	}
-	return (NULL);
-}
-
-static void
-rt_sandbox_inspect_cb(cJSON *result, const char *kind, const char *message,
-    cJSON *details, void *arg)
-{
-	struct rt_wait		*w = arg;
-	struct rt_sandbox	*sb;
-	cJSON			*c, *st, *pid, *id;
-	char			*msg, *cause;
-
-	if (result == NULL) {
-		w->cb(NULL, kind, message, tool_details("sandbox_id", w->id),
-		    w->arg);
-		cJSON_Delete(details);
-		free(w->tenant);
-		free(w);
-		return;
-	}
-	c = cJSON_GetObjectItem(result, "container");
-	st = cJSON_GetObjectItem(c, "State");
-	pid = cJSON_GetObjectItem(st, "Pid");
-	id = cJSON_GetObjectItem(c, "Id");
-	if (!cJSON_IsTrue(cJSON_GetObjectItem(st, "Running")) ||
-	    !cJSON_IsNumber(pid) || pid->valuedouble <= 0 ||
-	    !cJSON_IsString(id)) {
-		xasprintf(&msg, "the container of sandbox %s is %s", w->id,
-		    c == NULL || cJSON_IsNull(c) ? "missing" : "not running");
-		w->cb(NULL, TOOL_ERR_FAILED, msg, tool_details("sandbox_id",
-		    w->id), w->arg);
-		free(msg);
-		cJSON_Delete(result);
-		free(w->tenant);
-		free(w);
-		return;
-	}
-	if ((sb = rt_sandbox_find(w->id)) == NULL) {
-		sb = xcalloc(1, sizeof *sb);
-		strlcpy(sb->id, w->id, sizeof sb->id);
-		sb->zctl = -1;
-		LIST_INIT(&sb->sessions);
-		LIST_INSERT_HEAD(&rt_sandboxes, sb, entry);
-	}
-	free(sb->container);
-	sb->container = xstrdup(id->valuestring);
-	free(sb->tenant);
-	sb->tenant = w->tenant;
-	w->tenant = NULL;
-	if (sb->zjob != NULL && sb->zpid != (pid_t)pid->valuedouble) {
-		/* A new container process: the zygote stood in the old. */
-		job_cancel(sb->zjob);
-		rt_zygote_lost(sb, "the container was restarted");
-	}
-	sb->pid = (pid_t)pid->valuedouble;
-	sb->pid_start = state_process_start(sb->pid);
-	free(sb->freezer);
-	sb->freezer = cgroup_freezer_of(sb->pid);
-	if (rt_sandbox_cgroups(sb, &cause) != 0) {
-		w->cb(NULL, TOOL_ERR_FAILED, cause, tool_details("sandbox_id",
-		    w->id), w->arg);
-		free(cause);
-		sb->pid = 0;
-	} else
-		w->cb(sb, NULL, NULL, NULL, w->arg);
-	cJSON_Delete(result);
-	free(w);
-}
-
-static struct event	*rt_sweep_ev;
-
-/*
- * Every few seconds: a sandbox whose record has gone (another process
- * destroyed it) takes our sessions and zygote in it along.
- */
-static void
-rt_sweep_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct rt_sandbox	*sb;
-	size_t			 i;
-
-	for (i = 0; i < session_ncgroups_left; i++) {
-		if (cgroup_session_remove(session_cgroups_left[i]) != 0)
-			continue;
-		free(session_cgroups_left[i]);
-		session_cgroups_left[i--] =
-		    session_cgroups_left[--session_ncgroups_left];
-	}
-	LIST_FOREACH(sb, &rt_sandboxes, entry) {
-		if (sb->zjob == NULL && LIST_EMPTY(&sb->sessions))
-			continue;
-		if (state_record_gone(sb->id)) {
-			log_info("sandbox %s was destroyed: ending our sessions"
-			    " in it", sb->id);
-			rt_sandbox_forget(sb->id);
-			command_forget_sandbox(sb->id);
-			cgroup_helper_remove(sb->id);
-		}
-	}
-}
-
-static void
-rt_sweep_start(void)
-{
-	struct timeval	tv = { RT_SWEEP_SECONDS, 0 };
-
-	if (rt_sweep_ev != NULL)
-		return;
-	rt_sweep_ev = event_new(ev_base, -1, EV_PERSIST, rt_sweep_cb, NULL);
-	if (rt_sweep_ev == NULL)
-		fatalx("%s: event_new", __func__);
-	evtimer_add(rt_sweep_ev, &tv);
-}
-
-/*
- * The runtime view of a ready sandbox, for a runtime tool: cb(sb) or
- * cb(NULL, kind, message, details). Unknown sandbox: not_found; not
- * ready: operation_failed naming its state.
- */
-void
-rt_sandbox_get(const char *id, rt_cb cb, void *arg)
-{
-	struct rt_sandbox	*sb;
-	struct rt_wait		*w;
-	cJSON			*rec, *state;
-	char			*msg, *tenant;
-
-	rt_sweep_start();
-	if (!util_id_valid(id)) {
-		xasprintf(&msg, "invalid sandbox id: %.80s", id);
-		cb(NULL, TOOL_ERR_INVALID, msg, tool_details("sandbox_id", id),
-		    arg);
-		free(msg);
-		return;
-	}
-	if ((rec = state_record_read(id)) == NULL) {
-		xasprintf(&msg, "no sandbox %s", id);
-		cb(NULL, TOOL_ERR_NOT_FOUND, msg, tool_details("sandbox_id",
-		    id), arg);
-		free(msg);
-		return;
-	}
-	state = cJSON_GetObjectItem(rec, "state");
-	if (!cJSON_IsString(state) || strcmp(state->valuestring, "ready") !=
-	    0) {
-		xasprintf(&msg, "sandbox %s is %s, not ready", id,
-		    cJSON_IsString(state) ? state->valuestring : "unknown");
-		cJSON_Delete(rec);
-		cb(NULL, TOOL_ERR_FAILED, msg, tool_details("sandbox_id", id),
-		    arg);
-		free(msg);
-		return;
-	}
-	tenant = xstrdup(auth_record_tenant(rec));
-	cJSON_Delete(rec);
-	sb = rt_sandbox_find(id);
-	if (sb != NULL && sb->pid > 0 &&
-	    state_process_start(sb->pid) == sb->pid_start) {
-		free(sb->tenant);
-		sb->tenant = tenant;
-		cb(sb, NULL, NULL, NULL, arg);
-		return;
-	}
-	w = xcalloc(1, sizeof *w);
-	w->tenant = tenant;
-	strlcpy(w->id, id, sizeof w->id);
-	w->cb = cb;
-	w->arg = arg;
-	sandbox_lookup(id, rt_sandbox_inspect_cb, w);
-}
-
-/* A session of this process by id, in any state. */
-static struct session *
-session_find_any(struct rt_sandbox *sb, const char *id)
-{
-	struct session	*s;
-
-	LIST_FOREACH(s, &sb->sessions, entry) {
-		if (strcmp(s->id, id) == 0)
-			return (s);
-	}
-	return (NULL);
-}
 
 /* A live session of this process by id, or NULL. */
 struct session *
@@ -408,9 +160,134 @@ session_find(struct rt_sandbox *sb, const char *id)
 	return (NULL);
 }
 
+const char *
+session_id(struct session *s)
+{
+	return (s->id);
+}
+
+int
+session_isolated(struct session *s)
+{
+	return (s->isolated);
+}
+
+/* The manifest version of the stack the session stands on. */
+int
+session_base_version(struct session *s)
+{
+	return (s->lease->version);
+}
+
+/* The session's /workspace (O_PATH), or -1 once its view is gone. */
+int
+session_rootfd(struct session *s)
+{
+	return (s->rootfd);
+}
+
+/*
+ * The live session id names in sb, ready for a use, or NULL with a
+ * cause. The one rule for every tool that names a session:
+ *
+ *	read	its view is open: live, or an automatic session whose
+ *		processes are gone and whose publish is under way (its view
+ *		goes when the publish is visible, not before);
+ *	change	as read, and not being published;
+ *	exec	as read without needing the view, and not being published
+ *		nor finishing (an automatic session whose last command is
+ *		ending is not joined);
+ *	end	(publish or destroy) found at all, managed, with no command
+ *		running and no publish under way.
+ */
+struct session *
+session_use(struct rt_sandbox *sb, const char *id, enum session_use use,
+    struct cause *cause)
+{
+	struct session	*s;
+	int		 open;
+
+	s = session_find(sb, id);
+	open = s != NULL && (s->state == SESSION_LIVE ||
+	    (s->state == SESSION_DEAD && s->publishing)) &&
+	    (use == SESSION_USE_EXEC || s->rootfd != -1);
+	if (s == NULL || (use != SESSION_USE_END && !open)) {
+		cause_set(cause, CAUSE_NOT_FOUND, "workspace_session_id", id,
+		    "no workspace session %s in sandbox %s (it ended, or"
+		    " another process owns it)", id, sb->id);
+		return (NULL);
+	}
+	switch (use) {
+	case SESSION_USE_READ:
+		return (s);
+	case SESSION_USE_CHANGE:
+	case SESSION_USE_EXEC:
+		if (s->publishing || (use == SESSION_USE_EXEC &&
+		    s->dead_cb != NULL)) {
+			cause_set(cause, CAUSE_CONFLICT,
+			    "workspace_session_id", id, "workspace session %s"
+			    " is being published", id);
+			return (NULL);
+		}
+		return (s);
+	case SESSION_USE_END:
+		if (s->nclients > 0) {
+			cause_set(cause, CAUSE_CONFLICT,
+			    "workspace_session_id", id, "workspace session %s"
+			    " has commands running", id);
+			cause_detail_item(cause, "running_commands",
+			    session_client_ids(s));
+		} else if (s->publishing)
+			cause_set(cause, CAUSE_CONFLICT,
+			    "workspace_session_id", id, "workspace session %s"
+			    " is already being published", id);
+		else if (s->automatic)
+			cause_set(cause, CAUSE_CONFLICT,
+			    "workspace_session_id", id, "workspace session %s"
+			    " is automatic: it publishes when its last command"
+			    " ends", id);
+		else
+			return (s);
+		return (NULL);
+	}
+	fatalx("%s: use %d", __func__, use);
+}
+
+/* Change a session's state: the one place, logged old -> new. */
+static void
+session_set_state(struct session *s, enum session_state state)
+{
+	if (s->state == state)
+		return;
+	log_trace(TRACE_JOB, "session %s %s -> %s", s->id,
+	    session_state_names[s->state], session_state_names[state]);
+	s->state = state;
+}
+
+static struct event	*session_sweep_ev;
+
+/* Every few seconds: freezer groups whose last processes have gone. */
+static void
+session_sweep_cb(evutil_socket_t fd, short events, void *arg)
+{
+	size_t	i;
+
+	for (i = 0; i < session_ncgroups_left; i++) {
+		if (cgroup_session_remove(session_cgroups_left[i]) != 0)
+			continue;
+		free(session_cgroups_left[i]);
+		session_cgroups_left[i--] =
+		    session_cgroups_left[--session_ncgroups_left];
+	}
+	if (session_ncgroups_left == 0)
+		evtimer_del(session_sweep_ev);
+}
+
 static void
 session_free(struct session *s)
 {
+	struct timeval	tv = { SESSION_SWEEP_SECONDS, 0 };
+
 	session_count--;
 	if (s->cgroup != NULL && cgroup_session_remove(s->cgroup) != 0) {
 		/* Its last processes are on their way out: later. */
@@ -418,6 +295,11 @@ session_free(struct session *s)
 		    session_ncgroups_left + 1, sizeof *session_cgroups_left);
 		session_cgroups_left[session_ncgroups_left++] = s->cgroup;
 		s->cgroup = NULL;
+		if (session_sweep_ev == NULL && (session_sweep_ev = event_new(
+		    ev_base, -1, EV_PERSIST, session_sweep_cb, NULL)) == NULL)
+			fatalx("%s: event_new", __func__);
+		if (!evtimer_pending(session_sweep_ev, NULL))
+			evtimer_add(session_sweep_ev, &tv);
 	}
 	free(s->cgroup);
 	if (s->freeze_ev != NULL)
@@ -430,11 +312,36 @@ session_free(struct session *s)
 		close(s->ctl);
 	if (s->rootfd != -1)
 		close(s->rootfd);
+	zygote_cancel(s->req);
 	LIST_REMOVE(s, entry);
 	layer_stack_free(s->lease);
 	free(s->lease_text);
 	free(s->dir);
 	free(s);
+}
+
+static void
+session_free_cb(evutil_socket_t fd, short events, void *arg)
+{
+	session_free(arg);
+}
+
+/*
+ * Free an ended session from the loop, not now: whatever callback chain
+ * ended it may still look at it on the way back (tmux frees its clients
+ * the same way).
+ */
+static void
+session_free_later(struct session *s)
+{
+	struct timeval	tv = { 0, 0 };
+
+	if (s->freeing)
+		return;
+	s->freeing = 1;
+	if (event_base_once(ev_base, -1, EV_TIMEOUT, session_free_cb, s,
+	    &tv) != 0)
+		fatalx("%s: event_base_once", __func__);
 }
 
 /* Remove the scratch once the init is gone (rename now, rm in a child). */
@@ -447,27 +354,118 @@ session_trash(struct session *s)
 	if (rename(s->dir, to) != 0 && errno != ENOENT)
 		log_warn("cannot remove %s", s->dir);
 	free(to);
-	sandbox_trash_soon();
+	trash_soon();
 }
 
 /* An ended session goes once its init is gone and no command runs. */
 static void
 session_maybe_free(struct session *s)
 {
-	if (s->state != SESSION_ENDED || s->init > 0 || s->commands > 0 ||
-	    s->publishing)
+	if (s->state != SESSION_ENDED || s->init > 0 || s->nclients > 0 ||
+	    s->publishing || s->freeing)
 		return;
 	session_trash(s);
-	session_free(s);
+	session_free_later(s);
 }
 
-/* A command of the session has finished. */
+/*
+ * A command attaches to the session it runs in: it hears its init's
+ * messages about it (message), and that the session can no longer run
+ * it (gone, with why or NULL); while attached it counts as running.
+ */
 void
-session_command_done(struct session *s)
+session_attach(struct session *s, struct session_client *sc)
 {
-	if (s->commands > 0)
-		s->commands--;
+	LIST_INSERT_HEAD(&s->clients, sc, entry);
+	s->nclients++;
+}
+
+/* The command has finished: it no longer holds the session. */
+void
+session_detach(struct session *s, struct session_client *sc)
+{
+	LIST_REMOVE(sc, entry);
+	s->nclients--;
 	session_maybe_free(s);
+}
+
+/* Tell every attached command the session cannot run it any more. */
+static void
+session_clients_gone(struct session *s, const char *why)
+{
+	struct session_client	*sc;
+	int			 told = 0;
+
+	/* A client told may detach itself: the list is walked again. */
+	for (;;) {
+		LIST_FOREACH(sc, &s->clients, entry) {
+			if (!sc->told)
+				break;
+		}
+		if (sc == NULL)
+			break;
+		sc->told = 1;
+		told++;
+		sc->gone(sc, why);
+	}
+	LIST_FOREACH(sc, &s->clients, entry)
+		sc->told = 0;
+	if (told > 0)
+		log_debug("session %s: %d commands told it is gone", s->id,
+		    told);
+}
+
+/* The running commands of a session, by id (for refusals). */
+static cJSON *
+session_client_ids(struct session *s)
+{
+	struct session_client	*sc;
+	cJSON			*a;
+
+	a = cJSON_CreateArray();
+	LIST_FOREACH(sc, &s->clients, entry)
+		cJSON_AddItemToArray(a, cJSON_CreateString(sc->id));
+	return (a);
+}
+
+/*
+ * Send a message to the session's init for a command: 0, or -1 when it
+ * cannot be sent (the session has ended, errno set).
+ */
+int
+session_send(struct session *s, enum nsexec_type type, const char **f,
+    int nf, const int *fds, int nfds)
+{
+	if (s->ctl == -1) {
+		errno = EPIPE;
+		return (-1);
+	}
+	return (nsexec_msg_send(s->ctl, type, f, nf, fds, nfds));
+}
+
+int
+session_automatic(struct session *s)
+{
+	return (s->automatic);
+}
+
+/* How many commands hold the session. */
+unsigned int
+session_clients(struct session *s)
+{
+	return (s->nclients);
+}
+
+int
+session_ended(struct session *s)
+{
+	return (s->state == SESSION_ENDED);
+}
+
+struct rt_sandbox *
+session_sandbox(struct session *s)
+{
+	return (s->sb);
 }
 
 /* The init has exited (killed by us, or the container went away). */
@@ -485,7 +483,7 @@ session_init_died(int status, void *arg)
 		return;
 	}
 	if (s->state != SESSION_ENDED)
-		s->state = SESSION_DEAD;
+		session_set_state(s, SESSION_DEAD);
 	if (cb != NULL) {
 		s->dead_cb = NULL;
 		cb(s, s->dead_arg);
@@ -502,11 +500,9 @@ void
 session_when_dead(struct session *s, void (*cb)(struct session *, void *),
     void *arg)
 {
-	const char	*out[1] = { "finish" };
-
 	if (s->init <= 0) {
 		if (s->state == SESSION_LIVE)
-			s->state = SESSION_DEAD;
+			session_set_state(s, SESSION_DEAD);
 		cb(s, arg);
 		return;
 	}
@@ -517,7 +513,7 @@ session_when_dead(struct session *s, void (*cb)(struct session *, void *),
 	 * the namespaces' teardown) comes later, off the caller's path. If
 	 * it cannot be asked, kill it and wait for it.
 	 */
-	if (s->ctl == -1 || nsexec_send(s->ctl, out, 1, NULL, 0) != 0)
+	if (session_send(s, NSEXEC_FINISH, NULL, 0, NULL, 0) != 0)
 		kill(s->init, SIGKILL);
 }
 
@@ -530,7 +526,7 @@ session_finished(struct session *s)
 	if (cb == NULL)
 		return;
 	if (s->state == SESSION_LIVE)
-		s->state = SESSION_DEAD;
+		session_set_state(s, SESSION_DEAD);
 	s->dead_cb = NULL;
 	cb(s, s->dead_arg);
 }
@@ -543,7 +539,7 @@ session_unpark(struct session *s)
 		return;
 	evtimer_del(s->idle_ev);
 	s->sb->nidle--;
-	s->state = SESSION_DEAD;
+	session_set_state(s, SESSION_DEAD);
 }
 
 static void
@@ -583,7 +579,7 @@ session_keep(struct session *s)
 {
 	struct timeval	tv = { SESSION_KEEP_SECONDS, 0 };
 
-	s->state = SESSION_IDLE;
+	session_set_state(s, SESSION_IDLE);
 	s->sb->nidle++;
 	if (s->idle_ev == NULL &&
 	    (s->idle_ev = evtimer_new(ev_base, session_idle_cb, s)) == NULL)
@@ -640,7 +636,7 @@ session_prepare(struct rt_sandbox *sb)
 	if (want > session_pool_max())
 		want = session_pool_max();
 	while (have < want && building < session_build_max() &&
-	    session_full(sb, NULL, NULL) == 0) {
+	    session_full(sb, NULL) == 0) {
 		session_new(sb, 1, 0, NULL, NULL, NULL, 1);
 		have++;
 		building++;
@@ -649,11 +645,13 @@ session_prepare(struct rt_sandbox *sb)
 }
 
 /*
- * End a session: kill everything in it; once its init is gone, remove
- * its scratch. Its changes, if not published, are lost.
+ * End a session for why: kill everything in it; once its init is gone,
+ * remove its scratch. Its changes, if not published, are lost. The
+ * commands still attached are told (with message, or NULL) that it can
+ * no longer run them.
  */
-void
-session_end(struct session *s, const char *why)
+static void
+session_end_for(struct session *s, const char *why, const char *message)
 {
 	cJSON	*attrs;
 
@@ -674,7 +672,7 @@ session_end(struct session *s, const char *why)
 		    attrs);
 		log_debug("session %s ended reason=%s", s->id, why);
 	}
-	s->state = SESSION_ENDED;
+	session_set_state(s, SESSION_ENDED);
 	if (s->rootfd != -1) {
 		close(s->rootfd);
 		s->rootfd = -1;
@@ -689,6 +687,7 @@ session_end(struct session *s, const char *why)
 	}
 	/* A publish waiting for the seal goes on, copying. */
 	session_sealed(s, 0);
+	session_clients_gone(s, message);
 	if (s->init > 0) {
 		kill(s->init, SIGKILL);
 		return;		/* session_init_died finishes */
@@ -696,382 +695,123 @@ session_end(struct session *s, const char *why)
 	session_maybe_free(s);
 }
 
-/*
- * A sandbox is being destroyed: end every session this process has in
- * it and forget what we knew of its container.
- */
 void
-rt_sandbox_forget(const char *id)
+session_end(struct session *s, const char *why)
 {
-	struct rt_sandbox	*sb;
-	struct session		*s, *s1;
-
-	if ((sb = rt_sandbox_find(id)) == NULL)
-		return;
-	LIST_FOREACH_SAFE(s, &sb->sessions, entry, s1) {
-		if (s->state != SESSION_STARTING)
-			session_end(s, "sandbox destroyed");
-	}
-	if (sb->zjob != NULL)
-		job_cancel(sb->zjob);
-	rt_zygote_lost(sb, "the sandbox is being destroyed");
-	sb->pid = 0;
+	session_end_for(s, why, NULL);
 }
 
 /*
- * The container of a sandbox has died: end every session this process
- * has in it, for reason (the PID namespace of each session's init takes
- * all of the session's processes along), and its zygote (sessions being
- * made fail with why), and forget the container. The container's
- * cgroups, as cgroup.procs paths, are handed to the caller (who frees
- * them; NULL when none were learnt), so that whatever is left in them
- * can be killed.
+ * A sandbox is being destroyed, or its container has died: end every
+ * session this process has in it, for reason (the PID namespace of each
+ * session's init takes all of the session's processes along; their
+ * commands end with message), and its zygote (sessions being made fail
+ * with message), and forget the container. The container's cgroups, as
+ * cgroup.procs paths, are handed to the caller (who frees them; NULL
+ * when none were learnt), so that whatever is left in them can be
+ * killed.
  */
 char **
-rt_sandbox_lost(const char *id, const char *reason, const char *why,
+session_forget(const char *id, const char *reason, const char *message,
     size_t *n)
 {
 	struct rt_sandbox	*sb;
 	struct session		*s, *s1;
-	char			**cgroups;
 
 	*n = 0;
-	if ((sb = rt_sandbox_find(id)) == NULL)
+	if ((sb = zygote_find(id)) == NULL)
 		return (NULL);
 	LIST_FOREACH_SAFE(s, &sb->sessions, entry, s1) {
 		if (s->state != SESSION_STARTING)
-			session_end(s, reason);
+			session_end_for(s, reason, message);
 	}
-	if (sb->zjob != NULL)
-		job_cancel(sb->zjob);
-	rt_zygote_lost(sb, why);
-	sb->pid = 0;
-	cgroups = sb->cgroups;
-	*n = sb->ncgroup;
-	sb->cgroups = NULL;
-	sb->ncgroup = 0;
-	return (cgroups);
+	return (zygote_forget(sb, message, n));
 }
 
-static int	rt_zygote_send(struct rt_sandbox *, struct session *);
-static void	rt_zygote_wait(struct rt_sandbox *);
-static void	rt_zygote_write_cb(evutil_socket_t, short, void *);
-static void	session_start_fail(struct session *, const char *);
-
-static int	rt_state_fd = -1;
-
-/* A descriptor of the state directory, for zygotes to build from. */
-static int
-rt_state_dir(void)
-{
-	if (rt_state_fd == -1)
-		rt_state_fd = open(cfg->state_dir, O_RDONLY | O_DIRECTORY |
-		    O_CLOEXEC);
-	return (rt_state_fd);
-}
-
-/* Messages from a session's init: command pids, exits and errors. */
+/*
+ * Messages from a session's init: its root, its commands' pids, exits
+ * and errors, the seal and the finish. A message it should not send
+ * ends the session: its init is not ours to trust.
+ */
 static void
 session_ctl_cb(evutil_socket_t fd, short events, void *arg)
 {
-	struct session	*s = arg;
-	char		*buf, *f[NSEXEC_FIELDS_MAX];
-	int		 nf, fds[NSEXEC_FDS_MAX], nfds, i;
+	struct session		*s = arg;
+	struct session_client	*sc;
+	struct nsexec_msg	 m;
+	char			*buf;
+	int			 r;
 
+	/*
+	 * An init that has died since it wrote is reaped first, so that
+	 * what it said (a command's exit, say) is acted on knowing it is
+	 * gone, whatever order the loop saw the two in.
+	 */
+	if (s->init > 0 && (s->state == SESSION_LIVE ||
+	    s->state == SESSION_DEAD))
+		job_reap_pid(s->init);
 	buf = xmalloc(4096);
-	for (;;) {
-		nf = nsexec_recv(fd, buf, 4096, f, fds, &nfds);
-		if (nf == 1 && strcmp(f[0], "root") == 0 && nfds == 1 &&
-		    s->rootfd == -1) {
-			s->rootfd = fds[0];
-			nfds = 0;
-			if (s->state == SESSION_STARTING && s->init > 0)
-				session_started(s);
-			if (s->ctl_ev == NULL)
-				break;		/* it ended at once */
-			continue;
-		}
-		for (i = 0; i < nfds; i++)
-			close(fds[i]);
-		if (nf == 2 && strcmp(f[0], "sealed") == 0) {
-			session_sealed(s, strcmp(f[1], "1") == 0);
-			if (s->ctl_ev == NULL)
-				break;		/* the session ended */
-			continue;
-		}
-		if (nf >= 1 && strcmp(f[0], "finished") == 0) {
-			session_finished(s);
-			if (s->ctl_ev == NULL)
-				break;		/* the session was freed */
-			continue;
-		}
-		if (nf > 0) {
-			command_session_message(s, f, nf);
-			continue;
-		}
-		if (nf == -1 && errno == EAGAIN)
+	while (s->ctl == fd) {
+		r = nsexec_msg_recv(fd, buf, 4096, &m);
+		if (r == -1 && errno == EAGAIN)
 			break;
+		if (r == 1) {
+			switch (m.type) {
+			case NSEXEC_ROOT:
+				if (s->rootfd != -1)
+					goto protocol;
+				s->rootfd = m.fds[0];
+				m.fds[0] = -1;
+				if (s->state == SESSION_STARTING && s->init > 0)
+					session_started(s);
+				break;
+			case NSEXEC_SEALED:
+				session_sealed(s, strcmp(m.f[0], "1") == 0);
+				break;
+			case NSEXEC_FINISHED:
+				session_finished(s);
+				break;
+			case NSEXEC_PID:
+			case NSEXEC_EXIT:
+			case NSEXEC_ERROR:
+				LIST_FOREACH(sc, &s->clients, entry) {
+					if (strcmp(sc->id, m.f[0]) == 0)
+						break;
+				}
+				/* One that ended meanwhile is not heard. */
+				if (sc != NULL)
+					sc->message(sc, &m);
+				break;
+			default:
+				goto protocol;
+			}
+			nsexec_msg_close(&m);
+			continue;
+		}
+		if (r == -1) {
+protocol:
+			nsexec_msg_close(&m);
+			log_warnx("session %s: its init broke the protocol (%s"
+			    " message): ending it", s->id, r == -1 ?
+			    "malformed" : nsexec_type_name(m.type));
+			if (s->init > 0)
+				kill(s->init, SIGKILL);
+		}
 		/* The init is gone: its commands went with it. */
 		event_free(s->ctl_ev);
 		s->ctl_ev = NULL;
 		close(s->ctl);
 		s->ctl = -1;
 		if (s->state == SESSION_STARTING) {
-			free(buf);
 			session_start_fail(s, "the session's init ended");
-			return;
+			break;
 		}
 		/* A publish waiting for the seal goes on, copying. */
 		session_sealed(s, 0);
-		command_session_gone(s);
+		session_clients_gone(s, NULL);
 		break;
 	}
 	free(buf);
-}
-
-/* Forget the zygote: its sessions in the making fail. */
-static void
-rt_zygote_lost(struct rt_sandbox *sb, const char *why)
-{
-	struct session	*s, *s1;
-
-	if (sb->zev != NULL) {
-		event_free(sb->zev);
-		sb->zev = NULL;
-	}
-	if (sb->zwev != NULL) {
-		event_free(sb->zwev);
-		sb->zwev = NULL;
-	}
-	if (sb->zctl != -1) {
-		close(sb->zctl);
-		sb->zctl = -1;
-	}
-	sb->zready = 0;
-	sb->zjob = NULL;
-	LIST_FOREACH_SAFE(s, &sb->sessions, entry, s1) {
-		if (s->state == SESSION_STARTING)
-			session_start_fail(s, why);
-	}
-}
-
-/* The zygote's answers to "session" requests. */
-static void
-rt_zygote_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct rt_sandbox	*sb = arg;
-	struct session		*s;
-	char			 buf[4096], *f[NSEXEC_FIELDS_MAX], *msg;
-	const char		*errstr;
-	int			 nf, fds[NSEXEC_FDS_MAX], nfds, i;
-
-	for (;;) {
-		nf = nsexec_recv(fd, buf, sizeof buf, f, fds, &nfds);
-		for (i = 0; i < nfds; i++)
-			close(fds[i]);
-		if (nf == -1 && errno == EAGAIN)
-			return;
-		if (nf <= 0) {
-			rt_zygote_lost(sb, "the sandbox's zygote ended");
-			return;
-		}
-		if (nf != 4 || strcmp(f[0], "session") != 0)
-			continue;
-		s = session_find_any(sb, f[1]);
-		if (s == NULL || s->state != SESSION_STARTING)
-			continue;
-		if (strcmp(f[2], "ok") != 0) {
-			xasprintf(&msg, "%s", f[3]);
-			session_start_fail(s, msg);
-			free(msg);
-			continue;
-		}
-		s->init = (pid_t)strtonum(f[3], 1, INT32_MAX, &errstr);
-		if (errstr != NULL) {
-			session_start_fail(s, "the zygote gave a bad pid");
-			continue;
-		}
-		if (s->rootfd != -1)
-			session_started(s);
-	}
-}
-
-static void
-rt_zygote_line(const char *line, void *arg)
-{
-	struct rt_sandbox	*sb = arg;
-
-	if (strcmp(line, "ready") == 0) {
-		sb->zready = 1;
-		rt_zygote_write_cb(-1, 0, sb);
-	} else if (strncmp(line, "error ", 6) == 0)
-		rt_zygote_lost(sb, line + 6);
-}
-
-static void
-rt_zygote_done(int status, struct evbuffer *report, void *arg)
-{
-	struct rt_sandbox	*sb = arg;
-
-	log_trace(TRACE_JOB, "zygote of %s exited status=%d", sb->id, status);
-	rt_zygote_lost(sb, "the sandbox's zygote ended");
-}
-
-/* Start the sandbox's zygote (sessions wait until it is ready). */
-static int
-rt_zygote_start(struct rt_sandbox *sb, char **cause)
-{
-	struct nsexec_zygote	 z;
-	int			 sv[2], keep[2], sndbuf = NSEXEC_MSG_MAX * 4;
-
-	if (rt_state_dir() == -1) {
-		xasprintf(cause, "cannot open %s: %s", cfg->state_dir,
-		    strerror(errno));
-		return (-1);
-	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-		xasprintf(cause, "socketpair: %s", strerror(errno));
-		return (-1);
-	}
-	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-	memset(&z, 0, sizeof z);
-	z.container_pid = sb->pid;
-	z.cgroup_procs = sb->cgroups;
-	z.ncgroup = sb->ncgroup;
-	z.argv0 = nsexec_argv(&z.argv_len);
-	keep[0] = rt_state_dir();
-	keep[1] = sv[1];
-	sb->zjob = job_fork_keep("zygote", nsexec_zygote, &z, keep, 2,
-	    rt_zygote_done, sb);
-	job_on_line(sb->zjob, rt_zygote_line, sb);
-	close(sv[1]);
-	sb->zctl = sv[0];
-	util_set_nonblock(sb->zctl);
-	sb->zpid = sb->pid;
-	sb->zev = event_new(ev_base, sb->zctl, EV_READ | EV_PERSIST,
-	    rt_zygote_cb, sb);
-	if (sb->zev == NULL)
-		fatalx("%s: event_new", __func__);
-	event_add(sb->zev, NULL);
-	return (0);
-}
-
-/* A path under the state directory, relative to it, for the zygote. */
-static const char *
-rt_relative(const char *path)
-{
-	size_t	len = strlen(cfg->state_dir);
-
-	if (strncmp(path, cfg->state_dir, len) == 0 && path[len] == '/')
-		return (path + len + 1);
-	return (NULL);
-}
-
-/* The zygote's socket has room again: send what waits, in order. */
-static void
-rt_zygote_write_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct rt_sandbox	*sb = arg;
-	struct session		*s, **pending = NULL;
-	size_t			 n = 0, i;
-
-	/* Oldest first: the list holds the newest at its head. */
-	LIST_FOREACH(s, &sb->sessions, entry) {
-		if (s->state == SESSION_STARTING && !s->requested) {
-			pending = xreallocarray(pending, n + 1,
-			    sizeof *pending);
-			pending[n++] = s;
-		}
-	}
-	for (i = n; i > 0; i--) {
-		if (rt_zygote_send(sb, pending[i - 1]) == 1)
-			break;		/* full again: wait again */
-	}
-	free(pending);
-}
-
-/* Wait until the zygote's socket can take another request. */
-static void
-rt_zygote_wait(struct rt_sandbox *sb)
-{
-	if (sb->zwev == NULL && (sb->zwev = event_new(ev_base, sb->zctl,
-	    EV_WRITE, rt_zygote_write_cb, sb)) == NULL)
-		fatalx("%s: event_new", __func__);
-	if (!event_pending(sb->zwev, EV_WRITE, NULL))
-		event_add(sb->zwev, NULL);
-}
-
-/*
- * Ask the zygote for the session, passing it its control socket: 0 when
- * asked, 1 when it must wait for room, -1 when the session failed (and
- * is gone).
- */
-static int
-rt_zygote_send(struct rt_sandbox *sb, struct session *s)
-{
-	const char	*f[NSEXEC_FIELDS_MAX];
-	char		*dir, *procs = NULL;
-	int		 sv[2], nf = 0, sndbuf = NSEXEC_MSG_MAX * 2;
-	size_t		 i;
-
-	s->requested = 1;
-	if (s->lease->n + 6 > NSEXEC_FIELDS_MAX) {
-		session_start_fail(s, "the layer stack is too deep for a"
-		    " session; squash it");
-		return (-1);
-	}
-	xasprintf(&dir, "sandboxes/%s/sessions/%s", sb->id, s->id);
-	f[nf++] = "session";
-	f[nf++] = s->id;
-	f[nf++] = s->isolated ? "1" : "0";
-	if (s->cgroup != NULL)
-		xasprintf(&procs, "%s/cgroup.procs", s->cgroup);
-	f[nf++] = procs != NULL ? procs : "";
-	f[nf++] = dir;
-	f[nf++] = s->lease_text;
-	for (i = 0; i < s->lease->n; i++) {
-		if ((f[nf++] = rt_relative(s->lease->paths[i])) == NULL) {
-			free(dir);
-			free(procs);
-			session_start_fail(s, "a layer lies outside the state"
-			    " directory");
-			return (-1);
-		}
-	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-		free(dir);
-		free(procs);
-		session_start_fail(s, strerror(errno));
-		return (-1);
-	}
-	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-	if (nsexec_send(sb->zctl, f, nf, &sv[1], 1) != 0) {
-		close(sv[0]);
-		close(sv[1]);
-		free(dir);
-		free(procs);
-		if (errno == EAGAIN) {
-			/* The zygote is behind: send it when it has room. */
-			s->requested = 0;
-			rt_zygote_wait(sb);
-			return (1);
-		}
-		session_start_fail(s, strerror(errno));
-		return (-1);
-	}
-	close(sv[1]);
-	free(dir);
-	free(procs);
-	free(s->lease_text);
-	s->lease_text = NULL;
-	s->ctl = sv[0];
-	util_set_nonblock(s->ctl);
-	s->ctl_ev = event_new(ev_base, s->ctl, EV_READ | EV_PERSIST,
-	    session_ctl_cb, s);
-	if (s->ctl_ev == NULL)
-		fatalx("%s: event_new", __func__);
-	event_add(s->ctl_ev, NULL);
-	return (0);
 }
 
 /* The session could not be made: answer its creator and clean up. */
@@ -1080,11 +820,11 @@ session_start_fail(struct session *s, const char *why)
 {
 	session_cb	 cb = s->start_cb;
 	void		*arg = s->start_arg;
-	char		*msg;
+	struct cause	 cause = { 0 };
 
-	xasprintf(&msg, "cannot start a workspace session in sandbox %s: %s",
-	    s->sb->id, why);
-	log_warnx("%s", msg);
+	cause_set(&cause, CAUSE_FAILED, "sandbox_id", s->sb->id, "cannot"
+	    " start a workspace session in sandbox %s: %s", s->sb->id, why);
+	log_warnx("%s", cause.message);
 	if (s->ctl_ev != NULL) {
 		event_free(s->ctl_ev);
 		s->ctl_ev = NULL;
@@ -1093,14 +833,16 @@ session_start_fail(struct session *s, const char *why)
 		close(s->ctl);
 		s->ctl = -1;
 	}
-	s->state = SESSION_ENDED;
+	session_set_state(s, SESSION_ENDED);
 	/* The container may have been replaced: learn it again. */
 	s->sb->pid = 0;
+	zygote_cancel(s->req);
+	s->req = NULL;
 	session_trash(s);
-	session_free(s);
+	session_free_later(s);
 	if (cb != NULL)
-		cb(NULL, TOOL_ERR_FAILED, msg, arg);
-	free(msg);
+		cb(NULL, &cause, arg);
+	cause_clear(&cause);
 }
 
 /* The session is live: say so, and to whom asked for it. */
@@ -1109,7 +851,7 @@ session_live(struct session *s)
 {
 	cJSON	*attrs;
 
-	s->state = SESSION_LIVE;
+	session_set_state(s, SESSION_LIVE);
 	attrs = cJSON_CreateObject();
 	cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
 	cJSON_AddStringToObject(attrs, "network_profile", s->isolated ?
@@ -1117,7 +859,7 @@ session_live(struct session *s)
 	cJSON_AddNumberToObject(attrs, "base_manifest_version",
 	    s->lease->version);
 	telemetry_event(s->sb->id, NULL, NULL, "session.created", attrs);
-	s->start_cb(s, NULL, NULL, s->start_arg);
+	s->start_cb(s, NULL, s->start_arg);
 }
 
 /* The init is up: the session is live. */
@@ -1189,14 +931,6 @@ session_reuse(struct rt_sandbox *sb, struct layer_stack *head,
 	return (1);
 }
 
-/* Whether two sandboxes belong to the same tenant. */
-int
-rt_sandbox_same_tenant(struct rt_sandbox *a, struct rt_sandbox *b)
-{
-	return (a->tenant != NULL && b->tenant != NULL &&
-	    strcmp(a->tenant, b->tenant) == 0);
-}
-
 /* Sessions of a sandbox that count against the limits (spares do not). */
 static unsigned int
 session_counted(struct rt_sandbox *sb)
@@ -1215,12 +949,12 @@ session_counted(struct rt_sandbox *sb)
 /*
  * Whether a sandbox can take no more sessions of this process: at most
  * sessions-per-sandbox in it, sessions-per-tenant in its tenant's, and
- * sessions-total in all (fewer when the
- * descriptors we may open would not serve that many: each session holds
- * two). 0, or 1 with the limit's name and a message when asked.
+ * sessions-total in all (fewer when the descriptors we may open would
+ * not serve that many: each session holds two). 0, or 1 with a
+ * server_busy cause (details: the limit and the sandbox) when asked.
  */
 int
-session_full(struct rt_sandbox *sb, const char **limit, char **message)
+session_full(struct rt_sandbox *sb, struct cause *cause)
 {
 	static long long	 fdmax = -1;
 	struct rt_sandbox	*other;
@@ -1229,29 +963,29 @@ session_full(struct rt_sandbox *sb, const char **limit, char **message)
 	long long		 total;
 
 	/* Spares are bounded by the pool, and ask for nothing. */
-	if ((n = session_counted(sb)) >= cfg_limit(LIMIT_SESSIONS_PER_SANDBOX)) {
-		if (limit != NULL) {
-			*limit = "sessions-per-sandbox";
-			xasprintf(message, "sandbox %s has %u workspace"
-			    " sessions, the most it may have (limit"
+	if ((n = session_counted(sb)) >=
+	    cfg_limit(LIMIT_SESSIONS_PER_SANDBOX)) {
+		if (cause != NULL)
+			cause_set(cause, CAUSE_BUSY, "limit",
+			    "sessions-per-sandbox", "sandbox %s has %u"
+			    " workspace sessions, the most it may have (limit"
 			    " sessions-per-sandbox); end one first", sb->id, n);
-		}
-		return (1);
+		goto full;
 	}
 	n = 0;
-	LIST_FOREACH(other, &rt_sandboxes, entry) {
-		if (rt_sandbox_same_tenant(sb, other))
+	for (other = zygote_next(NULL); other != NULL;
+	    other = zygote_next(other)) {
+		if (zygote_same_tenant(sb, other))
 			n += session_counted(other);
 	}
 	if (n >= cfg_limit(LIMIT_SESSIONS_PER_TENANT)) {
-		if (limit != NULL) {
-			*limit = "sessions-per-tenant";
-			xasprintf(message, "the sandboxes of tenant %s have %u"
-			    " workspace sessions, the most one tenant may have"
-			    " (limit sessions-per-tenant); end one first",
-			    sb->tenant, n);
-		}
-		return (1);
+		if (cause != NULL)
+			cause_set(cause, CAUSE_BUSY, "limit",
+			    "sessions-per-tenant", "the sandboxes of tenant %s"
+			    " have %u workspace sessions, the most one tenant"
+			    " may have (limit sessions-per-tenant); end one"
+			    " first", sb->tenant, n);
+		goto full;
 	}
 	if (fdmax == -1)
 		fdmax = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
@@ -1261,21 +995,24 @@ session_full(struct rt_sandbox *sb, const char **limit, char **message)
 	if (total > (fdmax - SESSION_FD_RESERVE) / 3)
 		total = (fdmax - SESSION_FD_RESERVE) / 3;
 	if ((long long)session_count >= total) {
-		if (limit != NULL) {
-			*limit = "sessions-total";
-			xasprintf(message, "the server has %u workspace sessions,"
-			    " the most it may have (limit sessions-total, and"
-			    " the descriptors it may open); try again when"
-			    " some have ended", session_count);
-		}
-		return (1);
+		if (cause != NULL)
+			cause_set(cause, CAUSE_BUSY, "limit", "sessions-total",
+			    "the server has %u workspace sessions, the most it"
+			    " may have (limit sessions-total, and the"
+			    " descriptors it may open); try again when some"
+			    " have ended", session_count);
+		goto full;
 	}
 	return (0);
+full:
+	if (cause != NULL)
+		cause_detail(cause, "sandbox_id", sb->id);
+	return (1);
 }
 
 /*
  * Start a workspace session on the stack as it is now. cb(session) once
- * it is live, or cb(NULL, kind, message). An automatic one takes a kept
+ * it is live, or cb(NULL, cause). An automatic one takes a kept
  * spare on the same stack if there is one, or a spare being built on it,
  * before it builds its own. Spares taken are built again when the
  * automatic session is over, on the stack its publish leaves (built at
@@ -1287,6 +1024,7 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 {
 	struct session		*s;
 	struct layer_stack	*head;
+	struct cause		 c = { 0 };
 	char			*cause = NULL;
 
 	if (!automatic) {
@@ -1294,7 +1032,10 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 		return;
 	}
 	if ((head = layer_stack_read(sb->id, &cause)) == NULL) {
-		cb(NULL, TOOL_ERR_INTERNAL, cause, arg);
+		cause_set(&c, CAUSE_INTERNAL, "sandbox_id", sb->id, "%s",
+		    cause);
+		cb(NULL, &c, arg);
+		cause_clear(&c);
 		free(cause);
 		return;
 	}
@@ -1320,13 +1061,37 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 	session_prepare(sb);
 }
 
+/*
+ * The zygote has answered: the session's init runs (it says its root on
+ * the control socket when it is up), or there is none, and why.
+ */
+static void
+session_built(pid_t init, const char *why, void *arg)
+{
+	struct session	*s = arg;
+
+	s->req = NULL;
+	if (init <= 0) {
+		session_start_fail(s, why);
+		return;
+	}
+	if (s->state != SESSION_STARTING)
+		return;
+	s->init = init;
+	if (s->rootfd != -1)
+		session_started(s);
+}
+
 /* A session built anew, on head (NULL: read it); a spare asks nobody. */
 static void
 session_new(struct rt_sandbox *sb, int automatic, int isolated,
     session_cb cb, void *arg, struct layer_stack *head, int spare)
 {
 	struct session		*s;
+	struct cause		 c = { 0 };
 	char			 rnd[13], name[32], *cause = NULL;
+	char			*procs = NULL;
+	int			 sv[2], sndbuf = NSEXEC_MSG_MAX * 2;
 
 	s = xcalloc(1, sizeof *s);
 	util_random_hex(rnd, 12);
@@ -1336,11 +1101,12 @@ session_new(struct rt_sandbox *sb, int automatic, int isolated,
 	s->isolated = isolated;
 	s->ctl = -1;
 	s->rootfd = -1;
+	LIST_INIT(&s->clients);
 	s->state = SESSION_STARTING;
 	s->start_cb = cb;
 	s->start_arg = arg;
 	s->spare = spare;
-	s->dir = state_path("sandboxes/%s/sessions/%s", sb->id, s->id);
+	s->dir = state_where(STATE_SESSIONS, sb->id, "%s", s->id);
 	LIST_INSERT_HEAD(&sb->sessions, s, entry);
 	session_count++;
 	if (sb->freezer != NULL) {
@@ -1359,20 +1125,35 @@ session_new(struct rt_sandbox *sb, int automatic, int isolated,
 	 * made side by side in builders, not one after another here.
 	 */
 	s->lease_text = session_lease_text(s);
-
-	if (sb->zjob == NULL && rt_zygote_start(sb, &cause) != 0)
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+		xasprintf(&cause, "socketpair: %s", strerror(errno));
 		goto fail;
-	if (sb->zready)
-		rt_zygote_send(sb, s);
+	}
+	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+	s->ctl = sv[0];
+	util_set_nonblock(s->ctl);
+	s->ctl_ev = event_new(ev_base, s->ctl, EV_READ | EV_PERSIST,
+	    session_ctl_cb, s);
+	if (s->ctl_ev == NULL)
+		fatalx("%s: event_new", __func__);
+	event_add(s->ctl_ev, NULL);
+	if (s->cgroup != NULL)
+		xasprintf(&procs, "%s/cgroup.procs", s->cgroup);
+	s->req = zygote_build(sb, s->id, s->isolated, procs != NULL ? procs :
+	    "", s->dir, s->lease_text, s->lease, sv[1], session_built, s);
+	free(procs);
 	return;
 
 fail:
-	s->state = SESSION_ENDED;
+	session_set_state(s, SESSION_ENDED);
 	session_trash(s);
-	session_free(s);
-	if (cb != NULL)
-		cb(NULL, TOOL_ERR_INTERNAL, cause, arg);
-	else
+	session_free_later(s);
+	if (cb != NULL) {
+		cause_set(&c, CAUSE_INTERNAL, "sandbox_id", sb->id, "%s",
+		    cause);
+		cb(NULL, &c, arg);
+		cause_clear(&c);
+	} else
 		log_warnx("a spare session in sandbox %s: %s", sb->id, cause);
 	free(cause);
 }
@@ -1419,9 +1200,7 @@ session_publish_end(struct session_publish *sp, cJSON *rep)
 	/* Rejected, a managed session goes on: writable again. */
 	if (!s->automatic && s->ctl != -1 &&
 	    cJSON_GetObjectItem(rep, "reject_class") != NULL) {
-		const char	*out[1] = { "unseal" };
-
-		nsexec_send(s->ctl, out, 1, NULL, 0);
+		session_send(s, NSEXEC_UNSEAL, NULL, 0, NULL, 0);
 	}
 	s->publishing = 0;
 	attrs = cJSON_CreateObject();
@@ -1534,7 +1313,6 @@ void
 session_publish(struct session *s, const char *owner,
     session_publish_cb cb, void *arg)
 {
-	static const char	*seal[1] = { "seal" };
 	struct session_publish	*sp;
 	struct rt_sandbox	*sb;
 	struct dirent		*de;
@@ -1584,8 +1362,8 @@ session_publish(struct session *s, const char *owner,
 	sp->a.owner = sp->owner;
 	s->publishing = 1;
 	/* First /workspace read-only (see session_sealed), by its init. */
-	if (s->init > 0 && s->ctl != -1 && nsexec_send(s->ctl, seal, 1,
-	    NULL, 0) == 0) {
+	if (s->init > 0 && session_send(s, NSEXEC_SEAL, NULL, 0, NULL,
+	    0) == 0) {
 		s->sealing = sp;
 		return;
 	}
@@ -1647,7 +1425,7 @@ session_size_child(void *arg, int fd)
 	char			*dir, *cause = NULL;
 	int			 r;
 
-	dir = state_path("sandboxes/%s", z->sandbox);
+	dir = state_where(STATE_SANDBOX, z->sandbox, NULL);
 	rw[0] = dir;
 	r = confine_enter(rw, 1, NULL, 0, &cause);
 	free(dir);
@@ -1696,4 +1474,88 @@ session_upper_size(struct session *s,
 	s->publishing = 1;	/* nothing else may start meanwhile */
 	job_early(job_helper("session-size", s->sb->id, s->sb->tenant,
 	    session_size_child, z, NULL, 0, session_size_done, z));
+}
+
+#define SESSION_LEASE_MAX	(1024 * 1024)
+
+/*
+ * Recovery at start, for one sandbox: sessions whose owner has died.
+ * Their processes ended with it (the lifeline), so only the lease and
+ * scratch are left; they go to the trash, and a session.abandoned event
+ * says their changes are lost. A lease names every layer: up to ~150 KiB.
+ */
+void
+session_recover(const char *id)
+{
+	struct dirent		*de;
+	DIR			*d;
+	char			*dir, *path, *to, *text;
+	cJSON			*lease, *attrs;
+	FILE			*f;
+	struct stat		 st;
+	long			 len;
+
+	dir = state_where(STATE_SESSIONS, id, NULL);
+	if ((d = opendir(dir)) == NULL) {
+		free(dir);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || !util_id_valid(de->d_name))
+			continue;
+		xasprintf(&path, "%s/%s/lease.json", dir, de->d_name);
+		lease = NULL;
+		if ((f = fopen(path, "re")) != NULL) {
+			text = xmalloc(SESSION_LEASE_MAX);
+			len = (long)fread(text, 1, SESSION_LEASE_MAX, f);
+			fclose(f);
+			lease = cJSON_ParseWithLength(text, len);
+			free(text);
+		}
+		free(path);
+		if (lease != NULL && state_owner_alive(
+		    cJSON_GetObjectItem(lease, "owner"))) {
+			cJSON_Delete(lease);
+			continue;
+		}
+		/*
+		 * No lease yet, or one being rewritten in place: a session
+		 * being made, or a kept one taken, right now?
+		 */
+		xasprintf(&path, "%s/%s", dir, de->d_name);
+		if (lease == NULL && stat(path, &st) == 0 &&
+		    st.st_mtime + 30 > time(NULL)) {
+			free(path);
+			continue;
+		}
+		free(path);
+		xasprintf(&path, "%s/%s/lease.json", dir, de->d_name);
+		if (lease == NULL && stat(path, &st) == 0 &&
+		    st.st_mtime + 30 > time(NULL)) {
+			free(path);
+			continue;
+		}
+		free(path);
+		/* Its processes may have been frozen for a publish. */
+		if (cJSON_IsString(cJSON_GetObjectItem(lease, "cgroup")))
+			cgroup_session_abandon(cJSON_GetObjectItem(lease,
+			    "cgroup")->valuestring, de->d_name);
+		cJSON_Delete(lease);
+		xasprintf(&path, "%s/%s", dir, de->d_name);
+		to = state_trash_path(id, de->d_name);
+		if (rename(path, to) == 0) {
+			log_info("recovery: workspace session %s of %s was"
+			    " abandoned by its process; its unpublished"
+			    " changes are discarded", de->d_name, id);
+			attrs = cJSON_CreateObject();
+			cJSON_AddStringToObject(attrs, "workspace_session_id",
+			    de->d_name);
+			telemetry_event(id, NULL, NULL, "session.abandoned",
+			    attrs);
+		}
+		free(path);
+		free(to);
+	}
+	closedir(d);
+	free(dir);
 }

@@ -38,6 +38,14 @@
  *	<state>/base-cache/<hex>/		shared bases by root hash
  *	<state>/base-cache/.staging/		copies in progress
  *	<state>/telemetry/			telemetry of no sandbox
+ *	<state>/sandboxes/<id>/sessions/<ws>/	a workspace session's lease,
+ *						upper and work directories
+ *	<state>/sandboxes/<id>/commands/<pid>-<start>/<cmd>/
+ *						transcripts of a process's
+ *						commands
+ *	<state>/sandboxes/<id>/stack/		manifest.json, .lock, layers/
+ *						and staging/ (layer.c)
+ *	<state>/sandboxes/<id>/audit/		blame records (audit.c)
  *
  * The record and the lock stay on the state directory's own file system,
  * so a sandbox whose disk is full or not mounted still has a record that
@@ -69,7 +77,62 @@
 
 static unsigned long long	state_self_start;
 
-/* A path under the state directory; the caller frees it. */
+/*
+ * Where each place of the layout is, relative to the state directory
+ * (a sandbox's places take its id), in enum state_place order. Nothing
+ * outside this file spells a path of the state directory.
+ */
+static const char *state_places[] = {
+	"sandboxes",				/* STATE_SANDBOXES */
+	"sandboxes/%s",				/* STATE_SANDBOX */
+	"sandboxes/%s.img",			/* STATE_IMAGE */
+	"sandboxes/.staging",			/* STATE_STAGING */
+	"sandboxes/.trash",			/* STATE_TRASH */
+	"base-cache",				/* STATE_BASES */
+	"base-cache/.staging",			/* STATE_BASE_STAGING */
+	"sandboxes/%s/sessions",		/* STATE_SESSIONS */
+	"sandboxes/%s/commands",		/* STATE_COMMANDS */
+	"sandboxes/%s/stack",			/* STATE_STACK */
+	"sandboxes/%s/stack/layers",		/* STATE_LAYERS */
+	"sandboxes/%s/stack/staging",		/* STATE_STACK_STAGING */
+	"sandboxes/%s/audit",			/* STATE_AUDIT */
+};
+
+/*
+ * The path of a place of the state directory (id: the sandbox's, for a
+ * sandbox's place), and of a name under it when fmt is not NULL; the
+ * caller frees it.
+ */
+char *
+state_where(enum state_place place, const char *id, const char *fmt, ...)
+{
+	char	*base, *name, *path;
+	va_list	 ap;
+
+	if ((unsigned int)place >= sizeof state_places /
+	    sizeof state_places[0])
+		fatalx("%s: place %d", __func__, place);
+	if (strstr(state_places[place], "%s") != NULL) {
+		if (id == NULL)
+			fatalx("%s: place %d needs a sandbox", __func__, place);
+		xasprintf(&base, state_places[place], id);
+	} else
+		base = xstrdup(state_places[place]);
+	if (fmt == NULL) {
+		xasprintf(&path, "%s/%s", cfg->state_dir, base);
+		free(base);
+		return (path);
+	}
+	va_start(ap, fmt);
+	xvasprintf(&name, fmt, ap);
+	va_end(ap);
+	xasprintf(&path, "%s/%s/%s", cfg->state_dir, base, name);
+	free(name);
+	free(base);
+	return (path);
+}
+
+/* A path under the state directory; the caller frees it (this file). */
 char *
 state_path(const char *fmt, ...)
 {

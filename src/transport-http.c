@@ -63,7 +63,9 @@
 #include <event2/listener.h>
 
 #include "http.h"
+#include "op.h"
 #include "sandbox-mcp.h"
+#include "surface.h"
 
 #define HTTP_SESSION_BUCKETS	256
 #define HTTP_CLIENT_BUCKETS	1024
@@ -146,15 +148,6 @@ struct http_client {
 };
 LIST_HEAD(http_clients, http_client);
 
-/* A per-sandbox route waiting for the engine; outlives its connection. */
-struct http_route {
-	struct http_conn		*c;	/* NULL once it has closed */
-	int				 forward;
-	int				 port;
-	char				 id[65];
-	char				*target;	/* forward: path+query */
-};
-
 struct http_conn {
 	unsigned int			 id;
 	enum http_conn_state		 state;
@@ -169,14 +162,6 @@ struct http_conn {
 	const struct cfg_apikey		*key;
 	struct http_session		*pending_session; /* initialize */
 	struct mcp_reply		*reply;
-	struct http_route		*route;	/* a sandbox route waits */
-	struct bufferevent		*upstream; /* a forward's tunnel */
-	int				 tunnel_eof; /* client done sending */
-	uint64_t			 tunnel_down; /* bytes from upstream */
-	int64_t				 tunnel_left; /* client bytes to pass */
-	int				 tunnel_upgrade; /* asked for one */
-	int				 tunnel_head; /* answer's head to come */
-	size_t				 tunnel_held; /* of it, counted */
 	uint64_t			 requests;
 	TAILQ_ENTRY(http_conn)		 entry;
 	char				 addr_name[HTTP_CLIENT_NAME];
@@ -192,6 +177,13 @@ struct http_conn {
 	struct http_stream		*stream; /* an SSE answer */
 	int				 chunked; /* the SSE body is */
 	struct auth_memo		 auth_memo; /* its last key's verdict */
+	void				(*body_done)(struct http_conn *,
+					    void *);
+	void				*body_arg;
+	const struct transport_http_raw	*raw;	/* a handler has the bytes */
+	void				*raw_arg;
+	void				(*done)(void *); /* the handler's */
+	void				*done_arg;
 };
 TAILQ_HEAD(http_conns, http_conn);
 
@@ -216,21 +208,11 @@ static struct {
 	uint32_t		 client_seed;
 } http;
 
-static void	transport_http_close(struct http_conn *, const char *);
 static void	transport_http_head(struct http_conn *);
-static void	transport_http_body_done(struct http_conn *);
+static void	transport_http_request_done(struct http_conn *);
+static void	transport_http_body_done(struct http_conn *, void *);
 static void	transport_http_read_cb(struct bufferevent *, void *);
-static void	transport_http_sandbox(struct http_conn *, const char *);
-static void	transport_http_tunnel_pump(struct http_conn *,
-		    struct bufferevent *, struct bufferevent *);
-static void	transport_http_tunnel_client_eof(struct http_conn *);
-static void	transport_http_tunnel_up(struct http_conn *);
-static void	transport_http_tunnel_drained(struct http_conn *);
 static void	transport_http_evictable(struct http_conn *);
-static void	transport_http_respond(struct http_conn *, int, const char *,
-		    const char *, size_t, const char *);
-static void	transport_http_json(struct http_conn *, int, cJSON *,
-		    const char *);
 static void	transport_http_listen_update(void);
 static int	transport_http_modern_version(struct http_conn *);
 static void	transport_http_modern(struct http_conn *, const char *,
@@ -840,7 +822,7 @@ transport_http_charge_forwarded(struct http_conn *c)
  * Send a response and move to WRITING. extra holds further header lines,
  * each ending in CRLF, or is NULL.
  */
-static void
+void
 transport_http_respond(struct http_conn *c, int status,
     const char *content_type, const char *body, size_t len,
     const char *extra)
@@ -879,12 +861,13 @@ transport_http_respond(struct http_conn *c, int status,
 	    transport_http_forwarded(c) != NULL ? " forwarded-for=" : "",
 	    transport_http_forwarded(c) != NULL ?
 	    transport_http_forwarded(c) : "");
+	c->raw = NULL;		/* a handler's bytes end with its answer */
 	transport_http_set_state(c, HTTP_CONN_WRITING);
 	bufferevent_enable(c->bev, EV_WRITE);
 	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
 }
 
-static void
+void
 transport_http_json(struct http_conn *c, int status, cJSON *json,
     const char *extra)
 {
@@ -915,7 +898,7 @@ transport_http_refuse(struct http_conn *c, int status, int code,
 }
 
 /* A plain refusal outside /mcp (or before a request is understood). */
-static void
+void
 transport_http_plain(struct http_conn *c, int status, const char *extra)
 {
 	cJSON	*body;
@@ -933,7 +916,8 @@ transport_http_write_cb(struct bufferevent *bev, void *arg)
 	struct http_conn	*c = arg;
 
 	if (c->state == HTTP_CONN_TUNNEL) {
-		transport_http_tunnel_drained(c);
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			c->raw->drained(c->raw_arg);
 		return;
 	}
 	if (c->state != HTTP_CONN_WRITING)
@@ -959,6 +943,7 @@ transport_http_write_cb(struct bufferevent *bev, void *arg)
 		transport_http_close(c, "done");
 		return;
 	}
+	transport_http_request_done(c);
 	http_msg_reset(c->req);
 	c->key = NULL;
 	if (c->client_request)
@@ -984,7 +969,7 @@ transport_http_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	}
 	if (c->state == HTTP_CONN_TUNNEL) {
-		transport_http_tunnel_up(c);
+		c->raw->read(c->raw_arg);
 		return;
 	}
 	if (c->state != HTTP_CONN_HEAD && c->state != HTTP_CONN_BODY)
@@ -1004,7 +989,8 @@ transport_http_read_cb(struct bufferevent *bev, void *arg)
 	}
 	switch (r) {
 	case HTTP_PARSE_DONE:
-		transport_http_body_done(c);
+		if (c->body_done != NULL)
+			c->body_done(c, c->body_arg);
 		break;
 	case HTTP_PARSE_ERROR:
 		c->keepalive = 0;
@@ -1037,7 +1023,7 @@ transport_http_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct http_conn	*c = arg;
 
 	if (c->state == HTTP_CONN_TUNNEL && (what & BEV_EVENT_EOF)) {
-		transport_http_tunnel_client_eof(c);
+		c->raw->eof(c->raw_arg);
 		return;
 	}
 	if (what & BEV_EVENT_EOF)
@@ -1083,7 +1069,7 @@ transport_http_timer_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /* Tear a connection down: the only way one ends. */
-static void
+void
 transport_http_close(struct http_conn *c, const char *reason)
 {
 	log_trace(TRACE_HTTP, "http client %u closed reason=%s requests=%llu",
@@ -1099,10 +1085,7 @@ transport_http_close(struct http_conn *c, const char *reason)
 		    "client closed during initialize");
 		c->pending_session = NULL;
 	}
-	if (c->route != NULL)
-		c->route->c = NULL;	/* the engine's answer is dropped */
-	if (c->upstream != NULL)
-		bufferevent_free(c->upstream);
+	transport_http_request_done(c);
 	if (c->evictable)
 		TAILQ_REMOVE(&http.evictable, c, evict_entry);
 	transport_http_discharge(c);
@@ -1369,14 +1352,18 @@ transport_http_options(struct http_conn *c)
 }
 
 /*
- * Check the Bearer key when keys are configured; 0 when allowed. need is
- * the set the key must grant (0: any of this server's sets).
+ * Check the Bearer key when keys are configured. need is the set the key
+ * must grant (0: any of this server's sets). Returns 0 when allowed;
+ * else the status to answer (401, 403) with an unauthorized cause and,
+ * in *extra, the header lines that go with it (or NULL).
  */
-static int
-transport_http_auth(struct http_conn *c, int need)
+int
+transport_http_authorize(struct http_conn *c, int need, struct cause *cause,
+    const char **extra)
 {
 	const char	*h, *key;
 
+	*extra = NULL;
 	if (TAILQ_EMPTY(&cfg->apikeys)) {
 		c->authed = 1;		/* nothing to prove */
 		transport_http_evictable(c);
@@ -1384,10 +1371,10 @@ transport_http_auth(struct http_conn *c, int need)
 	}
 	h = http_msg_header(c->req, "Authorization");
 	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0) {
-		transport_http_refuse(c, 401, -32001,
-		    "WWW-Authenticate: Bearer realm=\"sandbox-mcp\"\r\n",
-		    "unauthorized: send Authorization: Bearer with an API key");
-		return (-1);
+		*extra = "WWW-Authenticate: Bearer realm=\"sandbox-mcp\"\r\n";
+		cause_set(cause, CAUSE_UNAUTHORIZED, NULL, NULL, "unauthorized:"
+		    " send Authorization: Bearer with an API key");
+		return (401);
 	}
 	key = h + 7;
 	while (*key == ' ')
@@ -1395,31 +1382,204 @@ transport_http_auth(struct http_conn *c, int need)
 	if ((c->key = auth_lookup_memo(&c->auth_memo, key)) == NULL) {
 		log_info("http client %u refused: unknown API key %s",
 		    c->id, transport_http_who(c));
-		transport_http_refuse(c, 401, -32001,
-		    "WWW-Authenticate: Bearer realm=\"sandbox-mcp\","
-		    " error=\"invalid_token\"\r\n",
-		    "unauthorized: the API key is not valid");
-		return (-1);
+		*extra = "WWW-Authenticate: Bearer realm=\"sandbox-mcp\","
+		    " error=\"invalid_token\"\r\n";
+		cause_set(cause, CAUSE_UNAUTHORIZED, NULL, NULL, "unauthorized:"
+		    " the API key is not valid");
+		return (401);
 	}
 	if (need != 0 && (c->key->sets & need) == 0) {
-		transport_http_refuse(c, 403, -32001, NULL,
+		cause_set(cause, CAUSE_UNAUTHORIZED, "set", cfg_set_name(need),
 		    "forbidden: the API key does not grant the %s set",
 		    cfg_set_name(need));
-		return (-1);
+		return (403);
 	}
 	if (need == 0 && (c->key->sets & http.sets) == 0) {
-		transport_http_refuse(c, 403, -32001, NULL,
-		    "forbidden: the API key grants none of this server's"
-		    " tool sets");
-		return (-1);
+		cause_set(cause, CAUSE_UNAUTHORIZED, NULL, NULL, "forbidden:"
+		    " the API key grants none of this server's tool sets");
+		return (403);
 	}
 	c->authed = 1;
 	transport_http_evictable(c);
 	return (0);
 }
 
-/* The sets a request may use: ours, narrowed by its key. */
+/* The key check of /mcp and the sandbox routes: 0, or -1 once refused. */
 static int
+transport_http_auth(struct http_conn *c, int need)
+{
+	struct cause	 cause = { 0 };
+	const char	*extra;
+	int		 status;
+
+	if ((status = transport_http_authorize(c, need, &cause,
+	    &extra)) == 0)
+		return (0);
+	transport_http_refuse(c, status, -32001, extra, "%s", cause.message);
+	cause_clear(&cause);
+	return (-1);
+}
+
+/*
+ * For the handlers of paths (main registers them): the request, the
+ * checks, the answers, and for a handler that relays bytes (forward.c),
+ * the connection's bytes until it answers or the connection ends.
+ */
+
+struct http_msg *
+transport_http_msg(struct http_conn *c)
+{
+	return (c->req);
+}
+
+unsigned int
+transport_http_id(struct http_conn *c)
+{
+	return (c->id);
+}
+
+/* The tenant a request acts for: its key's, or the local operator. */
+const char *
+transport_http_tenant(struct http_conn *c)
+{
+	return (auth_tenant(c->key));
+}
+
+/* The client a request is for: a trusted proxy's word, else the peer. */
+const char *
+transport_http_client(struct http_conn *c)
+{
+	return (c->client_addr);
+}
+
+/* The host the client asked for (a trusted proxy's word), or NULL. */
+const char *
+transport_http_host(struct http_conn *c, char *buf, size_t len)
+{
+	int	fwd;
+
+	return (transport_http_request_host(c, buf, len, &fwd));
+}
+
+const char *
+transport_http_proto(struct http_conn *c)
+{
+	return (transport_http_request_proto(c));
+}
+
+/* Whether the request's Origin, if it names one, may call us. */
+int
+transport_http_origin_allowed(struct http_conn *c)
+{
+	const char	*origin = http_msg_header(c->req, "Origin");
+
+	return (origin == NULL || transport_http_origin_ok(c, origin));
+}
+
+/* Whether the browser says the request comes from a page of ours. */
+int
+transport_http_from_page(struct http_conn *c)
+{
+	return (transport_http_same_origin(c));
+}
+
+/*
+ * The Origin and key checks of a route behind the /mcp keys, answered
+ * the way /mcp answers them: 0, or -1 once refused.
+ */
+int
+transport_http_guard(struct http_conn *c, int need)
+{
+	const char	*origin = http_msg_header(c->req, "Origin");
+
+	if (origin != NULL && !transport_http_origin_ok(c, origin)) {
+		transport_http_origin_refuse(c, "Origin", origin);
+		return (-1);
+	}
+	return (transport_http_auth(c, need));
+}
+
+/* The handler answers later: nothing more is read until it has. */
+void
+transport_http_hold(struct http_conn *c)
+{
+	transport_http_set_state(c, HTTP_CONN_HANDLING);
+	evtimer_del(c->timer);
+	bufferevent_setwatermark(c->bev, EV_READ, 0,
+	    (size_t)cfg_limit(LIMIT_MAX_HEADER));
+}
+
+/*
+ * fn(arg) once the request is over: its answer written, or its
+ * connection gone (then the handler's answer, if any is still to come,
+ * must not be given).
+ */
+void
+transport_http_on_done(struct http_conn *c, void (*fn)(void *), void *arg)
+{
+	c->done = fn;
+	c->done_arg = arg;
+}
+
+static void
+transport_http_request_done(struct http_conn *c)
+{
+	void	(*fn)(void *) = c->done;
+
+	c->done = NULL;
+	c->raw = NULL;
+	if (fn != NULL)
+		fn(c->done_arg);
+}
+
+/*
+ * The handler takes the connection's bytes both ways (ops) until it
+ * answers or the connection ends; the connection is not reused.
+ */
+void
+transport_http_raw(struct http_conn *c, const struct transport_http_raw *ops,
+    void *arg)
+{
+	c->raw = ops;
+	c->raw_arg = arg;
+	c->keepalive = 0;
+	transport_http_set_state(c, HTTP_CONN_TUNNEL);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
+	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+struct evbuffer *
+transport_http_input(struct http_conn *c)
+{
+	return (bufferevent_get_input(c->bev));
+}
+
+struct evbuffer *
+transport_http_output(struct http_conn *c)
+{
+	return (bufferevent_get_output(c->bev));
+}
+
+/* Read from the client, or stop (backpressure). */
+void
+transport_http_reading(struct http_conn *c, int on)
+{
+	if (on)
+		bufferevent_enable(c->bev, EV_READ);
+	else
+		bufferevent_disable(c->bev, EV_READ);
+}
+
+/* Bytes moved: the idle timeout starts again. */
+void
+transport_http_touch(struct http_conn *c)
+{
+	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
+}
+
+/* The sets a request may use: ours, narrowed by its key. */
+int
 transport_http_sets(struct http_conn *c)
 {
 	return (c->key != NULL ? c->key->sets & http.sets : http.sets);
@@ -1467,16 +1627,37 @@ transport_http_accepts_json(struct http_conn *c)
 	    http_header_has_token(a, "*/*"));
 }
 
-/* The head of a request is in: route it and decide about the body. */
+/*
+ * The paths this listener serves and who serves them: /health here, the
+ * rest as main registers them (an exact path, or a prefix ending in /).
+ */
+#define HTTP_HANDLERS_MAX	8
+static struct {
+	const char		*path;
+	transport_http_handler	 fn;
+} http_handlers[HTTP_HANDLERS_MAX];
+static size_t	http_nhandlers;
+
+/* Serve path (exact) or everything under it (a prefix ending in /). */
+void
+transport_http_register(const char *path, transport_http_handler fn)
+{
+	if (http_nhandlers == HTTP_HANDLERS_MAX)
+		fatalx("%s: too many handlers", __func__);
+	http_handlers[http_nhandlers].path = path;
+	http_handlers[http_nhandlers++].fn = fn;
+}
+
+/* The head of a request is in: the checks every path has, then route. */
 static void
 transport_http_head(struct http_conn *c)
 {
-	struct http_msg	*req = c->req;
-	const char	*origin, *ct, *expect;
-	char		 path[256], vis[128];
+	char	path[256];
+	size_t	i, n;
 
-	c->keepalive = http_msg_keepalive(req);
+	c->keepalive = http_msg_keepalive(c->req);
 	c->modern = 0;		/* until its body says otherwise */
+	c->body_done = NULL;
 	transport_http_path(c, path, sizeof path);
 	transport_http_request_client(c);
 	if (c->proxied && transport_http_charge_forwarded(c) != 0)
@@ -1489,14 +1670,50 @@ transport_http_head(struct http_conn *c)
 		transport_http_health(c);
 		return;
 	}
-	if (strncmp(path, "/sandboxes/", 11) == 0) {
-		transport_http_sandbox(c, path);
+	for (i = 0; i < http_nhandlers; i++) {
+		n = strlen(http_handlers[i].path);
+		if (http_handlers[i].path[n - 1] == '/' ?
+		    strncmp(path, http_handlers[i].path, n) == 0 :
+		    strcmp(path, http_handlers[i].path) == 0) {
+			http_handlers[i].fn(c, path);
+			return;
+		}
+	}
+	transport_http_plain(c, 404, NULL);
+}
+
+/*
+ * The request's body is wanted: read it (under the body timeout) and
+ * call done once it is whole; at once when it already is.
+ */
+void
+transport_http_read_body(struct http_conn *c,
+    void (*done)(struct http_conn *, void *), void *arg)
+{
+	const char	*expect;
+
+	if (c->req->state == HTTP_MSG_DONE) {
+		done(c, arg);
 		return;
 	}
-	if (strcmp(path, "/mcp") != 0) {
-		transport_http_plain(c, 404, NULL);
-		return;
-	}
+	c->body_done = done;
+	c->body_arg = arg;
+	expect = http_msg_header(c->req, "Expect");
+	if (expect != NULL && strcasecmp(expect, "100-continue") == 0)
+		evbuffer_add_printf(bufferevent_get_output(c->bev),
+		    "HTTP/1.1 100 Continue\r\n\r\n");
+	transport_http_set_state(c, HTTP_CONN_BODY);
+	transport_http_arm(c, cfg_limit(LIMIT_BODY_TIMEOUT));
+}
+
+/* /mcp: MCP's streamable HTTP transport. */
+void
+transport_http_mcp(struct http_conn *c, const char *path)
+{
+	struct http_msg	*req = c->req;
+	const char	*origin, *ct;
+	char		 vis[128];
+
 	if (strcmp(req->method, "OPTIONS") == 0) {
 		transport_http_options(c);
 		return;
@@ -1568,15 +1785,7 @@ transport_http_head(struct http_conn *c)
 			return;
 		}
 	}
-	if (req->state != HTTP_MSG_DONE) {
-		expect = http_msg_header(req, "Expect");
-		if (expect != NULL && strcasecmp(expect, "100-continue") == 0)
-			evbuffer_add_printf(bufferevent_get_output(c->bev),
-			    "HTTP/1.1 100 Continue\r\n\r\n");
-		transport_http_set_state(c, HTTP_CONN_BODY);
-		transport_http_arm(c, cfg_limit(LIMIT_BODY_TIMEOUT));
-	} else
-		transport_http_body_done(c);
+	transport_http_read_body(c, transport_http_body_done, NULL);
 }
 
 /* The protocol layer has answered a POST. */
@@ -1708,6 +1917,7 @@ transport_http_sse_end(struct http_conn *c)
 {
 	if (c->chunked)
 		evbuffer_add(bufferevent_get_output(c->bev), "0\r\n\r\n", 5);
+	c->raw = NULL;		/* a handler's bytes end with its answer */
 	transport_http_set_state(c, HTTP_CONN_WRITING);
 	bufferevent_enable(c->bev, EV_WRITE);
 	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
@@ -2180,8 +2390,8 @@ transport_http_modern_check(const cJSON *msg, const char *version,
 {
 	struct http_conn		*c = arg;
 	const cJSON			*id, *method, *params, *name, *args;
-	const struct tool_entry		*te;
-	const struct tool_arg		*a;
+	const struct op_entry		*oe;
+	const struct op_arg		*a;
 	cJSON				*err, *vj;
 	char				*why = NULL, hname[128];
 	int				 named;
@@ -2205,15 +2415,14 @@ transport_http_modern_check(const cJSON *msg, const char *version,
 	if (why == NULL && named)
 		why = transport_http_header_match(c, "Mcp-Name", name, 1, 1);
 	if (why == NULL && strcmp(method->valuestring, "tools/call") == 0 &&
-	    cJSON_IsString(name) && (te = tool_find(name->valuestring,
+	    cJSON_IsString(name) && (oe = op_find(name->valuestring,
 	    transport_http_sets(c))) != NULL) {
 		args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
-		for (a = te->args; why == NULL && a != NULL && a->name != NULL;
-		    a++) {
-			if (tool_arg_header(a) == NULL)
+		for (a = oe->args; why == NULL && a->name != NULL; a++) {
+			if (op_arg_header(a) == NULL)
 				continue;
 			snprintf(hname, sizeof hname, "Mcp-Param-%s",
-			    tool_arg_header(a));
+			    op_arg_header(a));
 			why = transport_http_header_match(c, hname,
 			    cJSON_IsObject(args) ?
 			    cJSON_GetObjectItemCaseSensitive(args, a->name) :
@@ -2347,7 +2556,7 @@ transport_http_session_admit(struct http_conn *c)
 
 /* The whole request is in: hand it to the protocol layer. */
 static void
-transport_http_body_done(struct http_conn *c)
+transport_http_body_done(struct http_conn *c, void *arg)
 {
 	struct http_msg		*req = c->req;
 	struct http_session	*s = NULL;
@@ -2424,561 +2633,6 @@ transport_http_body_done(struct http_conn *c)
 	c->reply = mcp_receive(s->mcp, body, len, transport_http_reply_cb, c);
 	telemetry_client(NULL);
 	transport_http_sse_arm(c);
-}
-
-/*
- * Per-sandbox routes: GET /sandboxes/{id}/health and
- * ANY /sandboxes/{id}/forward/{port}/{path...}, behind the same API key
- * as /mcp with a grant of the runtime set, for the key's tenant's
- * sandboxes only (auth.c).
- */
-
-static void
-transport_http_route_free(struct http_route *r)
-{
-	free(r->target);
-	free(r);
-}
-
-/* The container's state in the words of the health route. */
-static const char *
-transport_http_container_state(cJSON *container)
-{
-	cJSON		*st;
-	const char	*s;
-
-	if (!cJSON_IsObject(container))
-		return ("missing");
-	st = cJSON_GetObjectItem(cJSON_GetObjectItem(container, "State"),
-	    "Status");
-	s = cJSON_IsString(st) ? st->valuestring : "";
-	if (strcmp(s, "running") == 0 || strcmp(s, "restarting") == 0)
-		return ("running");
-	if (strcmp(s, "paused") == 0)
-		return ("paused");
-	return ("exited");
-}
-
-/* The container's address on its network, or NULL. */
-static const char *
-transport_http_container_ip(cJSON *container)
-{
-	cJSON	*ns, *v, *net;
-
-	ns = cJSON_GetObjectItem(container, "NetworkSettings");
-	v = cJSON_GetObjectItem(ns, "IPAddress");
-	if (cJSON_IsString(v) && v->valuestring[0] != '\0')
-		return (v->valuestring);
-	cJSON_ArrayForEach(net, cJSON_GetObjectItem(ns, "Networks")) {
-		v = cJSON_GetObjectItem(net, "IPAddress");
-		if (cJSON_IsString(v) && v->valuestring[0] != '\0')
-			return (v->valuestring);
-	}
-	return (NULL);
-}
-
-/* A route's error as a JSON body with the status that fits its kind. */
-static void
-transport_http_route_error(struct http_conn *c, const char *kind,
-    const char *message)
-{
-	cJSON	*body;
-	int	 status;
-
-	if (strcmp(kind, TOOL_ERR_NOT_FOUND) == 0)
-		status = 404;
-	else if (strcmp(kind, TOOL_ERR_INVALID) == 0)
-		status = 400;
-	else
-		status = 502;
-	body = cJSON_CreateObject();
-	cJSON_AddStringToObject(body, "error", message);
-	transport_http_json(c, status, body, NULL);
-	cJSON_Delete(body);
-}
-
-/* Bytes from one side to the other, bounded by a watermark. */
-static void
-transport_http_tunnel_pump(struct http_conn *c, struct bufferevent *from,
-    struct bufferevent *to)
-{
-	struct evbuffer	*out = bufferevent_get_output(to);
-
-	evbuffer_add_buffer(out, bufferevent_get_input(from));
-	if (evbuffer_get_length(out) > HTTP_TUNNEL_HIGH)
-		bufferevent_disable(from, EV_READ);
-	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
-}
-
-/*
- * Pass the client's bytes upstream, as far as the forwarded request goes.
- * A forward carries one request: its head was sent, then its body (by its
- * Content-Length) follows, and nothing after it, so that a client or a
- * proxy that reuses the connection never hands the next request, its
- * credentials included, to the sandbox. Only an upgrade the sandbox
- * accepted (101) makes the connection a tunnel both ways.
- */
-static void
-transport_http_tunnel_up(struct http_conn *c)
-{
-	struct evbuffer	*in = bufferevent_get_input(c->bev);
-	struct evbuffer	*out;
-	unsigned char	*p;
-	size_t		 n;
-
-	if (c->upstream == NULL)
-		return;
-	if (c->tunnel_left < 0) {
-		transport_http_tunnel_pump(c, c->bev, c->upstream);
-		return;
-	}
-	out = bufferevent_get_output(c->upstream);
-	n = evbuffer_get_length(in);
-	if ((uint64_t)n > (uint64_t)c->tunnel_left)
-		n = (size_t)c->tunnel_left;
-	evbuffer_remove_buffer(in, out, n);
-	c->tunnel_left -= (int64_t)n;
-	/* Blank lines after a body are allowed and mean nothing. */
-	while (c->tunnel_left == 0 && !c->tunnel_upgrade &&
-	    evbuffer_get_length(in) >= 2 && (p = evbuffer_pullup(in, 2)) !=
-	    NULL && p[0] == '\r' && p[1] == '\n')
-		evbuffer_drain(in, 2);
-	if (c->tunnel_left == 0 && evbuffer_get_length(in) != 0) {
-		/*
-		 * Bytes past the request: held while an upgrade waits for
-		 * its answer, else a next request, which is not the
-		 * sandbox's to see: the connection ends.
-		 */
-		if (c->tunnel_upgrade && c->tunnel_head) {
-			bufferevent_disable(c->bev, EV_READ);
-			return;
-		}
-		transport_http_close(c, "a further request on a forward");
-		return;
-	}
-	if (evbuffer_get_length(out) > HTTP_TUNNEL_HIGH)
-		bufferevent_disable(c->bev, EV_READ);
-	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
-}
-
-/*
- * The head of the sandbox's answer, taken whole before any of it reaches
- * the client. A 101 to an upgrade the client asked for opens the tunnel
- * both ways and passes unchanged; another 1xx passes and the next head
- * is awaited. Any other answer is the one answer of the connection: its
- * Connection and Keep-Alive headers give way to Connection: close, so
- * that neither a client nor a pooling proxy sends another request on it,
- * and a Content-Security-Policy keeps the page's own connections (fetch,
- * WebSocket) to its origin: a sandbox's page cannot call this server by
- * another of its names. Returns -1 once the connection is closed.
- */
-static int
-transport_http_tunnel_head(struct http_conn *c, struct evbuffer *in)
-{
-	struct evbuffer		*out = bufferevent_get_output(c->bev);
-	struct evbuffer_ptr	 p;
-	char			*head, *line, *end, *colon;
-	size_t			 n;
-	int			 status;
-
-	while (c->tunnel_head) {
-		p = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-		if (p.pos == -1) {
-			if (evbuffer_get_length(in) <= HTTP_TUNNEL_MAX_HEAD)
-				return (0);
-			transport_http_close(c, "the sandbox's answer has no"
-			    " head");
-			return (-1);
-		}
-		n = (size_t)p.pos + 4;
-		head = xmalloc(n + 1);
-		evbuffer_remove(in, head, n);
-		head[n] = '\0';
-		status = 0;
-		if (n > 12 && strncmp(head, "HTTP/1.", 7) == 0 &&
-		    isdigit((unsigned char)head[9]) &&
-		    isdigit((unsigned char)head[10]) &&
-		    isdigit((unsigned char)head[11]))
-			status = (head[9] - '0') * 100 + (head[10] - '0') * 10 +
-			    (head[11] - '0');
-		if ((status == 101 && c->tunnel_upgrade) ||
-		    (status >= 100 && status < 200 && status != 101)) {
-			evbuffer_add(out, head, n);
-			if (status == 101) {
-				c->tunnel_head = 0;
-				c->tunnel_left = -1;
-				if (!c->tunnel_eof) {
-					bufferevent_enable(c->bev, EV_READ);
-					transport_http_tunnel_up(c);
-				}
-			}
-			free(head);
-			continue;
-		}
-		line = head;
-		end = strstr(line, "\r\n");
-		evbuffer_add(out, line, end + 2 - line);
-		for (line = end + 2; (end = strstr(line, "\r\n")) != NULL &&
-		    end != line; line = end + 2) {
-			if ((colon = memchr(line, ':', end - line)) != NULL &&
-			    ((colon - line == 10 && strncasecmp(line,
-			    "Connection", 10) == 0) || (colon - line == 10 &&
-			    strncasecmp(line, "Keep-Alive", 10) == 0) ||
-			    (colon - line == 16 && strncasecmp(line,
-			    "Proxy-Connection", 16) == 0)))
-				continue;
-			evbuffer_add(out, line, end + 2 - line);
-		}
-		evbuffer_add_printf(out, "Connection: close\r\n"
-		    "Content-Security-Policy: connect-src 'self'\r\n\r\n");
-		c->tunnel_head = 0;
-		free(head);
-	}
-	return (0);
-}
-
-/* One side's output has drained: let the other side read again. */
-static void
-transport_http_tunnel_drained(struct http_conn *c)
-{
-	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 &&
-	    c->upstream == NULL) {
-		transport_http_close(c, "forward done");
-		return;
-	}
-	if (c->upstream != NULL)
-		bufferevent_enable(c->upstream, EV_READ);
-}
-
-/*
- * Bytes from the sandbox: its answer's head first, then the rest as it
- * comes. Returns -1 once the connection is closed.
- */
-static int
-transport_http_tunnel_down(struct http_conn *c)
-{
-	struct evbuffer	*in = bufferevent_get_input(c->upstream);
-
-	c->tunnel_down += evbuffer_get_length(in) - c->tunnel_held;
-	if (c->tunnel_head && transport_http_tunnel_head(c, in) != 0)
-		return (-1);
-	c->tunnel_held = evbuffer_get_length(in);
-	if (!c->tunnel_head) {
-		c->tunnel_held = 0;
-		transport_http_tunnel_pump(c, c->upstream, c->bev);
-	}
-	return (0);
-}
-
-static void
-transport_http_tunnel_up_read_cb(struct bufferevent *bev, void *arg)
-{
-	transport_http_tunnel_down(arg);
-}
-
-static void
-transport_http_tunnel_up_write_cb(struct bufferevent *bev, void *arg)
-{
-	struct http_conn	*c = arg;
-
-	if (c->tunnel_eof &&
-	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		shutdown(bufferevent_getfd(bev), SHUT_WR);
-	else if (!c->tunnel_eof) {
-		bufferevent_enable(c->bev, EV_READ);
-		transport_http_tunnel_up(c);
-	}
-}
-
-/* The client has sent all it will: pass the half-close on. */
-static void
-transport_http_tunnel_client_eof(struct http_conn *c)
-{
-	c->tunnel_eof = 1;
-	bufferevent_disable(c->bev, EV_READ);
-	if (c->upstream != NULL && evbuffer_get_length(
-	    bufferevent_get_output(c->upstream)) == 0)
-		shutdown(bufferevent_getfd(c->upstream), SHUT_WR);
-}
-
-static void
-transport_http_tunnel_up_event_cb(struct bufferevent *bev, short what,
-    void *arg)
-{
-	struct http_conn	*c = arg;
-	struct evbuffer		*out = bufferevent_get_output(c->bev);
-
-	int			 err = EVUTIL_SOCKET_ERROR();
-
-	if (what & BEV_EVENT_CONNECTED)
-		return;
-	if (transport_http_tunnel_down(c) != 0)
-		return;
-	if ((what & BEV_EVENT_ERROR) && c->tunnel_down == 0) {
-		/* Nothing came back: the client gets a 502 that says why. */
-		bufferevent_free(c->upstream);
-		c->upstream = NULL;
-		log_debug("http client %u forward failed: %s", c->id,
-		    strerror(err));
-		transport_http_route_error(c, TOOL_ERR_FAILED,
-		    err == ECONNREFUSED ? "nothing listens on that port in"
-		    " the sandbox" : "cannot reach that port in the sandbox");
-		return;
-	}
-	/* The upstream is done: flush what it sent, then close. */
-	bufferevent_free(c->upstream);
-	c->upstream = NULL;
-	if (evbuffer_get_length(out) == 0)
-		transport_http_close(c, "forward done");
-}
-
-/* Headers that are for this hop only and are not passed on. */
-static int
-transport_http_hop_header(const char *name)
-{
-	static const char *hop[] = { "Connection", "Keep-Alive",
-	    "Proxy-Connection", "Proxy-Authorization", "Authorization", "TE",
-	    "Trailer", "Host", "Upgrade", "X-Forwarded-For",
-	    "X-Forwarded-Host", "X-Forwarded-Prefix", "X-Forwarded-Proto",
-	    "X-Forwarded-Port", "X-Forwarded-Server", "X-Original-URL",
-	    "X-Rewrite-URL", "Forwarded", "X-Real-IP", "Expect" };
-	size_t	i;
-
-	for (i = 0; i < sizeof hop / sizeof hop[0]; i++) {
-		if (strcasecmp(name, hop[i]) == 0)
-			return (1);
-	}
-	return (0);
-}
-
-/*
- * The upstream connection is being made: send the request head (without
- * our credentials), then everything the client sends, both ways.
- */
-static void
-transport_http_tunnel_start(struct http_conn *c, struct http_route *r,
-    const char *ip)
-{
-	struct sockaddr_storage	 ss;
-	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
-	struct http_header	*h;
-	struct evbuffer		*out;
-	const char		*upgrade, *host, *expect;
-	char			 hbuf[256];
-	socklen_t		 len;
-	int			 fwd;
-
-	if (c->req->chunked) {
-		transport_http_plain(c, 411, NULL);
-		return;
-	}
-	memset(&ss, 0, sizeof ss);
-	if (inet_pton(AF_INET, ip, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(r->port);
-		len = sizeof *sin;
-	} else if (inet_pton(AF_INET6, ip, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(r->port);
-		len = sizeof *sin6;
-	} else {
-		transport_http_route_error(c, TOOL_ERR_FAILED, "the sandbox's"
-		    " container has no usable network address");
-		return;
-	}
-	c->upstream = bufferevent_socket_new(ev_base, -1,
-	    BEV_OPT_CLOSE_ON_FREE);
-	if (c->upstream == NULL)
-		fatalx("%s: bufferevent_socket_new", __func__);
-	bufferevent_setcb(c->upstream, transport_http_tunnel_up_read_cb,
-	    transport_http_tunnel_up_write_cb,
-	    transport_http_tunnel_up_event_cb, c);
-	bufferevent_setwatermark(c->upstream, EV_WRITE, 0, 0);
-	if (bufferevent_socket_connect(c->upstream, (struct sockaddr *)&ss,
-	    (int)len) != 0) {
-		bufferevent_free(c->upstream);
-		c->upstream = NULL;
-		transport_http_route_error(c, TOOL_ERR_FAILED, "cannot connect"
-		    " to the sandbox");
-		return;
-	}
-
-	out = bufferevent_get_output(c->upstream);
-	evbuffer_add_printf(out, "%s %s HTTP/1.1\r\n", c->req->method,
-	    r->target);
-	TAILQ_FOREACH(h, &c->req->headers, entry) {
-		if (!transport_http_hop_header(h->name))
-			evbuffer_add_printf(out, "%s: %s\r\n", h->name,
-			    h->value);
-	}
-	evbuffer_add_printf(out, "Host: localhost:%d\r\n", r->port);
-	upgrade = http_msg_header(c->req, "Upgrade");
-	c->tunnel_left = c->req->content_length > 0 ?
-	    c->req->content_length : 0;
-	/* Expect is not passed on: the client is told to go on here. */
-	if (c->tunnel_left > 0 && (expect = http_msg_header(c->req,
-	    "Expect")) != NULL && strcasecmp(expect, "100-continue") == 0)
-		evbuffer_add_printf(bufferevent_get_output(c->bev),
-		    "HTTP/1.1 100 Continue\r\n\r\n");
-	if (upgrade != NULL && http_header_has_token(http_msg_header(c->req,
-	    "Connection") != NULL ? http_msg_header(c->req, "Connection") :
-	    "", "upgrade")) {
-		evbuffer_add_printf(out, "Connection: Upgrade\r\n"
-		    "Upgrade: %s\r\n", upgrade);
-		c->tunnel_upgrade = 1;
-	} else
-		evbuffer_add_printf(out, "Connection: close\r\n");
-	c->tunnel_head = 1;
-	/* Who asked, and for what: a trusted proxy's word, else ours. */
-	evbuffer_add_printf(out, "X-Forwarded-For: %s\r\n", c->client_addr);
-	if ((host = transport_http_request_host(c, hbuf, sizeof hbuf,
-	    &fwd)) != NULL)
-		evbuffer_add_printf(out, "X-Forwarded-Host: %s\r\n", host);
-	evbuffer_add_printf(out, "X-Forwarded-Proto: %s\r\n",
-	    transport_http_request_proto(c));
-	evbuffer_add_printf(out, "X-Forwarded-Prefix: /sandboxes/%s/forward/%d"
-	    "\r\n\r\n", r->id, r->port);
-
-	c->keepalive = 0;
-	transport_http_set_state(c, HTTP_CONN_TUNNEL);
-	bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
-	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-	bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
-	/* Body bytes already read follow the head, and no more. */
-	transport_http_tunnel_up(c);
-	log_debug("http client %u forward to %s:%d %.200s", c->id, ip,
-	    r->port, r->target);
-}
-
-/* The engine has the record and the container: answer the route. */
-static void
-transport_http_route_cb(cJSON *result, const char *kind,
-    const char *message, cJSON *details, void *arg)
-{
-	struct http_route	*r = arg;
-	struct http_conn	*c = r->c;
-	cJSON			*rec, *container, *body, *v;
-	const char		*state, *ip;
-
-	cJSON_Delete(details);
-	if (c == NULL) {
-		cJSON_Delete(result);
-		transport_http_route_free(r);
-		return;
-	}
-	c->route = NULL;
-	if (result == NULL) {
-		transport_http_route_error(c, kind, message);
-		goto out;
-	}
-	rec = cJSON_GetObjectItem(result, "record");
-	container = cJSON_GetObjectItem(result, "container");
-	v = cJSON_GetObjectItem(rec, "state");
-	state = cJSON_IsString(v) ? v->valuestring : "unknown";
-	if (!r->forward) {
-		body = cJSON_CreateObject();
-		cJSON_AddStringToObject(body, "sandbox_id",
-		    cJSON_GetObjectItem(rec, "id")->valuestring);
-		cJSON_AddStringToObject(body, "state", state);
-		cJSON_AddStringToObject(body, "container",
-		    transport_http_container_state(container));
-		transport_http_json(c, 200, body, NULL);
-		cJSON_Delete(body);
-		goto out;
-	}
-	if (strcmp(state, "ready") != 0)
-		transport_http_route_error(c, TOOL_ERR_FAILED, "the sandbox is"
-		    " not ready");
-	else if (strcmp(transport_http_container_state(container),
-	    "running") != 0)
-		transport_http_route_error(c, TOOL_ERR_FAILED, "the sandbox's"
-		    " container is not running");
-	else if ((ip = transport_http_container_ip(container)) == NULL)
-		transport_http_route_error(c, TOOL_ERR_FAILED, "the sandbox's"
-		    " container has no network address");
-	else
-		transport_http_tunnel_start(c, r, ip);
-out:
-	cJSON_Delete(result);
-	transport_http_route_free(r);
-}
-
-/* Route /sandboxes/{id}/health and /sandboxes/{id}/forward/{port}/... */
-static void
-transport_http_sandbox(struct http_conn *c, const char *path)
-{
-	struct http_route	*r;
-	const char		*p = path + 11, *slash, *origin, *errstr;
-	char			 id[65], port[8], *msg;
-	size_t			 len;
-
-	if ((origin = http_msg_header(c->req, "Origin")) != NULL &&
-	    !transport_http_origin_ok(c, origin)) {
-		transport_http_origin_refuse(c, "Origin", origin);
-		return;
-	}
-	if (transport_http_auth(c, TOOLSET_RUNTIME) != 0)
-		return;
-	if ((slash = strchr(p, '/')) == NULL || (len = slash - p) == 0 ||
-	    len >= sizeof id) {
-		transport_http_plain(c, 404, NULL);
-		return;
-	}
-	memcpy(id, p, len);
-	id[len] = '\0';
-	r = xcalloc(1, sizeof *r);
-	strlcpy(r->id, id, sizeof r->id);
-	if (strcmp(slash, "/health") == 0) {
-		if (strcmp(c->req->method, "GET") != 0 &&
-		    strcmp(c->req->method, "HEAD") != 0) {
-			free(r);
-			transport_http_plain(c, 405, "Allow: GET\r\n");
-			return;
-		}
-	} else if (strncmp(slash, "/forward/", 9) == 0) {
-		p = slash + 9;
-		len = strcspn(p, "/");
-		if (len == 0 || len >= sizeof port) {
-			free(r);
-			transport_http_plain(c, 404, NULL);
-			return;
-		}
-		memcpy(port, p, len);
-		port[len] = '\0';
-		r->port = (int)strtonum(port, 1, 65535, &errstr);
-		if (errstr != NULL || port[strspn(port, "0123456789")] != '\0') {
-			free(r);
-			transport_http_plain(c, 404, NULL);
-			return;
-		}
-		r->forward = 1;
-		/* The rest of the target, query included, from the raw one. */
-		p = strstr(c->req->target, "/forward/") + 9;
-		p += strspn(p, "0123456789");
-		if (*p == '/')
-			r->target = xstrdup(p);
-		else
-			xasprintf(&r->target, "/%s", p);
-	} else {
-		free(r);
-		transport_http_plain(c, 404, NULL);
-		return;
-	}
-	r->c = c;
-	c->route = r;
-	transport_http_set_state(c, HTTP_CONN_HANDLING);
-	evtimer_del(c->timer);
-	bufferevent_setwatermark(c->bev, EV_READ, 0,
-	    (size_t)cfg_limit(LIMIT_MAX_HEADER));
-	/* Another tenant's sandbox is answered as an unknown one. */
-	if (auth_sandbox_hidden(auth_tenant(c->key), id, &msg)) {
-		transport_http_route_cb(NULL, TOOL_ERR_NOT_FOUND, msg, NULL, r);
-		free(msg);
-		return;
-	}
-	sandbox_lookup(id, transport_http_route_cb, r);
 }
 
 /*

@@ -43,6 +43,7 @@
 #include <event2/event.h>
 
 #include "sandbox-mcp.h"
+#include "surface.h"
 
 #define STDIO_OUT_HIGH		(4 * 1024 * 1024)
 #define STDIO_OUT_LOW		(1024 * 1024)
@@ -370,7 +371,7 @@ transport_stdio_start(int sets)
 	stdio.active = 1;
 	proc_hold();
 	stdio.session = mcp_session_new(MCP_TRANSPORT_STDIO, sets, NULL,
-	    AUTH_LOCAL);
+	    TENANT_LOCAL);
 	mcp_session_set_push(stdio.session, transport_stdio_push, NULL);
 
 	if (transport_stdio_pollable(STDOUT_FILENO)) {

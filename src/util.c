@@ -478,3 +478,64 @@ util_url_escape(const char *s, int path)
 	*o = '\0';
 	return (out);
 }
+
+/* Whether a key or tenant name is 1 to 64 of [A-Za-z0-9._-]. */
+int
+util_tenant_name_valid(const char *name)
+{
+	size_t	n = strlen(name);
+
+	return (n > 0 && n <= 64 && name[strspn(name,
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789._-")] == '\0');
+}
+
+/*
+ * Whether a caller of one tenant sees what another tenant owns: its own,
+ * and the local operator everything.
+ */
+int
+util_tenant_sees(const char *caller, const char *owner)
+{
+	return (strcmp(caller, TENANT_LOCAL) == 0 || strcmp(caller,
+	    owner) == 0);
+}
+
+/*
+ * cJSON ends a string at an escaped NUL (\u0000) and keeps the rest
+ * behind it, so a string holding one cannot be seen whole. Each such
+ * escape becomes U+10FFFE (a noncharacter) in a copy of the message,
+ * which argument checks then refuse by name. Returns the copy, or NULL
+ * when the message has none.
+ */
+char *
+util_json_mark_nuls(const char *buf, size_t len)
+{
+	char	*out = NULL, *o = NULL;
+	size_t	 i, bs = 0, start = 0;
+
+	for (i = 0; i + 6 <= len; i++) {
+		if (buf[i] == '\\') {
+			bs++;
+			continue;
+		}
+		if (buf[i] == 'u' && bs % 2 == 1 &&
+		    memcmp(buf + i, "u0000", 5) == 0) {
+			if (out == NULL)
+				out = o = xmalloc(len * 2 + 1);
+			/* Copy up to the backslash, then the marker. */
+			memcpy(o, buf + start, i - 1 - start);
+			o += i - 1 - start;
+			memcpy(o, "\\udbff\\udffe", 12);
+			o += 12;
+			start = i + 5;
+		}
+		bs = 0;
+	}
+	if (out == NULL)
+		return (NULL);
+	memcpy(o, buf + start, len - start);
+	o += len - start;
+	*o = '\0';
+	return (out);
+}

@@ -45,6 +45,7 @@
 #include <cjson/cJSON.h>
 #include <event2/event.h>
 
+#include "engine.h"
 #include "sandbox-mcp.h"
 
 #define WORKSPACE_SLICE	256
@@ -87,7 +88,7 @@ workspace_root_serves(struct cfg_word *w, const char *tenant)
 {
 	struct cfg_word	*t;
 
-	if (w->tenants == NULL || strcmp(tenant, AUTH_LOCAL) == 0)
+	if (w->tenants == NULL || strcmp(tenant, TENANT_LOCAL) == 0)
 		return (1);
 	TAILQ_FOREACH(t, w->tenants, entry) {
 		if (strcmp(t->word, tenant) == 0)
@@ -162,65 +163,59 @@ workspace_lexically_under(const char *p, const char *tenant)
 /*
  * Resolve a caller's absolute path (the argument arg) to a canonical
  * directory under a root of the caller's tenant. On failure return NULL
- * with the error kind and a message naming the argument and the path.
+ * with a cause naming the argument and the path ({arg: path}).
  */
 char *
 workspace_resolve(const char *arg, const char *path, const char *tenant,
-    const char **kind, char **message)
+    struct cause *cause)
 {
 	struct stat	 st;
 	char		*canon, *root;
 
 	if (TAILQ_EMPTY(&cfg->roots)) {
-		*kind = TOOL_ERR_FAILED;
-		xasprintf(message, "no workspace roots are configured (add"
-		    " workspace-root lines to %s)", cfg->path != NULL ?
-		    cfg->path : "the configuration file");
+		cause_set(cause, CAUSE_FAILED, arg, path, "no workspace roots"
+		    " are configured (add workspace-root lines to %s)",
+		    cfg->path != NULL ? cfg->path : "the configuration file");
 		return (NULL);
 	}
 	if (path[0] != '/') {
-		*kind = TOOL_ERR_INVALID;
-		xasprintf(message, "%s must be an absolute path: %.200s",
-		    arg, path);
+		cause_set(cause, CAUSE_INVALID, arg, path, "%s must be an"
+		    " absolute path: %.200s", arg, path);
 		return (NULL);
 	}
 	if (strlen(path) >= PATH_MAX) {
-		*kind = TOOL_ERR_INVALID;
-		xasprintf(message, "%s is longer than %d bytes", arg,
-		    PATH_MAX);
+		cause_set(cause, CAUSE_INVALID, arg, path, "%s is longer than"
+		    " %d bytes", arg, PATH_MAX);
 		return (NULL);
 	}
 	if ((canon = realpath(path, NULL)) == NULL) {
 		if ((errno == ENOENT || errno == ENOTDIR) &&
-		    workspace_lexically_under(path, tenant)) {
-			*kind = TOOL_ERR_NOT_FOUND;
-			xasprintf(message, "no such directory: %.200s", path);
-		} else if (errno == ENOENT || errno == ENOTDIR) {
-			*kind = TOOL_ERR_INVALID;
-			xasprintf(message, "%.200s is outside the workspace"
-			    " roots", path);
-		} else {
-			*kind = TOOL_ERR_FAILED;
-			xasprintf(message, "cannot resolve %.200s: %s", path,
-			    strerror(errno));
-		}
+		    workspace_lexically_under(path, tenant))
+			cause_set(cause, CAUSE_NOT_FOUND, arg, path, "no such"
+			    " directory: %.200s", path);
+		else if (errno == ENOENT || errno == ENOTDIR)
+			cause_set(cause, CAUSE_INVALID, arg, path, "%.200s is"
+			    " outside the workspace roots", path);
+		else
+			cause_set(cause, CAUSE_FAILED, arg, path, "cannot"
+			    " resolve %.200s: %s", path, strerror(errno));
 		return (NULL);
 	}
 	if ((root = workspace_root_of(canon, tenant)) == NULL) {
-		*kind = TOOL_ERR_INVALID;
 		if (strcmp(canon, path) != 0)
-			xasprintf(message, "%.200s is outside the workspace"
-			    " roots (it resolves to %.200s)", path, canon);
+			cause_set(cause, CAUSE_INVALID, arg, path, "%.200s is"
+			    " outside the workspace roots (it resolves to"
+			    " %.200s)", path, canon);
 		else
-			xasprintf(message, "%.200s is outside the workspace"
-			    " roots", path);
+			cause_set(cause, CAUSE_INVALID, arg, path, "%.200s is"
+			    " outside the workspace roots", path);
 		free(canon);
 		return (NULL);
 	}
 	free(root);
 	if (stat(canon, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		*kind = TOOL_ERR_INVALID;
-		xasprintf(message, "%.200s is not a directory", path);
+		cause_set(cause, CAUSE_INVALID, arg, path, "%.200s is not a"
+		    " directory", path);
 		free(canon);
 		return (NULL);
 	}
@@ -239,16 +234,16 @@ workspace_basename(const char *p)
 
 /* The roots of a tenant that resolve, as the path-less listing. */
 cJSON *
-workspace_roots(const char *tenant, char **message)
+workspace_roots(const char *tenant, struct cause *cause)
 {
 	struct cfg_word	*w;
 	cJSON		*result, *dirs, *d;
 	char		*canon, *name, *root;
 
 	if (TAILQ_EMPTY(&cfg->roots)) {
-		xasprintf(message, "no workspace roots are configured (add"
-		    " workspace-root lines to %s)", cfg->path != NULL ?
-		    cfg->path : "the configuration file");
+		cause_set(cause, CAUSE_FAILED, NULL, NULL, "no workspace roots"
+		    " are configured (add workspace-root lines to %s)",
+		    cfg->path != NULL ? cfg->path : "the configuration file");
 		return (NULL);
 	}
 	result = cJSON_CreateObject();
@@ -444,23 +439,19 @@ workspace_list_slice_cb(evutil_socket_t fd, short events, void *arg)
 
 /*
  * Begin listing the subdirectories of a caller's path for a tenant.
- * Returns NULL with an error kind, message and details when the path is
- * refused; otherwise the callback gets the result from the loop later.
+ * Returns NULL with a cause when the path is refused; otherwise the
+ * callback gets the result from the loop later.
  */
 struct workspace_list *
 workspace_list_start(const char *path, const char *tenant,
-    workspace_list_cb cb, void *arg, const char **kind, char **message,
-    cJSON **details)
+    workspace_list_cb cb, void *arg, struct cause *cause)
 {
 	struct workspace_list	*wl;
 	struct cfg_word		*w;
 	char			*canon, *root, *slash, *r;
 
-	if ((canon = workspace_resolve("path", path, tenant, kind,
-	    message)) == NULL) {
-		*details = tool_details("path", path);
+	if ((canon = workspace_resolve("path", path, tenant, cause)) == NULL)
 		return (NULL);
-	}
 	wl = xcalloc(1, sizeof *wl);
 	wl->path = canon;
 	wl->tenant = xstrdup(tenant);
@@ -492,10 +483,8 @@ workspace_list_start(const char *path, const char *tenant,
 	}
 	free(root);
 	if ((wl->dir = opendir(canon)) == NULL) {
-		*kind = TOOL_ERR_FAILED;
-		xasprintf(message, "cannot read %.200s: %s", canon,
-		    strerror(errno));
-		*details = tool_details("path", path);
+		cause_set(cause, CAUSE_FAILED, "path", path, "cannot read"
+		    " %.200s: %s", canon, strerror(errno));
 		workspace_list_free(wl);
 		return (NULL);
 	}

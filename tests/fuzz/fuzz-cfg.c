@@ -23,7 +23,10 @@
 
 #include <stdint.h>
 
+#include "engine.h"
+#include "op.h"
 #include "sandbox-mcp.h"
+#include "surface.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -39,6 +39,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "engine.h"
 #include "sandbox-mcp.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -84,7 +85,7 @@ fuzz_tree(void)
 }
 
 static void
-fuzz_read_cb(cJSON *r, struct files_error *err, void *arg)
+fuzz_read_cb(cJSON *r, struct cause *err, void *arg)
 {
 	cJSON	*c;
 
@@ -134,7 +135,7 @@ fuzz_path(const char *in)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct files_error	 err;
+	struct cause	 err;
 	struct files_edit_result res;
 	char			*buf, *nul;
 	cJSON			*r, *edits;
@@ -155,7 +156,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		r = files_window(buf + 2, size - 3, (unsigned char)buf[0] % 8,
 		    1 + (unsigned char)buf[1] % 8, "f", &err);
 		cJSON_Delete(r);
-		files_error_clear(&err);
+		cause_clear(&err);
 		break;
 	case 2:
 		if ((nul = memchr(buf, '\0', size - 1)) == NULL ||
@@ -165,7 +166,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (files_edit_apply(buf, nul - buf, edits, "f", &res,
 		    &err) == 0)
 			free(res.out);
-		files_error_clear(&err);
+		cause_clear(&err);
 		cJSON_Delete(edits);
 		break;
 	}

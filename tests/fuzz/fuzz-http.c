@@ -27,7 +27,10 @@
 #include <event2/buffer.h>
 
 #include "http.h"
+#include "engine.h"
+#include "op.h"
 #include "sandbox-mcp.h"
+#include "surface.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -31,7 +31,10 @@
 #include <cjson/cJSON.h>
 #include <event2/event.h>
 
+#include "engine.h"
+#include "op.h"
 #include "sandbox-mcp.h"
+#include "surface.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -69,7 +72,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cfg->docker_socket = strdup("/nonexistent/docker.sock");
 		ev_base = event_base_new();
 	}
-	s = mcp_session_new(MCP_TRANSPORT_STDIO, TOOLSET_ALL, NULL, AUTH_LOCAL);
+	s = mcp_session_new(MCP_TRANSPORT_STDIO, TOOLSET_ALL, NULL,
+	    TENANT_LOCAL);
 	reply = mcp_receive(s, init, sizeof init - 1, fuzz_reply_cb, NULL);
 	reply = mcp_receive(s, (const char *)data, size, fuzz_reply_cb, NULL);
 	if (reply != NULL)

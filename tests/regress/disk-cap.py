@@ -28,7 +28,10 @@ MARGIN = 2 * MIB
 
 
 def du(path):
-    """Bytes allocated under path on its own file system (du -x)."""
+    """Bytes allocated under path on its own file system (du -x), once
+    what the sandboxes' disks hold in the page cache is written down:
+    a disk's image grows only as its loop device writes to it."""
+    os.sync()
     out = subprocess.run(["du", "-sx", "--block-size=1", path],
                          capture_output=True, text=True).stdout
     return int(out.split()[0])

@@ -28,7 +28,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "engine.h"
+#include "op.h"
 #include "sandbox-mcp.h"
+#include "surface.h"
 #include "unit.h"
 
 #define KEYHASH	"0123456789abcdef0123456789abcdef" \
@@ -316,7 +319,7 @@ test_tenant_sees(void)
 	int	 i;
 
 	for (i = 0; cases[i].caller != NULL; i++) {
-		if (auth_sees(cases[i].caller, cases[i].owner) !=
+		if (util_tenant_sees(cases[i].caller, cases[i].owner) !=
 		    cases[i].sees) {
 			fprintf(stderr, "%s sees %s: wanted %d\n",
 			    cases[i].caller, cases[i].owner, cases[i].sees);
@@ -324,18 +327,18 @@ test_tenant_sees(void)
 		}
 	}
 	rec = cJSON_Parse("{\"id\": \"sbox-0\"}");
-	CHECK_STR(auth_record_tenant(rec), "local");
+	CHECK_STR(sandbox_record_tenant(rec), "local");
 	cJSON_AddStringToObject(rec, "tenant", "blue");
-	CHECK_STR(auth_record_tenant(rec), "blue");
+	CHECK_STR(sandbox_record_tenant(rec), "blue");
 	cJSON_Delete(rec);
 	CHECK_STR(auth_tenant(NULL), "local");
-	CHECK(auth_tenant_name_valid("a.b_c-D9"));
-	CHECK(!auth_tenant_name_valid(""));
-	CHECK(!auth_tenant_name_valid("a/b"));
-	CHECK(!auth_tenant_name_valid("a b"));
-	CHECK(auth_tenant_name_valid("x123456789012345678901234567890123456"
+	CHECK(util_tenant_name_valid("a.b_c-D9"));
+	CHECK(!util_tenant_name_valid(""));
+	CHECK(!util_tenant_name_valid("a/b"));
+	CHECK(!util_tenant_name_valid("a b"));
+	CHECK(util_tenant_name_valid("x123456789012345678901234567890123456"
 	    "789012345678901234567890123"));
-	CHECK(!auth_tenant_name_valid("x1234567890123456789012345678901234567"
+	CHECK(!util_tenant_name_valid("x1234567890123456789012345678901234567"
 	    "890123456789012345678901234"));
 	return (0);
 }

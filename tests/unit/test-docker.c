@@ -39,7 +39,10 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "engine.h"
+#include "op.h"
 #include "sandbox-mcp.h"
+#include "surface.h"
 #include "unit.h"
 
 struct peer {

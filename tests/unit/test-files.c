@@ -35,6 +35,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "engine.h"
 #include "sandbox-mcp.h"
 #include "unit.h"
 
@@ -63,7 +64,7 @@ static const struct path_case path_cases[] = {
 	{ "/etc/passwd", NULL, "under /workspace" },
 	{ "/workspacex/a", NULL, "under /workspace" },
 	{ "/", NULL, "under /workspace" },
-	{ "a" TOOL_NUL_MARK "b", NULL, "NUL" },
+	{ "a" NUL_MARK "b", NULL, "NUL" },
 	{ "bad\xff", NULL, "not UTF-8" },
 	{ NULL, NULL, NULL }
 };
@@ -123,14 +124,14 @@ static int
 window_is(const char *text, size_t len, long long off, long long lim,
     const char *content, long long num, long long total, long long next)
 {
-	struct files_error	 err;
+	struct cause	 err;
 	cJSON			*r, *v;
 
 	memset(&err, 0, sizeof err);
 	if ((r = files_window(text, len, off, lim, "f", &err)) == NULL) {
 		fprintf(stderr, "window %lld+%lld: %s\n", off, lim,
 		    err.message);
-		files_error_clear(&err);
+		cause_clear(&err);
 		return (1);
 	}
 	CHECK_STR(cJSON_GetObjectItem(r, "content")->valuestring, content);
@@ -157,19 +158,19 @@ static int
 window_refused(const char *text, size_t len, long long off, long long lim,
     const char *what)
 {
-	struct files_error	 err;
+	struct cause	 err;
 	cJSON			*r;
 
 	memset(&err, 0, sizeof err);
 	r = files_window(text, len, off, lim, "f", &err);
 	CHECK(r == NULL);
-	CHECK_STR(err.kind, TOOL_ERR_INVALID);
+	CHECK_INT(err.kind, CAUSE_INVALID);
 	if (strstr(err.message, what) == NULL) {
 		fprintf(stderr, "message \"%s\" lacks \"%s\"\n", err.message,
 		    what);
 		return (1);
 	}
-	files_error_clear(&err);
+	cause_clear(&err);
 	return (0);
 }
 
@@ -250,7 +251,7 @@ test_window_cut(void)
 /* Apply edits given as JSON; the result or NULL (err filled). */
 static char *
 edit(const char *text, const char *json, struct files_edit_result *res,
-    struct files_error *err)
+    struct cause *err)
 {
 	cJSON	*edits;
 	char	*out = NULL;
@@ -267,16 +268,16 @@ static int
 edit_refused(const char *text, const char *json, const char *what)
 {
 	struct files_edit_result	res;
-	struct files_error		err;
+	struct cause		err;
 
 	CHECK(edit(text, json, &res, &err) == NULL);
-	CHECK_STR(err.kind, TOOL_ERR_INVALID);
+	CHECK_INT(err.kind, CAUSE_INVALID);
 	if (strstr(err.message, what) == NULL) {
 		fprintf(stderr, "%s: message \"%s\" lacks \"%s\"\n", json,
 		    err.message, what);
 		return (1);
 	}
-	files_error_clear(&err);
+	cause_clear(&err);
 	return (0);
 }
 
@@ -284,7 +285,7 @@ static int
 test_edit(void)
 {
 	struct files_edit_result	 res;
-	struct files_error		 err;
+	struct cause		 err;
 	char				*out;
 
 	out = edit("a draft b draft\n", "[{\"old_string\":\"draft\","
@@ -343,7 +344,7 @@ static int
 test_edit_crlf(void)
 {
 	struct files_edit_result	 res;
-	struct files_error		 err;
+	struct cause		 err;
 	const char			*json;
 	char				*out, *big;
 	size_t				 i;
@@ -402,7 +403,7 @@ find_is(struct layer_stack *ls, const char *rel, enum layer_kind kind,
     size_t layer, const char *refusal)
 {
 	struct layer_entry	le;
-	struct files_error	err;
+	struct cause	err;
 	int			r;
 
 	memset(&err, 0, sizeof err);
@@ -414,7 +415,7 @@ find_is(struct layer_stack *ls, const char *rel, enum layer_kind kind,
 			    rel, err.message, refusal);
 			return (1);
 		}
-		files_error_clear(&err);
+		cause_clear(&err);
 		return (0);
 	}
 	CHECK(r == 0);

@@ -28,7 +28,10 @@
 #include <event2/buffer.h>
 
 #include "http.h"
+#include "engine.h"
+#include "op.h"
 #include "sandbox-mcp.h"
+#include "surface.h"
 #include "unit.h"
 
 /* Parse text (in one go, or byte by byte) and return the final result. */

@@ -26,7 +26,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "engine.h"
+#include "op.h"
 #include "sandbox-mcp.h"
+#include "surface.h"
 #include "unit.h"
 
 static cJSON	*last;
@@ -78,7 +81,7 @@ initialized(const char *version)
 
 	unit_setup();
 	s = mcp_session_new(MCP_TRANSPORT_STDIO, TOOLSET_MANAGEMENT, NULL,
-	    AUTH_LOCAL);
+	    TENANT_LOCAL);
 	snprintf(buf, sizeof buf, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
 	    "\"initialize\",\"params\":{\"protocolVersion\":\"%s\","
 	    "\"capabilities\":{},\"clientInfo\":{\"name\":\"t\","
@@ -137,7 +140,7 @@ test_before_initialize(void)
 
 	unit_setup();
 	s = mcp_session_new(MCP_TRANSPORT_STDIO, TOOLSET_MANAGEMENT, NULL,
-	    AUTH_LOCAL);
+	    TENANT_LOCAL);
 	r = send_msg(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
 	    "\"tools/list\"}");
 	CHECK_INT(error_code(r), JSONRPC_NOT_INITIALIZED);
@@ -158,7 +161,7 @@ test_initialize(void)
 
 	unit_setup();
 	s = mcp_session_new(MCP_TRANSPORT_STDIO, TOOLSET_MANAGEMENT, NULL,
-	    AUTH_LOCAL);
+	    TENANT_LOCAL);
 	r = send_msg(s, "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":"
 	    "\"initialize\",\"params\":{\"protocolVersion\":\"1999-01-01\"}}");
 	res = cJSON_GetObjectItem(r, "result");

@@ -29,7 +29,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine.h"
+#include "op.h"
 #include "sandbox-mcp.h"
+#include "surface.h"
 #include "unit.h"
 
 static int

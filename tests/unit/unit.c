@@ -29,14 +29,17 @@
 
 #include <event2/event.h>
 
+#include "engine.h"
+#include "op.h"
 #include "sandbox-mcp.h"
+#include "surface.h"
 #include "unit.h"
 
 static const struct unit_case *unit_groups[] = {
 	unit_http_cases,
 	unit_jsonrpc_cases,
 	unit_cfg_cases,
-	unit_tool_cases,
+	unit_op_cases,
 	unit_docker_cases,
 	unit_util_cases,
 	unit_transcript_cases,

@@ -33,7 +33,7 @@ struct unit_case {
 extern const struct unit_case unit_http_cases[];
 extern const struct unit_case unit_jsonrpc_cases[];
 extern const struct unit_case unit_cfg_cases[];
-extern const struct unit_case unit_tool_cases[];
+extern const struct unit_case unit_op_cases[];
 extern const struct unit_case unit_docker_cases[];
 extern const struct unit_case unit_util_cases[];
 extern const struct unit_case unit_transcript_cases[];

@@ -15,8 +15,8 @@
  */
 
 /*
- * The tool table and argument validation: messages and their order, and
- * the generated tools/list.
+ * The operation table and argument validation: messages and their order,
+ * the generated tools/list, and the result envelope.
  */
 
 #include "config.h"
@@ -26,19 +26,21 @@
 
 #include <cjson/cJSON.h>
 
+#include "op.h"
 #include "sandbox-mcp.h"
+#include "surface.h"
 #include "unit.h"
 
-static const struct tool_arg probe_args[] = {
-	{ "name", TOOL_ARG_STRING, 1, -1, NULL, "A name." },
-	{ "count", TOOL_ARG_INTEGER, 0, 0, "1", "A count." },
-	{ "items", TOOL_ARG_ARRAY, 0, -1, NULL, "Items." },
-	{ "flag", TOOL_ARG_BOOLEAN, 0, -1, NULL, "A flag." },
-	{ "format", TOOL_ARG_STRING, 0, -1, "\"dir\"", "A format." },
+static const struct op_arg probe_args[] = {
+	{ "name", OP_ARG_STRING, 1, -1, NULL, "A name." },
+	{ "count", OP_ARG_INTEGER, 0, 0, "1", "A count." },
+	{ "items", OP_ARG_ARRAY, 0, -1, NULL, "Items." },
+	{ "flag", OP_ARG_BOOLEAN, 0, -1, NULL, "A flag." },
+	{ "format", OP_ARG_STRING, 0, -1, "\"dir\"", "A format." },
 	{ NULL, 0, 0, -1, NULL, NULL }
 };
 
-static const struct tool_entry probe_entry = {
+static const struct op_entry probe_entry = {
 	.name = "probe",
 	.title = "Probe",
 	.description = "A tool for the tests.",
@@ -51,18 +53,20 @@ static char *
 validate(const char *json)
 {
 	static char	 out[256];
-	cJSON		*args, *details = NULL;
-	char		*message = NULL;
+	struct cause	 cause = { 0 };
+	cJSON		*args;
 
 	args = cJSON_Parse(json);
-	if (tool_validate(&probe_entry, args, &message, &details) == 0) {
+	if (op_validate(&probe_entry, args, &cause) == 0) {
 		cJSON_Delete(args);
 		return (NULL);
 	}
-	snprintf(out, sizeof out, "%s [%s]", message,
-	    cJSON_GetObjectItem(details, "argument")->valuestring);
-	free(message);
-	cJSON_Delete(details);
+	snprintf(out, sizeof out, "%s [%s]", cause.message,
+	    cJSON_GetObjectItem(cause.details, "argument")->valuestring);
+	if (cause.kind != CAUSE_INVALID)
+		snprintf(out, sizeof out, "kind %s",
+		    cause_kind_name(cause.kind));
+	cause_clear(&cause);
 	cJSON_Delete(args);
 	return (out);
 }
@@ -116,7 +120,7 @@ test_list(void)
 	int	 i;
 
 	unit_setup();
-	list = tool_list(TOOLSET_MANAGEMENT);
+	list = mcp_tools_list_object(TOOLSET_MANAGEMENT, MCP_TOOLS_2025_03);
 	tools = cJSON_GetObjectItem(list, "tools");
 	CHECK_INT(cJSON_GetArraySize(tools), 6);
 	t = cJSON_GetArrayItem(tools, 0);
@@ -141,7 +145,7 @@ test_list(void)
 	    "type")->valuestring, "string");
 	cJSON_Delete(list);
 
-	list = tool_list(TOOLSET_RUNTIME);
+	list = mcp_tools_list_object(TOOLSET_RUNTIME, MCP_TOOLS_2025_03);
 	tools = cJSON_GetObjectItem(list, "tools");
 	CHECK_INT(cJSON_GetArraySize(tools), 10);
 	for (i = 0; i < 10; i++)
@@ -153,36 +157,87 @@ test_list(void)
 	    cJSON_GetObjectItem(t, "inputSchema"), "properties"), "content"),
 	    "type")->valuestring, "string");
 	cJSON_Delete(list);
-	list = tool_list(TOOLSET_OBSERVABILITY);
+	list = mcp_tools_list_object(TOOLSET_OBSERVABILITY,
+	    MCP_TOOLS_2025_03);
 	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(list, "tools")), 0);
 	cJSON_Delete(list);
-	CHECK(tool_find("list_docker_images", TOOLSET_RUNTIME) == NULL);
-	CHECK(tool_find("list_docker_images", TOOLSET_MANAGEMENT) != NULL);
+	CHECK(op_find("list_docker_images", TOOLSET_RUNTIME) == NULL);
+	CHECK(op_find("list_docker_images", TOOLSET_MANAGEMENT) != NULL);
+	return (0);
+}
+
+/*
+ * From 2025-06-18 each tool declares an outputSchema, made from the
+ * table: an object that is the result or the error object; 2025-03-26
+ * has none, and the hidden operations are never listed.
+ */
+static int
+test_output_schema(void)
+{
+	cJSON	*list, *t, *os, *any;
+	int	 n = 0;
+
+	unit_setup();
+	list = mcp_tools_list_object(TOOLSET_ALL, MCP_TOOLS_2025);
+	cJSON_ArrayForEach(t, cJSON_GetObjectItem(list, "tools")) {
+		os = cJSON_GetObjectItem(t, "outputSchema");
+		CHECK(cJSON_IsObject(os));
+		CHECK_STR(cJSON_GetObjectItem(os, "type")->valuestring,
+		    "object");
+		any = cJSON_GetObjectItem(os, "anyOf");
+		CHECK_INT(cJSON_GetArraySize(any), 2);
+		CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(
+		    cJSON_GetArrayItem(any, 1), "properties"), "error") !=
+		    NULL);
+		CHECK(strcmp(cJSON_GetObjectItem(t, "name")->valuestring,
+		    "sandbox_endpoint") != 0);
+		n++;
+	}
+	CHECK_INT(n, 16);
+	cJSON_Delete(list);
+	list = mcp_tools_list_object(TOOLSET_ALL, MCP_TOOLS_2025_03);
+	cJSON_ArrayForEach(t, cJSON_GetObjectItem(list, "tools"))
+		CHECK(cJSON_GetObjectItem(t, "outputSchema") == NULL);
+	cJSON_Delete(list);
+	CHECK(op_find("sandbox_endpoint", TOOLSET_ALL) == NULL);
 	return (0);
 }
 
 static int
-test_error_result(void)
+test_envelope(void)
 {
-	cJSON	*sc, *err;
+	struct cause	 cause = { 0 };
+	cJSON		*env, *err;
 
-	sc = tool_error_result(TOOL_ERR_NOT_FOUND, tool_details("path", "/x"),
-	    "no such directory: /x");
-	err = cJSON_GetObjectItem(sc, "error");
+	cause_set(&cause, CAUSE_NOT_FOUND, "path", "/x", "no such directory:"
+	    " /x");
+	env = mcp_tools_envelope(NULL, &cause);
+	cause_clear(&cause);
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(env, "isError")));
+	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(env, "content")), 0);
+	err = cJSON_GetObjectItem(cJSON_GetObjectItem(env,
+	    "structuredContent"), "error");
 	CHECK_STR(cJSON_GetObjectItem(err, "kind")->valuestring, "not_found");
 	CHECK_STR(cJSON_GetObjectItem(cJSON_GetObjectItem(err, "details"),
 	    "path")->valuestring, "/x");
-	cJSON_Delete(sc);
-	sc = tool_error_result(TOOL_ERR_FAILED, NULL, "m");
-	CHECK(cJSON_IsObject(cJSON_GetObjectItem(cJSON_GetObjectItem(sc,
-	    "error"), "details")));
-	cJSON_Delete(sc);
+	cJSON_Delete(env);
+	cause_set(&cause, CAUSE_FAILED, NULL, NULL, "m");
+	env = mcp_tools_envelope(NULL, &cause);
+	cause_clear(&cause);
+	CHECK(cJSON_IsObject(cJSON_GetObjectItem(cJSON_GetObjectItem(
+	    cJSON_GetObjectItem(env, "structuredContent"), "error"),
+	    "details")));
+	cJSON_Delete(env);
+	env = mcp_tools_envelope(cJSON_CreateObject(), NULL);
+	CHECK(cJSON_IsFalse(cJSON_GetObjectItem(env, "isError")));
+	cJSON_Delete(env);
 	return (0);
 }
 
-const struct unit_case unit_tool_cases[] = {
-	{ "tool/validation", test_validation },
-	{ "tool/list", test_list },
-	{ "tool/error-result", test_error_result },
+const struct unit_case unit_op_cases[] = {
+	{ "op/validation", test_validation },
+	{ "op/list", test_list },
+	{ "op/output-schema", test_output_schema },
+	{ "op/envelope", test_envelope },
 	{ NULL, NULL }
 };

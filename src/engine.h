@@ -1,0 +1,311 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * engine.h: the engine floor. The products' behaviour: sandboxes and
+ * their records, workspace bases, layer stacks, workspace sessions,
+ * commands, files, publishing and blame. Included by engine files, by
+ * the door (op-*.c) and by main; never by a front end, which reaches
+ * the engine only through the operation table (op.h). Every answer an
+ * engine function gives, now or later through a callback, is exactly
+ * one of a result and a cause (sandbox-mcp.h).
+ */
+
+#ifndef ENGINE_H
+#define ENGINE_H
+
+#include "nsexec.h"
+#include "sandbox-mcp.h"
+
+/* layer.c */
+struct layer_stack {
+	int		  version;
+	size_t		  n;
+	char		**ids;
+	char		**paths;	/* absolute, newest first */
+};
+enum layer_kind {
+	LAYER_ABSENT,
+	LAYER_FILE,
+	LAYER_DIR,
+	LAYER_SYMLINK,
+	LAYER_OTHER
+};
+#define LAYER_PARENTS_MAX	64
+struct layer_entry {
+	enum layer_kind	 kind;
+	size_t		 layer;
+	struct stat	 st;
+	char		 path[4096];
+	enum layer_kind	 blocker;	/* a parent that is not a directory */
+	size_t		 blocker_len;
+	mode_t		 parent_mode[LAYER_PARENTS_MAX];
+	size_t		 nparent;
+};
+void		 layer_stack_free(struct layer_stack *);
+struct layer_stack *layer_stack_from_json(int, struct cJSON *, char **);
+struct cJSON	*layer_stack_json(struct layer_stack *);
+void		 layer_stack_root_hash(struct layer_stack *, char[72]);
+struct layer_stack *layer_stack_read(const char *, char **);
+int		 layer_stack_write(const char *, struct layer_stack *, char **);
+char		*layer_stack_text(struct layer_stack *);
+char		*layer_manifest_path(const char *);
+int		 layer_stack_init(const char *, const char *, char **);
+int		 layer_lock(const char *);
+int		 layer_lock_try(const char *);
+void		 layer_unlock(int);
+void		 layer_new_id(int, char, char[20]);
+int		 layer_is_whiteout(const struct stat *);
+int		 layer_is_opaque(const char *);
+int		 layer_resolve(struct layer_stack *, const char *,
+		     struct layer_entry *, char **);
+void		 layer_recover(const char *);
+
+/* zygote.c */
+struct session;
+LIST_HEAD(sessions, session);
+struct zygote_req;
+TAILQ_HEAD(zygote_reqs, zygote_req);
+struct rt_sandbox {		/* what this process knows of a sandbox */
+	char			 id[65];
+	char			*container;
+	pid_t			 pid;		/* the container's init */
+	unsigned long long	 pid_start;
+	char			**cgroups;
+	size_t			 ncgroup;
+	char			*freezer;	/* its freezer group */
+	char			*tenant;	/* whose it is */
+	/* its zygote: zygote.c's */
+	struct job		*zjob;
+	pid_t			 zpid;		/* the container pid it is in */
+	int			 zctl;
+	struct event		*zev;
+	struct event		*zwev;		/* waiting to write to it */
+	int			 zready;
+	struct zygote_reqs	 reqs;
+	/* its sessions: session.c's */
+	struct sessions		 sessions;
+	unsigned int		 nidle;		/* spares kept for use */
+	unsigned int		 spares_wanted;
+	LIST_ENTRY(rt_sandbox)	 entry;
+};
+typedef void (*rt_cb)(struct rt_sandbox *, const struct cause *, void *);
+typedef void (*zygote_cb)(pid_t, const char *, void *);
+void		 zygote_get(const char *, rt_cb, void *);
+struct rt_sandbox *zygote_find(const char *);
+struct rt_sandbox *zygote_next(struct rt_sandbox *);
+int		 zygote_same_tenant(struct rt_sandbox *, struct rt_sandbox *);
+char		**zygote_ids(size_t *);
+struct zygote_req *zygote_build(struct rt_sandbox *, const char *, int,
+		     const char *, const char *, const char *,
+		     const struct layer_stack *, int, zygote_cb, void *);
+void		 zygote_cancel(struct zygote_req *);
+char		**zygote_forget(struct rt_sandbox *, const char *, size_t *);
+
+/* session.c */
+struct session_publish;
+typedef void (*session_cb)(struct session *, const struct cause *, void *);
+typedef void (*session_publish_cb)(struct session *, struct cJSON *, void *);
+enum session_state {
+	SESSION_STARTING,
+	SESSION_LIVE,
+	SESSION_DEAD,		/* its init died on its own */
+	SESSION_IDLE,		/* ended clean, kept to serve again */
+	SESSION_ENDED
+};
+enum session_use {
+	SESSION_USE_READ,	/* read its live view */
+	SESSION_USE_CHANGE,	/* write or edit in it */
+	SESSION_USE_EXEC,	/* run a command in it */
+	SESSION_USE_END		/* publish or destroy it */
+};
+struct session_client {		/* a command running in a session */
+	const char		*id;
+	void			(*message)(struct session_client *,
+				    const struct nsexec_msg *);
+	void			(*gone)(struct session_client *,
+				    const char *);
+	void			*arg;
+	int			 told;		/* session.c's */
+	LIST_ENTRY(session_client) entry;
+};
+LIST_HEAD(session_clients, session_client);
+struct session	*session_find(struct rt_sandbox *, const char *);
+struct session	*session_use(struct rt_sandbox *, const char *,
+		     enum session_use, struct cause *);
+void		 session_create(struct rt_sandbox *, int, int, session_cb,
+		     void *);
+void		 session_end(struct session *, const char *);
+int		 session_full(struct rt_sandbox *, struct cause *);
+void		 session_when_dead(struct session *,
+		     void (*)(struct session *, void *), void *);
+void		 session_attach(struct session *, struct session_client *);
+void		 session_detach(struct session *, struct session_client *);
+int		 session_send(struct session *, enum nsexec_type,
+		     const char **, int, const int *, int);
+const char	*session_id(struct session *);
+int		 session_isolated(struct session *);
+int		 session_automatic(struct session *);
+int		 session_base_version(struct session *);
+int		 session_rootfd(struct session *);
+unsigned int	 session_clients(struct session *);
+int		 session_ended(struct session *);
+struct rt_sandbox *session_sandbox(struct session *);
+void		 session_upper_size(struct session *,
+		     void (*)(struct session *, unsigned long long, void *),
+		     void *);
+void		 session_publish(struct session *, const char *,
+		     session_publish_cb, void *);
+struct cJSON	*session_publish_fields(struct cJSON *);
+char		**session_forget(const char *, const char *, const char *,
+		     size_t *);
+void		 session_recover(const char *);
+
+/* command.c */
+struct command_wait;
+typedef void (*command_cb)(struct cJSON *, const struct cause *, void *);
+void		 command_exec(struct rt_sandbox *, const char *, const char *,
+		     long long, long long, command_cb, void *,
+		     struct command_wait **);
+void		 command_stdin(struct rt_sandbox *, const char *, const char *,
+		     long long, command_cb, void *, struct command_wait **);
+void		 command_read(struct rt_sandbox *, const char *, long long,
+		     long long, command_cb, void *);
+void		 command_wait_cancel(struct command_wait *);
+void		 command_forget_sandbox(const char *);
+void		 command_recover(const char *);
+
+/* publish.c */
+struct publish_args {
+	const char		*sandbox;
+	const char		*upper;
+	struct layer_stack	*base;
+	const char		*owner;
+	int			 copy;	/* copy files, never link them */
+};
+int		 publish_child(void *, int);
+struct publish_file_args {
+	const char		*sandbox;
+	const char		*path;		/* normalized, relative */
+	const char		*owner;
+	int			 kind;		/* FILES_WRITE or FILES_EDIT */
+	const char		*content;
+	size_t			 len;
+	struct cJSON		*edits;
+};
+int		 publish_file_child(void *, int);
+
+/* files.c */
+#define FILES_EDIT_MAX		(4 * 1024 * 1024)
+#define FILES_EDITS_MAX		100
+#define FILES_EDIT_OUT_MAX	(16 * 1024 * 1024)
+enum files_kind {
+	FILES_READ,
+	FILES_WRITE,
+	FILES_EDIT
+};
+struct files_edit_result {
+	char			*out;
+	size_t			 outlen;
+	int			 applied;
+	unsigned long long	 replacements;
+};
+struct files_op {
+	const char		*sandbox;	/* whose helper it is */
+	const char		*tenant;
+	enum files_kind		 kind;
+	char			*path;		/* normalized, relative */
+	int			 rootfd;	/* a session's /workspace, or -1 */
+	struct layer_stack	*ls;		/* the snapshot otherwise */
+	int			 fd;		/* the file being read */
+	long long		 offset;
+	long long		 limit;
+	const char		*content;
+	size_t			 len;
+	struct cJSON		*edits;
+};
+typedef void (*files_cb)(struct cJSON *, const struct cause *, void *);
+char		*files_path(const char *, char **);
+int		 files_path_reserved(const char *);
+int		 files_text(const char *, size_t);
+struct cJSON	*files_window(const char *, size_t, long long, long long,
+		     const char *, struct cause *);
+int		 files_edits_check(struct cJSON *, struct cause *);
+int		 files_edit_apply(const char *, size_t, struct cJSON *,
+		     const char *, struct files_edit_result *,
+		     struct cause *);
+int		 files_snapshot_find(struct layer_stack *, const char *,
+		     struct layer_entry *, struct cause *);
+char		*files_read_text(int, const struct stat *, size_t,
+		     const char *, size_t *, struct cause *);
+struct cJSON	*files_report(struct cJSON *, struct cause *);
+struct cJSON	*files_unreport(struct cJSON *, struct cause *);
+void		 files_op(struct files_op *, files_cb, void *);
+
+/* audit.c */
+char		*audit_prepare(const char *, struct layer_stack *,
+		     const char *, const struct layer_entry *, const char *,
+		     const char *, int, char **);
+int		 audit_append(const char *, const char *, const char *,
+		     char **);
+struct cJSON	*audit_blame(const char *, const char *, struct cause *);
+
+/* basecache.c */
+struct basecache_build;
+typedef void (*basecache_cb)(const char *, const struct cause *, void *);
+char		*basecache_path(const char *);
+struct basecache_build *basecache_ensure(const char *, basecache_cb, void *);
+void		 basecache_cancel(struct basecache_build *);
+
+/* sandbox.c */
+struct sandbox_create;
+typedef void (*sandbox_cb)(struct cJSON *, const struct cause *, void *);
+struct cJSON	*sandbox_record_public(struct cJSON *);
+struct sandbox_create *sandbox_create(struct tspan *, const char *,
+		     const char *, long long, const char *, sandbox_cb, void *);
+void		 sandbox_create_cancel(struct sandbox_create *);
+struct cJSON	*sandbox_list(void);
+struct cJSON	*sandbox_inspect(const char *, struct cause *);
+const char	*sandbox_record_tenant(struct cJSON *);
+char		*sandbox_tenant(const char *);
+int		 sandbox_destroy_claim(const char *, struct cause *);
+void		 sandbox_destroy(struct tspan *, const char *, sandbox_cb,
+		     void *);
+void		 sandbox_lookup(const char *, sandbox_cb, void *);
+typedef void (*sandbox_lost_fn)(const char *, const char *, const char *,
+		     const char *);
+void		 sandbox_recover(void (*)(const char *));
+void		 sandbox_watch(sandbox_lost_fn);
+void		 sandbox_set_endpoint(const char *, int);
+
+/* workspace.c */
+struct workspace_list;
+typedef void (*workspace_list_cb)(struct cJSON *, void *);
+struct workspace_list *workspace_list_start(const char *, const char *,
+		     workspace_list_cb, void *, struct cause *);
+void		 workspace_list_cancel(struct workspace_list *);
+struct cJSON	*workspace_roots(const char *, struct cause *);
+char		*workspace_resolve(const char *, const char *, const char *,
+		     struct cause *);
+
+/* runtime.c */
+void		 runtime_init(void);
+void		 runtime_end(const char *);
+void		 runtime_lost(const char *, const char *, const char *,
+		     const char *);
+void		 runtime_recover(const char *);
+
+#endif /* ENGINE_H */
