@@ -100,15 +100,24 @@ void
 cause_set(struct cause *c, enum cause_kind kind, const char *key,
     const char *value, const char *fmt, ...)
 {
+	va_list	ap;
+
+	va_start(ap, fmt);
+	cause_vset(c, kind, key, value, fmt, ap);
+	va_end(ap);
+}
+
+/* cause_set from a va_list. */
+void
+cause_vset(struct cause *c, enum cause_kind kind, const char *key,
+    const char *value, const char *fmt, va_list ap)
+{
 	cJSON	*d;
-	va_list	 ap;
 
 	d = cJSON_CreateObject();
 	if (key != NULL)
 		cJSON_AddStringToObject(d, key, value != NULL ? value : "");
-	va_start(ap, fmt);
 	cause_setv(c, kind, d, fmt, ap);
-	va_end(ap);
 }
 
 /* Set a cause with a details object of the caller's (taken over). */

@@ -39,8 +39,8 @@
 
 /*
  * What file_write and file_edit give: in a session, the change; without
- * one, also the owner and layer of the publish (null: the content was
- * already the head's).
+ * one, also the owner and layer of the publish (null: that layer would
+ * have been the head's top layer over again).
  */
 #define OP_CHANGE_SCHEMA						\
 	"{\"type\": \"object\", \"properties\": {"			\
@@ -406,7 +406,7 @@ op_file_published(int status, struct evbuffer *report, void *arg)
 		telemetry_event(of->sandbox, NULL, op_call_span(oc),
 		    "layer.published", attrs);
 	} else
-		cJSON_AddNullToObject(r, "layer_id");	/* same as the head */
+		cJSON_AddNullToObject(r, "layer_id");	/* the head's top layer */
 	cJSON_Delete(rep);
 	op_file_free(of);
 	op_call_done(oc, r);

@@ -520,14 +520,10 @@ op_call_error(struct op_call *oc, enum cause_kind kind, const char *key,
     const char *value, const char *fmt, ...)
 {
 	struct cause	 cause = { 0 };
-	cJSON		*d;
 	va_list		 ap;
 
-	d = cJSON_CreateObject();
-	if (key != NULL)
-		cJSON_AddStringToObject(d, key, value);
 	va_start(ap, fmt);
-	cause_setv(&cause, kind, d, fmt, ap);
+	cause_vset(&cause, kind, key, value, fmt, ap);
 	va_end(ap);
 	op_call_finish(oc, NULL, &cause);
 	cause_clear(&cause);

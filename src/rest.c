@@ -184,14 +184,10 @@ rest_error(struct http_conn *c, int status, enum cause_kind kind,
     const char *fmt, ...)
 {
 	struct cause	 cause = { 0 };
-	cJSON		*d;
 	va_list		 ap;
 
-	d = cJSON_CreateObject();
-	if (key != NULL)
-		cJSON_AddStringToObject(d, key, value);
 	va_start(ap, fmt);
-	cause_setv(&cause, kind, d, fmt, ap);
+	cause_vset(&cause, kind, key, value, fmt, ap);
 	va_end(ap);
 	rest_fail(c, status, &cause, extra);
 	cause_clear(&cause);

@@ -178,6 +178,9 @@ void		 cause_clear(struct cause *);
 void		 cause_set(struct cause *, enum cause_kind, const char *,
 		     const char *, const char *, ...)
 		     __attribute__((__format__ (printf, 5, 6)));
+void		 cause_vset(struct cause *, enum cause_kind, const char *,
+		     const char *, const char *, va_list)
+		     __attribute__((__format__ (printf, 5, 0)));
 void		 cause_setv(struct cause *, enum cause_kind, struct cJSON *,
 		     const char *, va_list)
 		     __attribute__((__format__ (printf, 4, 0)));
