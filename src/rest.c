@@ -177,6 +177,13 @@ rest_fail(struct http_conn *c, int status, const struct cause *cause,
 	cJSON_Delete(body);
 }
 
+/* A request refused before it reached rest_http (its Host). */
+void
+rest_refuse(struct http_conn *c, int status, const struct cause *cause)
+{
+	rest_fail(c, status, cause, NULL);
+}
+
 /* Answer an error made here. */
 static void
 rest_error(struct http_conn *c, int status, enum cause_kind kind,
@@ -284,8 +291,8 @@ rest_value(const struct op_entry *oe, const char *name, const char *v)
 	}
 	switch (a->name != NULL ? a->type : OP_ARG_STRING) {
 	case OP_ARG_INTEGER:
-		if (*v != '\0' && v[strspn(v, "0123456789")] == '\0' &&
-		    strlen(v) <= 30)
+		/* However many digits: the check refuses past 2^53. */
+		if (*v != '\0' && v[strspn(v, "0123456789")] == '\0')
 			return (cJSON_CreateNumber(strtod(v, NULL)));
 		break;
 	case OP_ARG_BOOLEAN:
@@ -455,20 +462,30 @@ rest_body(struct http_conn *c, void *arg)
 	telemetry_client(NULL);
 }
 
-/* The methods a path takes, for Allow. */
+/*
+ * The methods a path takes on this server, for Allow; *unserved is the
+ * set of a route it matches that this server does not serve (0: none).
+ */
 static void
-rest_methods(const char *path, char *buf, size_t len)
+rest_methods(const char *path, char *buf, size_t len, int *unserved)
 {
-	cJSON	*scratch;
-	size_t	 i;
+	const struct op_entry	*oe;
+	cJSON			*scratch;
+	size_t			 i;
 
 	buf[0] = '\0';
+	*unserved = 0;
 	for (i = 0; i < REST_NROUTES; i++) {
 		scratch = cJSON_CreateObject();
 		if (rest_match(rest_routes[i].pattern, path, scratch)) {
-			if (buf[0] != '\0')
-				strlcat(buf, ", ", len);
-			strlcat(buf, rest_routes[i].method, len);
+			oe = op_find(rest_routes[i].op, TOOLSET_ALL);
+			if ((transport_http_served() & oe->set) == 0)
+				*unserved = oe->set;
+			else {
+				if (buf[0] != '\0')
+					strlcat(buf, ", ", len);
+				strlcat(buf, rest_routes[i].method, len);
+			}
 		}
 		cJSON_Delete(scratch);
 	}
@@ -489,7 +506,7 @@ rest_http(struct http_conn *c, const char *path)
 	char			 allow[128], hdr[192];
 	cJSON			*args;
 	size_t			 i;
-	int			 status;
+	int			 status, unserved;
 
 	if (transport_http_from_page(c)) {
 		rest_error(c, 403, CAUSE_UNAUTHORIZED, NULL, NULL, NULL,
@@ -508,7 +525,13 @@ rest_http(struct http_conn *c, const char *path)
 		    "no route for a path of %zu bytes", strlen(path));
 		return;
 	}
-	rest_methods(path, allow, sizeof allow);
+	rest_methods(path, allow, sizeof allow, &unserved);
+	if (allow[0] == '\0' && unserved != 0) {
+		rest_error(c, 404, CAUSE_NOT_FOUND, "set",
+		    cfg_set_name(unserved), NULL, "this server does not serve"
+		    " the %s set (%.200s)", cfg_set_name(unserved), path);
+		return;
+	}
 	if (allow[0] == '\0') {
 		rest_error(c, 404, CAUSE_NOT_FOUND, "path", path, NULL,
 		    "no route %.200s (see sandbox-mcp(8), REST)", path);
@@ -545,13 +568,6 @@ rest_http(struct http_conn *c, const char *path)
 		cJSON_Delete(args);
 		rest_fail(c, status, &cause, extra);
 		cause_clear(&cause);
-		return;
-	}
-	if ((transport_http_sets(c) & oe->set) == 0) {
-		cJSON_Delete(args);
-		rest_error(c, 404, CAUSE_NOT_FOUND, "set",
-		    cfg_set_name(oe->set), NULL, "this server does not serve"
-		    " the %s set (%s)", cfg_set_name(oe->set), oe->name);
 		return;
 	}
 	query = strchr(req->target, '?');

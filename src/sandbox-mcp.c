@@ -364,9 +364,9 @@ main(int argc, char **argv)
 	sandbox_watch(runtime_lost);
 
 	if (cfg->listen != NULL) {
-		transport_http_register("/mcp", transport_http_mcp);
-		transport_http_register("/sandboxes/", forward_http);
-		transport_http_register("/v1/", rest_http);
+		transport_http_register("/mcp", transport_http_mcp, NULL);
+		transport_http_register("/sandboxes/", forward_http, NULL);
+		transport_http_register("/v1/", rest_http, rest_refuse);
 		if (transport_http_start(cfg->listen, opt_sets, &cause) != 0) {
 			log_warnx("%s", cause);
 			free(cause);

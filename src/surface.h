@@ -107,6 +107,8 @@ int		 transport_stdio_active(void);
 struct http_conn;
 struct http_msg;
 typedef void (*transport_http_handler)(struct http_conn *, const char *);
+typedef void (*transport_http_refuser)(struct http_conn *, int,
+		     const struct cause *);
 struct transport_http_raw {	/* a handler that has the bytes */
 	void		(*read)(void *);	/* the client's bytes are in */
 	void		(*drained)(void *);	/* what it was sent has gone */
@@ -116,12 +118,14 @@ int		 transport_http_start(const char *, int, char **);
 int		 transport_http_active(void);
 int		 transport_http_endpoint(const char **, int *);
 void		 transport_http_stop(void);
-void		 transport_http_register(const char *, transport_http_handler);
+void		 transport_http_register(const char *, transport_http_handler,
+		     transport_http_refuser);
 void		 transport_http_mcp(struct http_conn *, const char *);
 struct http_msg	*transport_http_msg(struct http_conn *);
 unsigned int	 transport_http_id(struct http_conn *);
 const char	*transport_http_tenant(struct http_conn *);
 int		 transport_http_sets(struct http_conn *);
+int		 transport_http_served(void);
 const char	*transport_http_client(struct http_conn *);
 const char	*transport_http_host(struct http_conn *, char *, size_t);
 const char	*transport_http_proto(struct http_conn *);
@@ -151,6 +155,7 @@ void		 transport_http_close(struct http_conn *, const char *);
 /* rest.c */
 void		 rest_init(void);
 void		 rest_http(struct http_conn *, const char *);
+void		 rest_refuse(struct http_conn *, int, const struct cause *);
 
 /* forward.c */
 void		 forward_http(struct http_conn *, const char *);

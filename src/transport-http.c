@@ -1190,8 +1190,9 @@ transport_http_host_ok(struct http_conn *c)
 
 /* Refuse a request the Host guard stops. */
 static void
-transport_http_host_refuse(struct http_conn *c)
+transport_http_host_refuse(struct http_conn *c, transport_http_refuser refuse)
 {
+	struct cause	 cause = { 0 };
 	const char	*host, *h;
 	char		 buf[256], vis[128];
 	int		 fwd;
@@ -1206,9 +1207,15 @@ transport_http_host_refuse(struct http_conn *c)
 	    " nor a public-host %s", c->id, fwd ? "forwarded host" : "Host",
 	    util_log_safe(host, vis, sizeof vis), transport_http_who(c));
 	c->close_after = 1;
-	transport_http_refuse(c, 403, -32001, NULL, "forbidden: the %s %.100s"
-	    " names neither localhost nor a public-host of this server",
+	cause_set(&cause, CAUSE_UNAUTHORIZED, NULL, NULL, "forbidden: the %s"
+	    " %.100s names neither localhost nor a public-host of this server",
 	    fwd ? "forwarded host" : "Host", host);
+	if (refuse != NULL)
+		refuse(c, 403, &cause);
+	else
+		transport_http_refuse(c, 403, -32001, NULL, "%s",
+		    cause.message);
+	cause_clear(&cause);
 }
 
 /*
@@ -1578,6 +1585,13 @@ transport_http_touch(struct http_conn *c)
 	transport_http_arm(c, cfg_limit(LIMIT_IDLE_TIMEOUT));
 }
 
+/* The sets this listener serves (--set). */
+int
+transport_http_served(void)
+{
+	return (http.sets);
+}
+
 /* The sets a request may use: ours, narrowed by its key. */
 int
 transport_http_sets(struct http_conn *c)
@@ -1585,16 +1599,11 @@ transport_http_sets(struct http_conn *c)
 	return (c->key != NULL ? c->key->sets & http.sets : http.sets);
 }
 
-static const char *
-transport_http_path(struct http_conn *c, char *buf, size_t size)
+/* The path of the request's target (no query, no fragment), allocated. */
+static char *
+transport_http_path(struct http_conn *c)
 {
-	size_t	len = strcspn(c->req->target, "?#");
-
-	if (len >= size)
-		len = size - 1;
-	memcpy(buf, c->req->target, len);
-	buf[len] = '\0';
-	return (buf);
+	return (xstrndup(c->req->target, strcspn(c->req->target, "?#")));
 }
 
 static void
@@ -1635,51 +1644,72 @@ transport_http_accepts_json(struct http_conn *c)
 static struct {
 	const char		*path;
 	transport_http_handler	 fn;
+	transport_http_refuser	 refuse;	/* NULL: as /mcp refuses */
 } http_handlers[HTTP_HANDLERS_MAX];
 static size_t	http_nhandlers;
 
-/* Serve path (exact) or everything under it (a prefix ending in /). */
+/*
+ * Serve path (exact) or everything under it (a prefix ending in /). A
+ * request refused before it reaches fn (its Host) is answered by refuse,
+ * in the handler's own error form.
+ */
 void
-transport_http_register(const char *path, transport_http_handler fn)
+transport_http_register(const char *path, transport_http_handler fn,
+    transport_http_refuser refuse)
 {
 	if (http_nhandlers == HTTP_HANDLERS_MAX)
 		fatalx("%s: too many handlers", __func__);
 	http_handlers[http_nhandlers].path = path;
-	http_handlers[http_nhandlers++].fn = fn;
+	http_handlers[http_nhandlers].fn = fn;
+	http_handlers[http_nhandlers++].refuse = refuse;
 }
 
-/* The head of a request is in: the checks every path has, then route. */
-static void
-transport_http_head(struct http_conn *c)
+/* The handler of a path, or -1. */
+static int
+transport_http_handler_of(const char *path)
 {
-	char	path[256];
 	size_t	i, n;
 
-	c->keepalive = http_msg_keepalive(c->req);
-	c->modern = 0;		/* until its body says otherwise */
-	c->body_done = NULL;
-	transport_http_path(c, path, sizeof path);
-	transport_http_request_client(c);
-	if (c->proxied && transport_http_charge_forwarded(c) != 0)
-		return;
-	if (!transport_http_host_ok(c)) {
-		transport_http_host_refuse(c);
-		return;
-	}
-	if (strcmp(path, "/health") == 0) {
-		transport_http_health(c);
-		return;
-	}
 	for (i = 0; i < http_nhandlers; i++) {
 		n = strlen(http_handlers[i].path);
 		if (http_handlers[i].path[n - 1] == '/' ?
 		    strncmp(path, http_handlers[i].path, n) == 0 :
-		    strcmp(path, http_handlers[i].path) == 0) {
-			http_handlers[i].fn(c, path);
-			return;
-		}
+		    strcmp(path, http_handlers[i].path) == 0)
+			return ((int)i);
 	}
-	transport_http_plain(c, 404, NULL);
+	return (-1);
+}
+
+/*
+ * The head of a request is in: the checks every path has, then route.
+ * The path is the target's whole (its length is bounded by the request
+ * line's), so a handler never routes a cut one.
+ */
+static void
+transport_http_head(struct http_conn *c)
+{
+	char	*path;
+	int	 h;
+
+	c->keepalive = http_msg_keepalive(c->req);
+	c->modern = 0;		/* until its body says otherwise */
+	c->body_done = NULL;
+	path = transport_http_path(c);
+	h = transport_http_handler_of(path);
+	transport_http_request_client(c);
+	if (c->proxied && transport_http_charge_forwarded(c) != 0)
+		goto out;
+	if (!transport_http_host_ok(c))
+		transport_http_host_refuse(c, h != -1 ?
+		    http_handlers[h].refuse : NULL);
+	else if (strcmp(path, "/health") == 0)
+		transport_http_health(c);
+	else if (h != -1)
+		http_handlers[h].fn(c, path);
+	else
+		transport_http_plain(c, 404, NULL);
+out:
+	free(path);
 }
 
 /*
