@@ -88,6 +88,7 @@ struct command {
 	char			*cmd;
 	int			 started;	/* the init reported its pid */
 	int			 pending_signal;
+	int			 out_failed;	/* a transcript write failed */
 	struct bufferevent	*in;
 	struct bufferevent	*out;
 	int			 in_close_when_drained;
@@ -310,9 +311,18 @@ command_out_read_cb(struct bufferevent *bev, void *arg)
 		if (n > 8)
 			n = 8;
 		for (i = 0; i < n; i++) {
+			/*
+			 * A full disk fails every write after the first: one
+			 * line per command, not one per read (the sandbox
+			 * chooses how much it writes).
+			 */
 			if (transcript_append(c->tr, v[i].iov_base,
 			    v[i].iov_len, &cause) != 0) {
-				log_warnx("command %s: %s", c->id, cause);
+				if (!c->out_failed)
+					log_warnx("command %s: %s (later"
+					    " failures of its output are not"
+					    " logged)", c->id, cause);
+				c->out_failed = 1;
 				free(cause);
 			}
 			evbuffer_drain(in, v[i].iov_len);

@@ -189,6 +189,44 @@ forward_up(void *arg)
 }
 
 /*
+ * The status of a sandbox's response head (n bytes, ending in an empty
+ * line), or -1 when it is not one we pass on as is: a status line
+ * "HTTP/1.x NNN", then header lines with a name and a colon, every line
+ * ending in CRLF, and no NUL, bare CR or bare LF anywhere (a client may
+ * split lines where we would not, and read our Connection and CSP lines
+ * as part of something else).
+ */
+static int
+forward_head_status(const char *head, size_t n)
+{
+	const char	*line, *end, *colon;
+	size_t		 i;
+
+	for (i = 0; i < n; i++) {
+		if (head[i] == '\0' ||
+		    (head[i] == '\r' && (i + 1 == n || head[i + 1] != '\n')) ||
+		    (head[i] == '\n' && (i == 0 || head[i - 1] != '\r')))
+			return (-1);
+	}
+	if (n < 16 || strncmp(head, "HTTP/1.", 7) != 0 ||
+	    (head[7] != '0' && head[7] != '1') || head[8] != ' ' ||
+	    !isdigit((unsigned char)head[9]) ||
+	    !isdigit((unsigned char)head[10]) ||
+	    !isdigit((unsigned char)head[11]) ||
+	    (head[12] != ' ' && head[12] != '\r'))
+		return (-1);
+	line = strstr(head, "\r\n") + 2;
+	for (; (end = strstr(line, "\r\n")) != line; line = end + 2) {
+		colon = memchr(line, ':', end - line);
+		if (colon == NULL || colon == line || *line == ' ' ||
+		    *line == '\t')
+			return (-1);
+	}
+	return ((head[9] - '0') * 100 + (head[10] - '0') * 10 +
+	    (head[11] - '0'));
+}
+
+/*
  * The head of the sandbox's answer, taken whole before any of it reaches
  * the client. A 101 to an upgrade the client asked for opens the tunnel
  * both ways and passes unchanged; another 1xx passes and the next head
@@ -221,13 +259,12 @@ forward_head(struct forward *f, struct evbuffer *in)
 		head = xmalloc(n + 1);
 		evbuffer_remove(in, head, n);
 		head[n] = '\0';
-		status = 0;
-		if (n > 12 && strncmp(head, "HTTP/1.", 7) == 0 &&
-		    isdigit((unsigned char)head[9]) &&
-		    isdigit((unsigned char)head[10]) &&
-		    isdigit((unsigned char)head[11]))
-			status = (head[9] - '0') * 100 + (head[10] - '0') * 10 +
-			    (head[11] - '0');
+		if ((status = forward_head_status(head, n)) == -1) {
+			free(head);
+			transport_http_close(f->c, "the sandbox's answer has a"
+			    " malformed head");
+			return (-1);
+		}
 		if ((status == 101 && f->upgrade) ||
 		    (status >= 100 && status < 200 && status != 101)) {
 			evbuffer_add(out, head, n);
@@ -257,7 +294,8 @@ forward_head(struct forward *f, struct evbuffer *in)
 			evbuffer_add(out, line, end + 2 - line);
 		}
 		evbuffer_add_printf(out, "Connection: close\r\n"
-		    "Content-Security-Policy: connect-src 'self'\r\n\r\n");
+		    "Content-Security-Policy: connect-src 'self';"
+		    " form-action 'self'\r\n\r\n");
 		f->head = 0;
 		free(head);
 	}

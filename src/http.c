@@ -640,9 +640,12 @@ http_status_text(int status)
 	case 405: return ("Method Not Allowed");
 	case 406: return ("Not Acceptable");
 	case 408: return ("Request Timeout");
+	case 409: return ("Conflict");
 	case 411: return ("Length Required");
 	case 413: return ("Content Too Large");
 	case 415: return ("Unsupported Media Type");
+	case 422: return ("Unprocessable Content");
+	case 429: return ("Too Many Requests");
 	case 431: return ("Request Header Fields Too Large");
 	case 500: return ("Internal Server Error");
 	case 502: return ("Bad Gateway");

@@ -47,6 +47,7 @@
 #define REST_PATH_MAX		1024
 #define REST_PARAMS_MAX		3
 #define REST_QUERY_MAX		32
+#define REST_BODY_ARGS_MAX	64
 #define REST_RETRY_AFTER	"5"	/* seconds, after server_busy */
 
 struct rest_route {
@@ -312,6 +313,17 @@ rest_value(const struct op_entry *oe, const char *name, const char *v)
 	return (cJSON_CreateString(v));
 }
 
+/* Whether [p, end) is white space only (what may follow the body). */
+static int
+rest_blank(const char *p, const char *end)
+{
+	for (; p < end; p++) {
+		if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
+			return (0);
+	}
+	return (1);
+}
+
 /*
  * Add the query's arguments to args: 0, or -1 after answering why not.
  * A percent-encoded NUL becomes the mark the door refuses by name.
@@ -412,47 +424,69 @@ rest_body(struct http_conn *c, void *arg)
 {
 	struct rest_call	*rc = arg;
 	struct http_msg		*req = transport_http_msg(c);
-	cJSON			*body = NULL, *v;
+	cJSON			*body = NULL, *v, *given;
 	size_t			 len = evbuffer_get_length(req->body);
-	const char		*text, *ct;
+	const char		*text, *ct, *end, *start;
 	char			*marked;
+	size_t			 blen;
+	int			 n;
 
+	/*
+	 * A Content-Type, if given, is JSON's even with no body: a
+	 * browser's form (which needs no preflight) cannot send that.
+	 */
+	ct = http_msg_header(req, "Content-Type");
+	if ((len != 0 || ct != NULL) && (ct == NULL || strncasecmp(ct,
+	    "application/json", 16) != 0 || (ct[16] != '\0' &&
+	    ct[16] != ';' && ct[16] != ' '))) {
+		rest_error(c, 415, CAUSE_INVALID, NULL, NULL, NULL,
+		    "a request body must be Content-Type: application/json");
+		return;
+	}
 	if (len != 0) {
-		ct = http_msg_header(req, "Content-Type");
-		if (ct == NULL || strncasecmp(ct, "application/json", 16) !=
-		    0 || (ct[16] != '\0' && ct[16] != ';' && ct[16] != ' ')) {
-			rest_error(c, 415, CAUSE_INVALID, NULL, NULL, NULL,
-			    "a request body must be Content-Type:"
-			    " application/json");
-			return;
-		}
 		text = (const char *)evbuffer_pullup(req->body, len);
 		marked = util_json_mark_nuls(text, len);
+		start = marked != NULL ? marked : text;
+		blen = marked != NULL ? strlen(marked) : len;
+		end = NULL;
 		if (!util_utf8_valid(text, len) || (body =
-		    cJSON_ParseWithLength(marked != NULL ? marked : text,
-		    marked != NULL ? strlen(marked) : len)) == NULL ||
-		    !cJSON_IsObject(body)) {
+		    cJSON_ParseWithLengthOpts(start, blen, &end, 0)) == NULL ||
+		    !cJSON_IsObject(body) || !rest_blank(end, start + blen)) {
 			free(marked);
 			cJSON_Delete(body);
 			rest_error(c, 400, CAUSE_INVALID, NULL, NULL, NULL,
-			    "the request body must be a JSON object (UTF-8)");
+			    "the request body must be one JSON object (UTF-8)");
 			return;
 		}
 		free(marked);
+		/* Bounded before the merge, which looks each one up. */
+		if ((n = cJSON_GetArraySize(body)) > REST_BODY_ARGS_MAX) {
+			cJSON_Delete(body);
+			rest_error(c, 400, CAUSE_INVALID, NULL, NULL, NULL,
+			    "the request body has %d members; a tool takes at"
+			    " most %d arguments", n, REST_BODY_ARGS_MAX);
+			return;
+		}
+		given = cJSON_CreateObject();
 		while ((v = body->child) != NULL) {
 			cJSON_DetachItemViaPointer(body, v);
 			if (cJSON_GetObjectItemCaseSensitive(rc->args,
 			    v->string) != NULL) {
 				rest_error(c, 400, CAUSE_INVALID, "argument",
 				    v->string, NULL, "argument %.100s is given"
-				    " in the body and in the path or query",
-				    v->string);
+				    " twice (%s)", v->string,
+				    cJSON_GetObjectItemCaseSensitive(given,
+				    v->string) != NULL ? "in the body" :
+				    "in the body and in the path or query");
 				cJSON_Delete(v);
 				cJSON_Delete(body);
+				cJSON_Delete(given);
 				return;
 			}
+			cJSON_AddTrueToObject(given, v->string);
 			cJSON_AddItemToObject(rc->args, v->string, v);
 		}
+		cJSON_Delete(given);
 		cJSON_Delete(body);
 	}
 	transport_http_hold(c);

@@ -1483,11 +1483,46 @@ transport_http_origin_allowed(struct http_conn *c)
 	return (origin == NULL || transport_http_origin_ok(c, origin));
 }
 
-/* Whether the browser says the request comes from a page of ours. */
+/*
+ * Whether an Origin names this server itself: a loopback name with the
+ * port we listen on, or a public-host name. The only pages served under
+ * those origins are sandboxes' pages, through the forward route.
+ */
+static int
+transport_http_origin_ours(const char *origin)
+{
+	const char	*hp;
+	char		 port[16];
+	size_t		 len;
+
+	if (strncasecmp(origin, "http://", 7) == 0)
+		hp = origin + 7;
+	else if (strncasecmp(origin, "https://", 8) == 0)
+		hp = origin + 8;
+	else
+		return (0);
+	if (transport_http_public_name(hp))
+		return (1);
+	len = transport_http_host_len(hp);
+	if (!transport_http_loopback_name(hp, len))
+		return (0);
+	snprintf(port, sizeof port, ":%d", http.bound_port);
+	return (strcmp(hp + len, port) == 0 || (hp[len] == '\0' &&
+	    http.bound_port == (origin[4] == 's' ? 443 : 80)));
+}
+
+/*
+ * Whether a request comes from a page of ours: the browser says so
+ * (Sec-Fetch-Site), or its Origin names this server by another of its
+ * names (a page on http://localhost:PORT calling 127.0.0.1:PORT).
+ */
 int
 transport_http_from_page(struct http_conn *c)
 {
-	return (transport_http_same_origin(c));
+	const char	*origin = http_msg_header(c->req, "Origin");
+
+	return (transport_http_same_origin(c) || (origin != NULL &&
+	    transport_http_origin_ours(origin)));
 }
 
 /*

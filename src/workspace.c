@@ -161,6 +161,42 @@ workspace_lexically_under(const char *p, const char *tenant)
 }
 
 /*
+ * An absolute path with its "." and ".." components taken as text, and
+ * no empty ones ("/" stays "/"): allocated.
+ */
+static char *
+workspace_clean(const char *path)
+{
+	char		*out;
+	const char	*p = path;
+	size_t		 len, o = 0;
+
+	out = xmalloc(strlen(path) + 2);
+	while (*p != '\0') {
+		p += strspn(p, "/");
+		len = strcspn(p, "/");
+		if (len == 0 || (len == 1 && p[0] == '.')) {
+			p += len;
+			continue;
+		}
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			while (o > 0 && out[--o] != '/')
+				;
+			p += len;
+			continue;
+		}
+		out[o++] = '/';
+		memcpy(out + o, p, len);
+		o += len;
+		p += len;
+	}
+	if (o == 0)
+		out[o++] = '/';
+	out[o] = '\0';
+	return (out);
+}
+
+/*
  * Resolve a caller's absolute path (the argument arg) to a canonical
  * directory under a root of the caller's tenant. On failure return NULL
  * with a cause naming the argument and the path ({arg: path}).
@@ -170,7 +206,7 @@ workspace_resolve(const char *arg, const char *path, const char *tenant,
     struct cause *cause)
 {
 	struct stat	 st;
-	char		*canon, *root;
+	char		*canon, *root, *clean;
 
 	if (TAILQ_EMPTY(&cfg->roots)) {
 		cause_set(cause, CAUSE_FAILED, arg, path, "no workspace roots"
@@ -188,27 +224,33 @@ workspace_resolve(const char *arg, const char *path, const char *tenant,
 		    " %d bytes", arg, PATH_MAX);
 		return (NULL);
 	}
-	if ((canon = realpath(path, NULL)) == NULL) {
-		if ((errno == ENOENT || errno == ENOTDIR) &&
-		    workspace_lexically_under(path, tenant))
+	/*
+	 * Lexically first (. and .. taken as text): a path outside the
+	 * caller's roots is refused before anything is looked up, so no
+	 * answer tells what exists outside them or where a link there
+	 * points; only the path cleaned so is resolved.
+	 */
+	clean = workspace_clean(path);
+	if (!workspace_lexically_under(clean, tenant)) {
+		cause_set(cause, CAUSE_INVALID, arg, path, "%.200s is outside"
+		    " the workspace roots", path);
+		free(clean);
+		return (NULL);
+	}
+	canon = realpath(clean, NULL);
+	free(clean);
+	if (canon == NULL) {
+		if (errno == ENOENT || errno == ENOTDIR)
 			cause_set(cause, CAUSE_NOT_FOUND, arg, path, "no such"
 			    " directory: %.200s", path);
-		else if (errno == ENOENT || errno == ENOTDIR)
-			cause_set(cause, CAUSE_INVALID, arg, path, "%.200s is"
-			    " outside the workspace roots", path);
 		else
 			cause_set(cause, CAUSE_FAILED, arg, path, "cannot"
 			    " resolve %.200s: %s", path, strerror(errno));
 		return (NULL);
 	}
 	if ((root = workspace_root_of(canon, tenant)) == NULL) {
-		if (strcmp(canon, path) != 0)
-			cause_set(cause, CAUSE_INVALID, arg, path, "%.200s is"
-			    " outside the workspace roots (it resolves to"
-			    " %.200s)", path, canon);
-		else
-			cause_set(cause, CAUSE_INVALID, arg, path, "%.200s is"
-			    " outside the workspace roots", path);
+		cause_set(cause, CAUSE_INVALID, arg, path, "%.200s is outside"
+		    " the workspace roots (a link in it leads out)", path);
 		free(canon);
 		return (NULL);
 	}

@@ -12,7 +12,8 @@
 # create_sandbox and destroy_sandbox leaves state a restart can clean
 # up; destroy_sandbox leaves no mount, no loop device and no image (its
 # answer does not wait for the unmount: a child takes the disk down
-# right after).
+# right after); the output of a command on a full disk costs the log
+# one line.
 
 import os
 import subprocess
@@ -161,7 +162,8 @@ def test():
     check(du(state) - before <= CAP + MARGIN, "output is on the disk")
 
     # What fits still publishes.
-    run(s, "rm -f /workspace/big; echo fits > /workspace/fits.txt", a)
+    # (sync: ext4 reuses freed blocks only once their removal commits.)
+    run(s, "rm -f /workspace/big; echo fits > /workspace/fits.txt; sync", a)
     ok_result(s.call("publish_workspace_session",
                      {"sandbox_id": sid, "workspace_session_id": a},
                      timeout=60), "publish what fits")
@@ -183,6 +185,15 @@ def test():
     check_in("No space left on device", e["message"],
              "file_write names the cause")
     print("file_write past the cap: %s" % e["message"])
+    # Each write of a command's output fails on the full disk: the log
+    # says so once for the command, however much it writes (the sandbox
+    # chooses that, and the log is on the host's disk).
+    r = run(s, "yes 0123456789abcdef | head -c 4194304; echo", b)
+    cid = r["command_session_id"]
+    said = [l for l in s.log().splitlines() if cid in l and
+            "No space left on device" in l]
+    check_eq(len(said), 1, "log lines of %s's failed output writes (%r)"
+             % (cid, said[:3]))
     ok_result(s.call("destroy_workspace_session",
                      {"sandbox_id": sid, "workspace_session_id": b}),
               "discard the full session")

@@ -17,6 +17,7 @@
 # - header values are escaped in log lines, and no peer's bytes start a
 #   log line of their own.
 
+import base64
 import os
 import socket
 import time
@@ -59,7 +60,8 @@ def test():
     st, h, b = c.response()
     check_eq((st, b), (200, b"ok"), "the forwarded answer")
     check_eq(h.get("connection"), "close", "the answer says it is the last")
-    check_eq(h.get("content-security-policy"), "connect-src 'self'",
+    check_eq(h.get("content-security-policy"),
+             "connect-src 'self'; form-action 'self'",
              "the page's connections stay home")
     secret = "smcp_NEXTREQUESTSECRET"
     try:
@@ -100,8 +102,12 @@ def test():
     check_eq(st, 404, "a signed port")
 
     # A blank line after the body means nothing, and Expect: 100-continue
-    # is answered here (an echo server sends the request back).
-    docker("exec", "-d", sid, "sh", "-c", "nc -ll -p 9103 -e cat")
+    # is answered here (an echo server sends the request back, after a
+    # head of its own).
+    echo = base64.b64encode(b"#!/bin/sh\nprintf 'HTTP/1.1 200 OK\\r\\n"
+                            b"\\r\\n'\nexec cat\n").decode()
+    docker("exec", "-d", sid, "sh", "-c", "echo %s | base64 -d > /tmp/echo;"
+           " chmod +x /tmp/echo; nc -ll -p 9103 -e /tmp/echo" % echo)
     time.sleep(0.5)
     raw = socket.create_connection(("127.0.0.1", s.port), 30)
     cleanup(raw.close)

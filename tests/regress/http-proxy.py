@@ -12,6 +12,7 @@
 # public host, scheme and client in X-Forwarded-* (only a trusted proxy's
 # word for them, never a client's).
 
+import base64
 import json
 import os
 import socket
@@ -38,8 +39,9 @@ def cors_headers(h):
 
 
 def raw_exchange(source, port, head):
-    """Send a request head to the echo server and read it back: the head
-    it received ends with the first blank line."""
+    """Send a request head to the echo server and read it back: after
+    the head of its answer, the head it received, which ends with the
+    next blank line."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind((source, 0))
     s.settimeout(30)
@@ -47,13 +49,13 @@ def raw_exchange(source, port, head):
     cleanup(s.close)
     s.sendall(head)
     out = b""
-    while b"\r\n\r\n" not in out:
+    while out.count(b"\r\n\r\n") < 2:
         chunk = s.recv(1 << 20)
         if not chunk:
             break
         out += chunk
     s.close()
-    return out.decode("latin-1")
+    return out.split(b"\r\n\r\n", 1)[-1].decode("latin-1")
 
 
 def wait_log(srv, needle, what):
@@ -250,8 +252,12 @@ def test():
     check_eq(roots.get("tool.list_sandboxes", {}).get("attrs", {}).get(
         "client_addr"), "127.0.0.1", "client_addr of a direct call")
 
-    # What an app in the sandbox sees: an echo server returns the head.
-    docker("exec", "-d", sid, "nc", "-ll", "-p", "9000", "-e", "cat")
+    # What an app in the sandbox sees: an echo server returns the head
+    # (after a head of its own).
+    echo = base64.b64encode(b"#!/bin/sh\nprintf 'HTTP/1.1 200 OK\\r\\n"
+                            b"\\r\\n'\nexec cat\n").decode()
+    docker("exec", "-d", sid, "sh", "-c", "echo %s | base64 -d > /tmp/echo;"
+           " chmod +x /tmp/echo; nc -ll -p 9000 -e /tmp/echo" % echo)
     end = time.time() + 10
     while True:
         r = docker("exec", sid, "netstat", "-ltn")

@@ -944,8 +944,10 @@ def keys(port, key_m, key_r, rest, R):
     st, h, body = rest.req("GET", "/v1/sandboxes", headers={
         "Sec-Fetch-Site": "none"})
     check_eq(st, 200, "Sec-Fetch-Site: none is no page of ours")
-    # The Origin guard of /mcp: a foreign Origin is refused, the
-    # server's own loopback one passes.
+    # The Origin guard of /mcp: a foreign Origin is refused, a loopback
+    # page on another port passes; an Origin naming this server itself
+    # (by another of its names) is a page of ours, served through the
+    # forward route, and refused as Sec-Fetch-Site: same-origin is.
     for method, path, body in [
             ("GET", "/v1/sandboxes", None),
             ("PUT", sb + "/files", {"path": "origin.txt", "content": "x"})]:
@@ -953,8 +955,14 @@ def keys(port, key_m, key_r, rest, R):
                    rest.req(method, path, body, headers={
                        "Origin": "http://evil.example"}))
     st, h, body = rest.req("GET", "/v1/sandboxes", headers={
-        "Origin": "http://127.0.0.1:%d" % port})
-    check_eq(st, 200, "the server's own loopback Origin")
+        "Origin": "http://127.0.0.1:5173"})
+    check_eq(st, 200, "a loopback Origin on another port")
+    for origin in ("http://127.0.0.1:%d" % port, "http://localhost:%d" % port):
+        err = rest_error("the server's own Origin %s" % origin, 403,
+                         rest.req("PUT", sb + "/files", {
+                             "path": "page.txt", "content": "x"},
+                             headers={"Origin": origin}), "unauthorized")
+        check_in("forward route", err["message"], "own Origin: message")
     for path in ("nokey", "nogrant", "page.txt", "origin.txt"):
         st, h, body = rest.req("GET", sb + "/files", query={"path": path})
         check_eq(st, 404, "a refused request wrote no %s" % path)

@@ -7,6 +7,7 @@
 # when nothing listens. The sandbox is made with the same key, as routes
 # serve only the key's own tenant (http-tenants.py tests the refusals).
 
+import base64
 import json
 import os
 import socket
@@ -88,9 +89,12 @@ def test():
     check_eq(st, 404, "port out of range")
 
     # A web server inside the sandbox.
+    echo = base64.b64encode(b"#!/bin/sh\nprintf 'HTTP/1.1 200 OK\\r\\n"
+                            b"\\r\\n'\nexec cat\n").decode()
     docker("exec", sid, "sh", "-c", "mkdir -p /www/sub && echo '<p>from"
            " the sandbox</p>' > /www/sub/page.html && httpd -p 8000 -h /www"
-           " && nc -ll -p 9000 -e cat &")
+           " && echo %s | base64 -d > /tmp/echo && chmod +x /tmp/echo"
+           " && nc -ll -p 9000 -e /tmp/echo &" % echo)
     time.sleep(0.3)
     c = Http(s.port)
     st, h, b = c.request("GET", "/sandboxes/%s/forward/8000/sub/page.html"
@@ -101,13 +105,16 @@ def test():
     check_eq(st, 502, "nothing listens")
     check_in("nothing listens", http_json(b)["error"], "message")
 
-    # Both directions stream: an echo server sends back what it gets.
+    # Both directions stream: an echo server sends back what it gets
+    # (after a head of its own).
     body = os.urandom(1 << 20) * 8
     head = ("PUT /sandboxes/%s/forward/9000/echo/here?q=1 HTTP/1.1\r\n"
             "Host: localhost\r\nAuthorization: Bearer %s\r\n"
             "Content-Type: application/octet-stream\r\n"
             "Content-Length: %d\r\n\r\n" % (sid, key_rt, len(body))).encode()
     out = raw_exchange(s.port, head, body)
+    check(out.startswith(b"HTTP/1.1 200 OK\r\n"), "the echo's head first")
+    out = out.split(b"\r\n\r\n", 1)[-1]
     check(out.endswith(body), "8 MiB came back whole (%d bytes)" % len(out))
     seen = out[:len(out) - len(body)].decode()
     check(seen.startswith("PUT /echo/here?q=1 HTTP/1.1\r\n"),

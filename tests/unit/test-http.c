@@ -564,6 +564,22 @@ test_header_tokens(void)
 	return (0);
 }
 
+/* Every status a surface answers has its reason phrase. */
+static int
+test_status_text(void)
+{
+	static const int statuses[] = { 200, 204, 400, 401, 403, 404, 405,
+	    408, 409, 413, 415, 422, 429, 431, 500, 502, 503 };
+	size_t	i;
+
+	for (i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
+		CHECK(strcmp(http_status_text(statuses[i]), "Unknown") != 0);
+	CHECK_STR(http_status_text(409), "Conflict");
+	CHECK_STR(http_status_text(422), "Unprocessable Content");
+	CHECK_STR(http_status_text(429), "Too Many Requests");
+	return (0);
+}
+
 const struct unit_case unit_http_cases[] = {
 	{ "http/request-simple", test_request_simple },
 	{ "http/request-no-body", test_request_no_body },
@@ -580,5 +596,6 @@ const struct unit_case unit_http_cases[] = {
 	{ "http/response-eof", test_response_eof },
 	{ "http/response-garbage", test_response_garbage },
 	{ "http/header-tokens", test_header_tokens },
+	{ "http/status-text", test_status_text },
 	{ NULL, NULL }
 };
