@@ -21,7 +21,7 @@ if (!url) {
     console.error('usage: node mcp-session.mjs URL [--key KEY] [--tools-out FILE]');
     process.exit(2);
 }
-const PROTOCOL = '2025-06-18';
+const PROTOCOL = process.env.BENCH_HTTP_PROTOCOL || '2025-06-18';
 
 function fail(msg) {
     console.error(`mcp-session: ${url}: ${msg}`);

@@ -37,6 +37,7 @@
 #   BENCH_SKIP_NGINX (unset) BENCH_NGINX (nginx binary) BENCH_HTTP_COMPARE
 #   (another sandbox-mcp binary measured in the same http run)
 #   BENCH_HTTP_ROUNDS (1; rounds of the http load, medians reported)
+#   BENCH_HTTP_PROTOCOL (2025-06-18; the MCP version of the load)
 #   BENCH_SKIP_SLOWLORIS (unset) BENCH_SLOWLORIS_REQUESTS
 #   BENCH_SLOWLORIS_CONNECTIONS (see bench/slowloris.py)
 #   BENCH_SKIP_LIFECYCLE (unset) BENCH_LIFECYCLE_IMAGES BENCH_LIFECYCLE_WARM
@@ -45,6 +46,7 @@
 #   BENCH_SKIP_EXEC (unset) BENCH_EXEC_IMAGES BENCH_EXEC_RUNS
 #   BENCH_EXEC_DOCKER BENCH_EXEC_ROUNDS BENCH_EXEC_WRITES BENCH_EXEC_PAUSE
 #   BENCH_EXEC_TMPDIR (see bench/exec.py)
+#   BENCH_SKIP_LAYERS (unset; see bench/layers.py)
 #   BENCH_SKIP_FILES (unset) BENCH_FILES_IMAGES BENCH_FILES_RUNS
 #   BENCH_FILES_DOCKER BENCH_FILES_PAUSE (see bench/files.py)
 #   BENCH_SKIP_HOSTILE (unset) BENCH_HOSTILE_COMPARE (another binary
@@ -79,6 +81,10 @@ threads=${BENCH_THREADS:-2}
 warmup=${BENCH_WARMUP:-2s}
 pings=${BENCH_PINGS:-10000}
 http_rounds=${BENCH_HTTP_ROUNDS:-1}
+# The protocol version of the load's session (2025-03-26 lists no
+# outputSchema: a list of the same bytes as a server older than it).
+http_protocol=${BENCH_HTTP_PROTOCOL:-2025-06-18}
+export BENCH_HTTP_PROTOCOL=$http_protocol
 
 # Targets (sandbox-mcp against the SDK server, same load).
 target_tput=5       # ours/SDK requests per second, at least
@@ -179,14 +185,14 @@ load() {
 	local label=$1 pid=$2 url=$3 key=$4 sid=$5 round=${6:-1} out line
 	r_idle_kib=$(status_kib "$pid" VmRSS)
 	if [ "$warmup" != 0 ] && [ "$round" = 1 ]; then
-		MCP_SESSION_ID=$sid MCP_API_KEY=$key \
+		MCP_SESSION_ID=$sid MCP_API_KEY=$key MCP_PROTOCOL=$http_protocol \
 		    wrk -t"$threads" -c"$conns" -d"$warmup" -s "$bench/http.lua" \
 		    "$url" >"$results/wrk-$label-warmup.txt" 2>&1 ||
 		    die "$label: wrk warm-up failed"
 	fi
 	out=$results/wrk-$label.txt
 	[ "$round" = 1 ] || out=$results/wrk-$label-round$round.txt
-	MCP_SESSION_ID=$sid MCP_API_KEY=$key \
+	MCP_SESSION_ID=$sid MCP_API_KEY=$key MCP_PROTOCOL=$http_protocol \
 	    wrk -t"$threads" -c"$conns" -d"$duration" --latency \
 	    -s "$bench/http.lua" "$url" >"$out" 2>&1 ||
 	    { cat "$out" >&2; die "$label: wrk failed"; }
@@ -335,7 +341,7 @@ sid=$(node "$bench/mcp-session.mjs" "$srv_url" --key "$key") ||
 curl -sS --fail -o "$tmp/reply.json" -H "Authorization: Bearer $key" \
     -H 'Content-Type: application/json' \
     -H 'Accept: application/json, text/event-stream' \
-    -H "Mcp-Session-Id: $sid" -H 'MCP-Protocol-Version: 2025-06-18' \
+    -H "Mcp-Session-Id: $sid" -H "MCP-Protocol-Version: $http_protocol" \
     --data '{"jsonrpc":"2.0","id":1000000000,"method":"tools/list","params":{}}' \
     "$srv_url" || die "cannot fetch one tools/list reply"
 say "bench:   sandbox-mcp (api key) at $srv_url"
@@ -479,8 +485,8 @@ tlbytes=$(wc -c <"$tmp/tools.json")
 	    "(after a $warmup warm-up per server), bench/http.lua;" \
 	    "$http_rounds round(s), each server once a round in turn;" \
 	    "medians of the rounds"
-	echo "tool list: $ntools tools ($tlbytes bytes of result), identical" \
-	    "on both servers"
+	echo "tool list: $ntools tools ($tlbytes bytes of result, protocol" \
+	    "$http_protocol), identical on both servers"
 	echo "machine: $ncpu CPUs ($cpu), $(uname -sr); $version;" \
 	    "node $(node --version); wrk $(wrk -v 2>&1 | sed -n 's/^wrk \([^ ]*\).*/\1/p')"
 	echo "note: wrk and the server under test share these $ncpu CPUs;" \
@@ -652,6 +658,20 @@ if [ -z "${BENCH_SKIP_FILES:-}" ]; then
 	command -v python3 >/dev/null 2>&1 || die "python3 is needed"
 	if ! SANDBOX_MCP_BUILDDIR=$builddir python3 "$bench/files.py"; then
 		say "bench: files: a target missed or the run broken"
+		failed=1
+	fi
+fi
+
+# -------------------------------------------------------------- layers
+# bench/layers.py prints its table, writes layers.txt and layers.json,
+# destroys the sandboxes it made, and exits 1 when a target is missed or
+# the run is broken.
+if [ -z "${BENCH_SKIP_LAYERS:-}" ]; then
+	echo
+	say "bench: layers: stack depth and squash"
+	command -v python3 >/dev/null 2>&1 || die "python3 is needed"
+	if ! SANDBOX_MCP_BUILDDIR=$builddir python3 "$bench/layers.py"; then
+		say "bench: layers: a target missed or the run broken"
 		failed=1
 	fi
 fi

@@ -144,6 +144,8 @@ static const struct cfg_limit_entry {
 	    1, 300, 15 },
 	[LIMIT_SSE_RESUME_MAX] = { "sse-resume-max", CFG_LIMIT_SIZE,
 	    0, 1024LL * 1024 * 1024, 1024 * 1024 },
+	[LIMIT_AUTOSQUASH_DEPTH] = { "autosquash-depth", CFG_LIMIT_COUNT,
+	    0, 400, 100 },
 };
 
 static const struct {

@@ -36,6 +36,12 @@ struct layer_stack {
 	size_t		  n;
 	char		**ids;
 	char		**paths;	/* absolute, newest first */
+	dev_t		  mdev;		/* the manifest read, when read */
+	ino_t		  mino;
+};
+struct layer_hold {		/* a child's shared locks on layers */
+	int		 *fds;
+	size_t		  n;
 };
 enum layer_kind {
 	LAYER_ABSENT,
@@ -70,8 +76,13 @@ void		 layer_unlock(int);
 void		 layer_new_id(int, char, char[20]);
 int		 layer_is_whiteout(const struct stat *);
 int		 layer_is_opaque(const char *);
+int		 layer_fd_opaque(int);
 int		 layer_resolve(struct layer_stack *, const char *,
 		     struct layer_entry *, char **);
+int		 layer_hold(struct layer_stack *, struct layer_hold *,
+		     char **);
+void		 layer_hold_release(struct layer_hold *);
+int		 layer_stack_whole(const char *, struct layer_stack *);
 void		 layer_recover(const char *);
 
 /* zygote.c */
@@ -173,6 +184,9 @@ struct cJSON	*session_publish_fields(struct cJSON *);
 char		**session_forget(const char *, const char *, const char *,
 		     size_t *);
 void		 session_recover(const char *);
+char		**session_leaving(const char *, size_t *);
+void		 session_restack(const char *);
+void		 session_on_gone(void (*)(const char *, const char *));
 
 /* command.c */
 struct command_wait;
@@ -207,6 +221,23 @@ struct publish_file_args {
 	struct cJSON		*edits;
 };
 int		 publish_file_child(void *, int);
+
+/* squash.c */
+struct squash;
+struct squash_args {
+	const char		*sandbox;
+	char			**leaving;	/* sessions whose leases go */
+	size_t			 nleaving;
+};
+typedef void (*squash_cb)(struct cJSON *, const struct cause *, void *);
+int		 squash_child(void *, int);
+int		 squash_gc_child(void *, int);
+struct squash	*squash_start(const char *, const char *, squash_cb, void *,
+		     struct cause *);
+void		 squash_init(void);
+void		 squash_auto(const char *, const char *);
+void		 squash_reclaim(const char *, const char *, int);
+void		 squash_forget(const char *);
 
 /* files.c */
 #define FILES_EDIT_MAX		(4 * 1024 * 1024)

@@ -845,18 +845,34 @@ static int
 files_open(struct files_op *op, struct stat *st, struct cause *err)
 {
 	struct layer_entry	 le;
+	struct layer_stack	*now;
 	const char		*leaf;
+	char			*cause = NULL;
 	int			 dirfd, fd, exists, missing;
 
 	if (op->rootfd == -1) {
 		if (files_snapshot_find(op->ls, op->path, &le, err) != 0)
 			return (-1);
+		fd = le.kind == LAYER_ABSENT ? -1 : open(le.path, O_RDONLY |
+		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		/*
+		 * A squash may have reclaimed a layer of the stack read at
+		 * the call's start (layer.c): then the head again, whose
+		 * view is the same or newer.
+		 */
+		if (!layer_stack_whole(op->sandbox, op->ls) &&
+		    (now = layer_stack_read(op->sandbox, &cause)) != NULL) {
+			if (fd != -1)
+				close(fd);
+			layer_stack_free(op->ls);
+			op->ls = now;
+			return (files_open(op, st, err));
+		}
+		free(cause);
 		if (le.kind == LAYER_ABSENT) {
 			files_not_found(err, op->path);
 			return (-1);
 		}
-		fd = open(le.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-		    O_CLOEXEC);
 	} else {
 		if (*op->path == '\0') {
 			files_fail(err, CAUSE_INVALID, files_path_details(

@@ -25,11 +25,32 @@
  *	layers/<id>.meta.json	owner, created_at_ms, digest, bytes, paths
  *	staging/	layers being built; removed at start-up
  *	.lock		the writer lock, held only for a commit
+ *	.squash		held by the one squash of the stack (squash.c)
  *
  * The manifest is replaced atomically, so readers never lock. Layers and
  * the base are never changed once committed. This file also resolves a
  * path through a stack the way overlayfs does (whiteouts, opaque
  * directories), without mounting anything.
+ *
+ * A squash replaces layers, and a replaced layer is reclaimed (moved to
+ * the trash) once nothing can still read it. Who may, and how each is
+ * kept safe:
+ *
+ * - a workspace session, of any process: its lease (on disk, written
+ *   before its overlay is made) names its layers, and the reclaimer
+ *   reads the leases of live owners;
+ * - a child process reading a stack it read itself (a publish, a
+ *   session's builder until its lease is on disk): layer_hold takes a
+ *   shared flock on each layer's directory, then checks the directory
+ *   is still in place; the reclaimer takes the exclusive lock (never
+ *   waiting) before it reads the leases and moves the directory, so a
+ *   layer is moved only when no child holds it, and a child that locks
+ *   one being moved sees it gone and reads the manifest again;
+ * - the server, resolving a path through a stack it read earlier:
+ *   layer_stack_whole says whether a layer may have gone meanwhile (the
+ *   manifest was replaced and a layer is missing), and the caller reads
+ *   the manifest again. Only layers of an older manifest are ever
+ *   reclaimed, so a stack whose manifest is still current is whole.
  */
 
 #include "config.h"
@@ -155,6 +176,8 @@ layer_stack_read(const char *sbox, char **cause)
 	cJSON		*m, *v;
 	ssize_t		 n;
 	int		 fd;
+	dev_t		 mdev;
+	ino_t		 mino;
 	struct layer_stack *ls;
 
 	path = layer_manifest_path(sbox);
@@ -173,6 +196,8 @@ layer_stack_read(const char *sbox, char **cause)
 	}
 	buf = xmalloc(st.st_size + 1);
 	n = read(fd, buf, st.st_size);
+	mdev = st.st_dev;
+	mino = st.st_ino;
 	close(fd);
 	m = n == st.st_size ? cJSON_ParseWithLength(buf, n) : NULL;
 	free(buf);
@@ -185,9 +210,99 @@ layer_stack_read(const char *sbox, char **cause)
 	}
 	ls = layer_stack_from_json((int)v->valuedouble,
 	    cJSON_GetObjectItem(m, "layers"), cause);
+	if (ls != NULL) {
+		ls->mdev = mdev;
+		ls->mino = mino;
+	}
 	cJSON_Delete(m);
 	free(path);
 	return (ls);
+}
+
+/*
+ * In a child: hold the published layers of a stack (the base is never
+ * reclaimed) against the reclaimer until layer_hold_release. Returns 0,
+ * 1 when a layer was reclaimed since the stack was read (read the
+ * manifest again), or -1 with a cause.
+ */
+int
+layer_hold(struct layer_stack *ls, struct layer_hold *h, char **cause)
+{
+	struct stat	 st, now;
+	size_t		 i;
+	int		 fd;
+
+	h->fds = xcalloc(ls->n, sizeof *h->fds);
+	h->n = 0;
+	for (i = 0; i + 1 < ls->n; i++) {
+		if ((fd = open(ls->paths[i], O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1) {
+			if (errno == ENOENT)
+				goto stale;
+			goto fail;
+		}
+		h->fds[h->n++] = fd;
+		while (flock(fd, LOCK_SH) != 0) {
+			if (errno != EINTR)
+				goto fail;
+		}
+		if (fstat(fd, &st) != 0)
+			goto fail;
+		if (lstat(ls->paths[i], &now) != 0) {
+			if (errno == ENOENT)
+				goto stale;
+			goto fail;
+		}
+		if (now.st_dev != st.st_dev || now.st_ino != st.st_ino)
+			goto stale;
+	}
+	return (0);
+stale:
+	layer_hold_release(h);
+	return (1);
+fail:
+	xasprintf(cause, "cannot hold layer %s of the stack: %s", ls->ids[i],
+	    strerror(errno));
+	layer_hold_release(h);
+	return (-1);
+}
+
+void
+layer_hold_release(struct layer_hold *h)
+{
+	size_t	i;
+
+	for (i = 0; i < h->n; i++)
+		close(h->fds[i]);
+	free(h->fds);
+	h->fds = NULL;
+	h->n = 0;
+}
+
+/*
+ * In the server: whether every layer of a stack read earlier is still
+ * there (checked after a resolution through it: if so, the resolution
+ * saw whole layers, since a layer once moved never comes back).
+ */
+int
+layer_stack_whole(const char *sbox, struct layer_stack *ls)
+{
+	struct stat	 st;
+	char		*path;
+	size_t		 i;
+	int		 same;
+
+	path = layer_manifest_path(sbox);
+	same = lstat(path, &st) == 0 && st.st_dev == ls->mdev &&
+	    st.st_ino == ls->mino;
+	free(path);
+	if (same)
+		return (1);
+	for (i = 0; i + 1 < ls->n; i++) {
+		if (lstat(ls->paths[i], &st) != 0)
+			return (0);
+	}
+	return (1);
 }
 
 /* Replace the manifest atomically (the writer lock is held). */
@@ -307,6 +422,16 @@ layer_is_whiteout(const struct stat *st)
 {
 	return (S_ISCHR(st->st_mode) && major(st->st_rdev) == 0 &&
 	    minor(st->st_rdev) == 0);
+}
+
+/* Whether an open directory carries trusted.overlay.opaque=y. */
+int
+layer_fd_opaque(int fd)
+{
+	char	v[4];
+
+	return (fgetxattr(fd, "trusted.overlay.opaque", v, sizeof v) == 1 &&
+	    v[0] == 'y');
 }
 
 /* Whether a directory carries trusted.overlay.opaque=y. */

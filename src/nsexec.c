@@ -66,6 +66,7 @@
 
 #include "config.h"
 
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -1381,6 +1382,47 @@ out:
 }
 
 /*
+ * Hold the published layers a session is built on against the reclaim
+ * of a squash (layer.c) until its overlay is made: a shared flock on
+ * each, then each must still be in place. The lease is on disk already,
+ * so after the mount the reclaim sees it. A layer gone means the stack
+ * was squashed since the server read it: NSEXEC_STALE_LAYERS, and the
+ * server builds the session again on the new head.
+ */
+static int
+nsexec_hold_lowers(const struct nsexec_msg *m, int *held, char *err,
+    size_t errlen)
+{
+	struct stat	st, now;
+	int		i, fd;
+
+	for (i = 0; i < NSEXEC_FIELDS_MAX; i++)
+		held[i] = -1;
+	for (i = 5; i < m->nfields; i++) {
+		if ((fd = open(m->f[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC)) == -1)
+			goto stale;
+		held[i] = fd;
+		while (flock(fd, LOCK_SH) != 0) {
+			if (errno != EINTR)
+				goto stale;
+		}
+		if (fstat(fd, &st) != 0 || lstat(m->f[i], &now) != 0 ||
+		    st.st_dev != now.st_dev || st.st_ino != now.st_ino)
+			goto stale;
+	}
+	return (0);
+stale:
+	snprintf(err, errlen, "%s: layer %s", NSEXEC_STALE_LAYERS, m->f[i]);
+	for (i = 0; i < NSEXEC_FIELDS_MAX; i++) {
+		if (held[i] != -1)
+			close(held[i]);
+		held[i] = -1;
+	}
+	return (-1);
+}
+
+/*
  * The builder: make the session (a build message: ID ISOLATED CGROUP
  * DIR LEASE LOWER..., paths relative to the state directory, fd 4;
  * CGROUP is the cgroup.procs of the session's freezer group, joined
@@ -1391,7 +1433,7 @@ static pid_t
 nsexec_build(const struct nsexec_zygote *z, const struct nsexec_msg *m,
     int ctl, char *err, size_t errlen)
 {
-	int		 fs, mfd, ready[2], i;
+	int		 fs, mfd, ready[2], i, held[NSEXEC_FIELDS_MAX];
 	int		 isolated = strcmp(m->f[1], "1") == 0, scratch = -1;
 	char		 upper[PATH_MAX], work[PATH_MAX];
 	pid_t		 init;
@@ -1405,6 +1447,8 @@ nsexec_build(const struct nsexec_zygote *z, const struct nsexec_msg *m,
 		return (-1);
 	snprintf(upper, sizeof upper, "%s/upper", m->f[3]);
 	snprintf(work, sizeof work, "%s/work", m->f[3]);
+	if (nsexec_hold_lowers(m, held, err, errlen) != 0)
+		return (-1);
 	if ((fs = fsopen("overlay", FSOPEN_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "fsopen overlay: %s", strerror(errno));
 		return (-1);
@@ -1430,6 +1474,11 @@ nsexec_build(const struct nsexec_zygote *z, const struct nsexec_msg *m,
 	if ((mfd = fsmount(fs, FSMOUNT_CLOEXEC, 0)) == -1)
 		goto overlay;
 	close(fs);
+	/* The mount has its layers and the lease names them: let go. */
+	for (i = 0; i < NSEXEC_FIELDS_MAX; i++) {
+		if (held[i] != -1)
+			close(held[i]);
+	}
 	if (isolated && (scratch = nsexec_isolate_prepare(m->f[3], err,
 	    errlen)) == -1)
 		return (-1);

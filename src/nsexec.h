@@ -35,6 +35,8 @@
 #define NSEXEC_MSG_MAX		(160 * 1024)
 #define NSEXEC_FIELDS_MAX	600
 #define NSEXEC_FDS_MAX		4
+/* A builder's error that starts so: a layer went; build on the new head. */
+#define NSEXEC_STALE_LAYERS	"stale layers"
 
 enum nsexec_type {
 	/* to a zygote */

@@ -467,9 +467,10 @@ op_publish_workspace_session_done(struct session *s, cJSON *rep, void *arg)
 	}
 	r = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, "workspace_session_id", session_id(s));
-	if (cJSON_GetObjectItem(rep, "layer_id") != NULL)
+	if (cJSON_GetObjectItem(rep, "layer_id") != NULL) {
 		cJSON_AddItemToObject(r, "publish", session_publish_fields(rep));
-	else
+		squash_auto(session_sandbox(s)->id, session_sandbox(s)->tenant);
+	} else
 		cJSON_AddNullToObject(r, "publish");
 	if ((v = cJSON_GetObjectItem(rep, "dropped")) != NULL &&
 	    cJSON_GetArraySize(v) > 0)

@@ -52,6 +52,7 @@ static const struct op_entry *op_table[] = {
 	&op_list_sandboxes_entry,
 	&op_inspect_sandbox_entry,
 	&op_destroy_sandbox_entry,
+	&op_squash_layerstacks_entry,
 	&op_exec_command_entry,
 	&op_write_command_stdin_entry,
 	&op_read_command_lines_entry,

@@ -129,6 +129,9 @@ extern const struct op_entry op_create_workspace_session_entry;
 extern const struct op_entry op_publish_workspace_session_entry;
 extern const struct op_entry op_destroy_workspace_session_entry;
 
+/* op-layer.c */
+extern const struct op_entry op_squash_layerstacks_entry;
+
 /* op-files.c */
 extern const struct op_entry op_file_read_entry;
 extern const struct op_entry op_file_write_entry;

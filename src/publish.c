@@ -123,6 +123,7 @@ struct publish_ctx {
 	size_t			 changed;	/* paths, parents aside */
 	struct publish_audit	*audit;
 	size_t			 naudit;
+	struct layer_hold	 hold;		/* the head's layers */
 };
 
 /* Confine the child to the sandbox's state and its base (read-only). */
@@ -185,16 +186,6 @@ static int
 publish_name_cmp(const void *a, const void *b)
 {
 	return (strcmp(*(char *const *)a, *(char *const *)b));
-}
-
-/* Whether an open directory carries trusted.overlay.opaque=y. */
-static int
-publish_fd_opaque(int fd)
-{
-	char	v[4];
-
-	return (fgetxattr(fd, "trusted.overlay.opaque", v, sizeof v) == 1 &&
-	    v[0] == 'y');
 }
 
 /*
@@ -267,7 +258,7 @@ publish_capture_dir(struct publish_ctx *x, int dfd, const char *rel)
 				r = -1;
 				break;
 			}
-			if (publish_fd_opaque(sub))
+			if (layer_fd_opaque(sub))
 				publish_add(&x->cap, path, PUBLISH_OPAQUE,
 				    st.st_mode);
 			else {
@@ -712,57 +703,6 @@ publish_write_file(int dfd, const char *leaf, const char *buf, size_t len,
 }
 
 /*
- * A copy of an open file as leaf in dfd: its bytes (holes stay holes),
- * mode, owner and extended attributes but overlayfs's. Its descriptor,
- * or -1.
- */
-static int
-publish_copy_file(int src, const struct stat *st, int dfd, const char *leaf)
-{
-	char	 names[4096], value[65536], *p;
-	ssize_t	 n, v;
-	off_t	 in = 0, out = 0, end;
-	int	 fd;
-
-	if ((fd = openat(dfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, st->st_mode & 07777)) == -1)
-		return (-1);
-	if (ftruncate(fd, st->st_size) != 0)
-		goto fail;
-	for (in = 0; in < st->st_size; in = end) {
-		if ((in = lseek(src, in, SEEK_DATA)) == -1)
-			break;			/* a hole to the end */
-		if ((end = lseek(src, in, SEEK_HOLE)) == -1 ||
-		    end > st->st_size)
-			end = st->st_size;
-		out = in;
-		while (in < end) {
-			n = copy_file_range(src, &in, fd, &out, end - in, 0);
-			if (n == -1 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				goto fail;
-		}
-	}
-	if (fchown(fd, st->st_uid, st->st_gid) != 0 ||
-	    fchmod(fd, st->st_mode & 07777) != 0)
-		goto fail;
-	if ((n = flistxattr(src, names, sizeof names)) > 0) {
-		for (p = names; p < names + n; p += strlen(p) + 1) {
-			if (strncmp(p, "trusted.overlay.", 16) == 0)
-				continue;
-			if ((v = fgetxattr(src, p, value, sizeof value)) >= 0)
-				fsetxattr(fd, p, value, v, 0);
-		}
-	}
-	return (fd);
-fail:
-	close(fd);
-	unlinkat(dfd, leaf, 0);
-	return (-1);
-}
-
-/*
  * Put the session's file at path into the layer's directory dfd: the
  * inode opened beneath the upper directory and found regular, never a
  * path; linked when the session's /workspace is sealed (no writer can
@@ -783,7 +723,7 @@ publish_link_file(struct publish_ctx *x, const char *path, int dfd,
 		return (-1);
 	}
 	if (x->a->copy) {
-		copy = publish_copy_file(fd, &st, dfd, leaf);
+		copy = tree_copy_file(fd, &st, dfd, leaf);
 		close(fd);
 		return (copy);
 	}
@@ -1256,8 +1196,21 @@ publish_attempts(struct publish_ctx *x, int fd, int (*prepare)(struct
 			return (publish_reject(fd, "storage_error", "cannot"
 			    " take the stack's writer lock", NULL));
 		publish_attempt_clear(x);
+		layer_hold_release(&x->hold);
 		layer_stack_free(x->head);
 		if ((x->head = layer_stack_read(sbox, &x->error)) == NULL) {
+			layer_unlock(lock);
+			return (publish_reject(fd, "storage_error", x->error,
+			    NULL));
+		}
+		/*
+		 * Its layers, held until we exit; one reclaimed since the
+		 * read (a squash replaced it) means a newer head: again.
+		 * Under the writer lock nothing is reclaimed.
+		 */
+		if ((r = layer_hold(x->head, &x->hold, &x->error)) == 1)
+			continue;
+		if (r == -1) {
 			layer_unlock(lock);
 			return (publish_reject(fd, "storage_error", x->error,
 			    NULL));

@@ -56,6 +56,7 @@ runtime_end(const char *id)
 	free(procs);
 	free(why);
 	command_forget_sandbox(id);
+	squash_forget(id);
 }
 
 /*
@@ -82,6 +83,7 @@ runtime_recover(const char *id)
 	session_recover(id);
 	command_recover(id);
 	layer_recover(id);
+	squash_reclaim(id, NULL, 1);	/* what a squash left behind */
 }
 
 /*
@@ -113,6 +115,7 @@ runtime_init(void)
 {
 	struct timeval	tv = { RUNTIME_SWEEP_SECONDS, 0 };
 
+	squash_init();
 	if (runtime_sweep_ev != NULL)
 		return;
 	runtime_sweep_ev = event_new(ev_base, -1, EV_PERSIST,

@@ -107,6 +107,7 @@ enum limit {
 	LIMIT_SANDBOXES_PER_TENANT,
 	LIMIT_SSE_KEEPALIVE,
 	LIMIT_SSE_RESUME_MAX,
+	LIMIT_AUTOSQUASH_DEPTH,
 	LIMIT__COUNT
 };
 
@@ -352,6 +353,7 @@ int		 tree_open(int, const char *, int);
 int		 tree_extents(int, off_t, int (*)(off_t, const char *, size_t,
 		     void *), void *);
 int		 tree_sparse(int, off_t);
+int		 tree_copy_file(int, const struct stat *, int, const char *);
 int		 tree_digest(int, off_t, char[65]);
 char		*tree_read_fd(int, size_t, size_t *);
 char		*tree_read(int, const char *, size_t, size_t *);

@@ -110,6 +110,8 @@ struct session {
 	void			(*dead_cb)(struct session *, void *);
 	void			*dead_arg;
 	int			 spare;		/* built ahead, not asked for */
+	int			 trashed;	/* its scratch (and lease) gone */
+	int			 again;		/* built again after a squash */
 	struct event		*idle_ev;
 	char			*cgroup;	/* its freezer group */
 	struct event		*freeze_ev;
@@ -132,6 +134,11 @@ static void	session_unpark(struct session *);
 static void	session_keep(struct session *);
 static unsigned int session_pool_max(void);
 static void	session_prepare(struct rt_sandbox *);
+static void	session_new(struct rt_sandbox *, int, int, session_cb, void *,
+		    struct layer_stack *, int);
+
+static int	session_again;	/* the session_new being made is a retry */
+static void	(*session_gone_hook)(const char *, const char *);
 static void	session_new(struct rt_sandbox *, int, int, session_cb, void *,
 		    struct layer_stack *, int);
 
@@ -354,7 +361,21 @@ session_trash(struct session *s)
 	if (rename(s->dir, to) != 0 && errno != ENOENT)
 		log_warn("cannot remove %s", s->dir);
 	free(to);
+	s->trashed = 1;
 	trash_soon();
+	/* Its lease has gone: whoever waits for that (a squash) hears. */
+	if (session_gone_hook != NULL)
+		session_gone_hook(s->sb->id, s->sb->tenant);
+}
+
+/*
+ * Who hears that a session's scratch, lease and all, has gone: squash.c,
+ * above this file, to reclaim the layers the lease pinned.
+ */
+void
+session_on_gone(void (*fn)(const char *, const char *))
+{
+	session_gone_hook = fn;
 }
 
 /* An ended session goes once its init is gone and no command runs. */
@@ -642,6 +663,40 @@ session_prepare(struct rt_sandbox *sb)
 		building++;
 	}
 	layer_stack_free(head);
+}
+
+/*
+ * The sessions of sandbox id that have ended but whose lease is still on
+ * disk (their init is going): a squash neither plans around them nor
+ * reclaims before they are gone (squash.c). NULL when there are none.
+ */
+char **
+session_leaving(const char *id, size_t *n)
+{
+	struct rt_sandbox	*sb;
+	struct session		*s;
+	char			**ids = NULL;
+
+	*n = 0;
+	if ((sb = zygote_find(id)) == NULL)
+		return (NULL);
+	LIST_FOREACH(s, &sb->sessions, entry) {
+		if (s->state != SESSION_ENDED || s->trashed)
+			continue;
+		ids = xreallocarray(ids, *n + 1, sizeof *ids);
+		ids[(*n)++] = xstrdup(s->id);
+	}
+	return (ids);
+}
+
+/* The stack of sandbox id was replaced (a squash): spares on it go. */
+void
+session_restack(const char *id)
+{
+	struct rt_sandbox	*sb;
+
+	if ((sb = zygote_find(id)) != NULL)
+		session_prepare(sb);
 }
 
 /*
@@ -1062,6 +1117,28 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 }
 
 /*
+ * A squash reclaimed a layer the head we read named, before the builder
+ * held it (layer.c): the session is built again, once, on the head as it
+ * is now, for whoever asked for it.
+ */
+static void
+session_build_again(struct session *s, const char *why)
+{
+	struct rt_sandbox	*sb = s->sb;
+	session_cb		 cb = s->start_cb;
+	void			*arg = s->start_arg;
+	int			 automatic = s->automatic;
+	int			 isolated = s->isolated, spare = s->spare;
+
+	log_debug("session %s: %s; building it again", s->id, why);
+	s->start_cb = NULL;
+	session_start_fail(s, why);
+	session_again = 1;
+	session_new(sb, automatic, isolated, cb, arg, NULL, spare);
+	session_again = 0;
+}
+
+/*
  * The zygote has answered: the session's init runs (it says its root on
  * the control socket when it is up), or there is none, and why.
  */
@@ -1072,6 +1149,11 @@ session_built(pid_t init, const char *why, void *arg)
 
 	s->req = NULL;
 	if (init <= 0) {
+		if (why != NULL && strncmp(why, NSEXEC_STALE_LAYERS,
+		    strlen(NSEXEC_STALE_LAYERS)) == 0 && !s->again) {
+			session_build_again(s, why);
+			return;
+		}
 		session_start_fail(s, why);
 		return;
 	}
@@ -1106,6 +1188,7 @@ session_new(struct rt_sandbox *sb, int automatic, int isolated,
 	s->start_cb = cb;
 	s->start_arg = arg;
 	s->spare = spare;
+	s->again = session_again;
 	s->dir = state_where(STATE_SESSIONS, sb->id, "%s", s->id);
 	LIST_INSERT_HEAD(&sb->sessions, s, entry);
 	session_count++;

@@ -30,6 +30,7 @@
 
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 
 #include <linux/openat2.h>
 
@@ -125,6 +126,57 @@ tree_extents(int fd, off_t size, int (*cb)(off_t, const char *, size_t,
 	}
 	free(buf);
 	return (r);
+}
+
+/*
+ * A copy of an open file as leaf in dfd: its bytes (holes stay holes),
+ * mode, owner and extended attributes but overlayfs's. Its descriptor,
+ * or -1.
+ */
+int
+tree_copy_file(int src, const struct stat *st, int dfd, const char *leaf)
+{
+	char	 names[4096], value[65536], *p;
+	ssize_t	 n, v;
+	off_t	 in = 0, out = 0, end;
+	int	 fd;
+
+	if ((fd = openat(dfd, leaf, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, st->st_mode & 07777)) == -1)
+		return (-1);
+	if (ftruncate(fd, st->st_size) != 0)
+		goto fail;
+	for (in = 0; in < st->st_size; in = end) {
+		if ((in = lseek(src, in, SEEK_DATA)) == -1)
+			break;			/* a hole to the end */
+		if ((end = lseek(src, in, SEEK_HOLE)) == -1 ||
+		    end > st->st_size)
+			end = st->st_size;
+		out = in;
+		while (in < end) {
+			n = copy_file_range(src, &in, fd, &out, end - in, 0);
+			if (n == -1 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				goto fail;
+		}
+	}
+	if (fchown(fd, st->st_uid, st->st_gid) != 0 ||
+	    fchmod(fd, st->st_mode & 07777) != 0)
+		goto fail;
+	if ((n = flistxattr(src, names, sizeof names)) > 0) {
+		for (p = names; p < names + n; p += strlen(p) + 1) {
+			if (strncmp(p, "trusted.overlay.", 16) == 0)
+				continue;
+			if ((v = fgetxattr(src, p, value, sizeof value)) >= 0)
+				fsetxattr(fd, p, value, v, 0);
+		}
+	}
+	return (fd);
+fail:
+	close(fd);
+	unlinkat(dfd, leaf, 0);
+	return (-1);
 }
 
 /* Whether an open regular file has a hole before its end. */

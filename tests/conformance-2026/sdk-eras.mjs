@@ -41,7 +41,8 @@ async function modern(transport, name) {
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((t) => t.name),
     ["list_docker_images", "list_workspace_directories", "create_sandbox",
-      "list_sandboxes", "inspect_sandbox", "destroy_sandbox"], `${name}: tools`);
+      "list_sandboxes", "inspect_sandbox", "destroy_sandbox",
+      "squash_layerstacks"], `${name}: tools`);
   const inspect = tools.find((t) => t.name === "inspect_sandbox");
   assert.equal(inspect.inputSchema.properties.sandbox_id["x-mcp-header"],
     "Sandbox-Id", `${name}: sandbox_id declared as a routing header`);

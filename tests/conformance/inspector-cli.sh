@@ -41,7 +41,8 @@ check() {
 
 tools='JSON.stringify(r.tools.map((t) => t.name).sort()) === JSON.stringify([
     "create_sandbox", "destroy_sandbox", "inspect_sandbox",
-    "list_docker_images", "list_sandboxes", "list_workspace_directories"])'
+    "list_docker_images", "list_sandboxes", "list_workspace_directories",
+    "squash_layerstacks"])'
 roots='r.isError === false && r.structuredContent.path === null &&
     JSON.stringify(r.structuredContent.directories) ===
     JSON.stringify([{ name: "ws", path: process.env.WS }])'

@@ -26,7 +26,8 @@ async function exercise(transport, name) {
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((t) => t.name),
     ["list_docker_images", "list_workspace_directories", "create_sandbox",
-      "list_sandboxes", "inspect_sandbox", "destroy_sandbox"], `${name}: tools`);
+      "list_sandboxes", "inspect_sandbox", "destroy_sandbox",
+      "squash_layerstacks"], `${name}: tools`);
   for (const t of tools)
     assert.equal(t.inputSchema.type, "object");
 

@@ -3,7 +3,7 @@
 # validator (python3-jsonschema, Draft 2020-12, MCP's default dialect):
 # from 2025-06-18 on (2025-11-25, and the 2026-07-28 era) every tool
 # declares one, a valid schema that is the tool's result or the error
-# object; 2025-03-26 declares none. Then every one of the 16 tools is
+# object; 2025-03-26 declares none. Then every one of the 17 tools is
 # driven through its success shapes (both create_sandbox shapes, records
 # with endpoints, each command status, automatic publishes with changes,
 # with none, with dropped paths, with more paths than are listed, with
@@ -64,7 +64,7 @@ def _version():
 
 TOOLS = ["list_docker_images", "list_workspace_directories",
          "create_sandbox", "list_sandboxes", "inspect_sandbox",
-         "destroy_sandbox", "exec_command", "write_command_stdin",
+         "destroy_sandbox", "squash_layerstacks", "exec_command", "write_command_stdin",
          "read_command_lines", "file_read", "file_write", "file_edit",
          "file_blame", "create_workspace_session",
          "publish_workspace_session", "destroy_workspace_session"]
@@ -116,7 +116,7 @@ def check_schemas(tools, what):
     """Every tool of the list has a valid 2020-12 outputSchema of the
     declared form; return {name: outputSchema}."""
     check_eq(sorted(t["name"] for t in tools), sorted(TOOLS),
-             what + ": the 16 tools")
+             what + ": the 17 tools")
     out = {}
     for t in tools:
         name = t["name"]
@@ -242,7 +242,7 @@ def test():
     old.initialize("2025-03-26")
     otools = old.request("tools/list")["result"]["tools"]
     check_eq(sorted(t["name"] for t in otools), sorted(TOOLS),
-             "2025-03-26: the 16 tools")
+             "2025-03-26: the 17 tools")
     check_eq([t["name"] for t in otools if "outputSchema" in t], [],
              "2025-03-26: no tool has an outputSchema")
     old.kill()
@@ -507,7 +507,7 @@ def test():
             "publish_workspace_session": {"workspace_session_id": "ws-x"},
             "destroy_workspace_session": {"workspace_session_id": "ws-x"},
             "create_workspace_session": {}, "inspect_sandbox": {},
-            "destroy_sandbox": {}}
+            "destroy_sandbox": {}, "squash_layerstacks": {}}
     for tool, args in need.items():
         a = dict(args, sandbox_id="sbox-0123456789ab")
         err(tool, a, "not_found", "unknown sandbox")
@@ -520,6 +520,18 @@ def test():
         r = modern(s, "tools/call", {"name": tool, "arguments": args})
         check("result" in r, "2026-07-28 tools/call: %r" % r)
         R.add(tool, "2026-07-28", r["result"])
+
+    # squash_layerstacks: with a managed session standing on the stack
+    # (blocks, a pinned session and its reason), then nothing to do.
+    keep = session()
+    ok("file_write", {"sandbox_id": sid, "path": "sq/a.txt", "content": "a"})
+    ok("file_write", {"sandbox_id": sid, "path": "sq/b.txt", "content": "b"})
+    r = ok("squash_layerstacks", {"sandbox_id": sid})
+    check(r["squashed_blocks"] and r["swept_sessions"],
+          "a squash with blocks and a session: %r" % r)
+    r = ok("squash_layerstacks", {"sandbox_id": sid})
+    ok("destroy_workspace_session", {"sandbox_id": sid,
+                                     "workspace_session_id": keep})
 
     # Destroy: the batch, then the first.
     for b in (b1, b2):

@@ -28,6 +28,7 @@ SCHEMAS = {
     "list_sandboxes": NOARGS,
     "inspect_sandbox": SANDBOX_ID,
     "destroy_sandbox": SANDBOX_ID,
+    "squash_layerstacks": SANDBOX_ID,
 }
 # readOnly, destructive, idempotent, openWorld.
 ANNOTATIONS = {
@@ -37,6 +38,7 @@ ANNOTATIONS = {
     "list_sandboxes": (True, False, True, False),
     "inspect_sandbox": (True, False, True, False),
     "destroy_sandbox": (False, True, False, False),
+    "squash_layerstacks": (False, False, True, False),
 }
 
 

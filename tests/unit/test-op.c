@@ -122,7 +122,7 @@ test_list(void)
 	unit_setup();
 	list = mcp_tools_list_object(TOOLSET_MANAGEMENT, MCP_TOOLS_2025_03);
 	tools = cJSON_GetObjectItem(list, "tools");
-	CHECK_INT(cJSON_GetArraySize(tools), 6);
+	CHECK_INT(cJSON_GetArraySize(tools), 7);
 	t = cJSON_GetArrayItem(tools, 0);
 	CHECK_STR(cJSON_GetObjectItem(t, "name")->valuestring,
 	    "list_docker_images");
@@ -193,7 +193,7 @@ test_output_schema(void)
 		    "sandbox_endpoint") != 0);
 		n++;
 	}
-	CHECK_INT(n, 16);
+	CHECK_INT(n, 17);
 	cJSON_Delete(list);
 	list = mcp_tools_list_object(TOOLSET_ALL, MCP_TOOLS_2025_03);
 	cJSON_ArrayForEach(t, cJSON_GetObjectItem(list, "tools"))

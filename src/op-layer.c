@@ -1,0 +1,138 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * The management set's layer maintenance (layers.md): squash_layerstacks
+ * (squash.c does the work). A caller sees only its tenant's sandboxes;
+ * the sandbox must be ready, and its disk is mounted first if it is not.
+ */
+
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "engine.h"
+#include "op.h"
+#include "sandbox-mcp.h"
+
+#define OP_SQUASH_SCHEMA						\
+	"{\"type\": \"object\", \"properties\": {"			\
+	" \"manifest_version\": {\"type\": \"integer\"},"		\
+	" \"squashed_blocks\": {\"type\": \"array\", \"items\":"	\
+	"  {\"type\": \"object\", \"properties\": {"			\
+	"   \"squashed_layer_id\": {\"type\": \"string\"},"		\
+	"   \"replaced_layer_ids\": {\"type\": \"array\","		\
+	"    \"items\": {\"type\": \"string\"}, \"minItems\": 2},"	\
+	"   \"replaced_layers\": {\"enum\": [\"reclaimed\","		\
+	"    \"pinned\"]}},"						\
+	"   \"required\": [\"squashed_layer_id\","			\
+	"    \"replaced_layer_ids\", \"replaced_layers\"],"		\
+	"   \"additionalProperties\": false}},"				\
+	" \"swept_sessions\": {\"type\": \"array\", \"items\":"	\
+	"  {\"type\": \"object\", \"properties\": {"			\
+	"   \"session_id\": {\"type\": \"string\"},"			\
+	"   \"disposition\": {\"enum\": [\"migrated\", \"unchanged\","	\
+	"    \"pinned\"]}},"						\
+	"   \"required\": [\"session_id\", \"disposition\"],"		\
+	"   \"additionalProperties\": false}},"				\
+	" \"blocked_reasons\": {\"type\": \"array\","			\
+	"  \"items\": {\"type\": \"string\"}},"				\
+	" \"faulty_sessions\": {\"type\": \"array\","			\
+	"  \"items\": {\"type\": \"string\"}}},"			\
+	" \"required\": [\"manifest_version\", \"squashed_blocks\","	\
+	" \"swept_sessions\"], \"additionalProperties\": false}"
+
+static void	op_squash_exec(struct op_call *);
+
+static const struct op_arg op_squash_args[] = {
+	{ "sandbox_id", OP_ARG_STRING, 1, -1, NULL, "Sandbox ID." },
+	{ NULL, 0, 0, -1, NULL, NULL }
+};
+
+const struct op_entry op_squash_layerstacks_entry = {
+	.name = "squash_layerstacks",
+	.title = "Squash a sandbox's layer stack",
+	.description = "Flatten each run of two or more adjacent published"
+	    " layers of a sandbox's stack into one layer, newest wins, so the"
+	    " stack gets short again; the base and the top layer of every"
+	    " live workspace session stay. The published view does not change"
+	    " by one byte. Replaced layers are reclaimed, or stay pinned"
+	    " while a live session stands on them (blocked_reasons says"
+	    " which). One squash per sandbox at a time; publishes meanwhile"
+	    " wait for the stack's writer lock and never fail because of it.",
+	.set = TOOLSET_MANAGEMENT,
+	.flags = OP_IDEMPOTENT,
+	.args = op_squash_args,
+	.result = OP_SQUASH_SCHEMA,
+	.exec = op_squash_exec,
+};
+
+static void
+op_squash_cb(cJSON *result, const struct cause *cause, void *arg)
+{
+	struct op_call	*oc = arg;
+
+	if (result == NULL) {
+		op_call_fail(oc, cause);
+		return;
+	}
+	op_call_done(oc, cJSON_Duplicate(result, 1));
+}
+
+/* The sandbox is known and its disk mounted: squash if it is ready. */
+static void
+op_squash_sb(cJSON *result, const struct cause *cause, void *arg)
+{
+	struct op_call	*oc = arg;
+	const char	*id = op_arg_string(oc, "sandbox_id");
+	struct cause	 c = { 0 };
+	cJSON		*state;
+
+	if (result == NULL) {
+		op_call_fail(oc, cause);
+		return;
+	}
+	state = cJSON_GetObjectItem(cJSON_GetObjectItem(result, "record"),
+	    "state");
+	if (!cJSON_IsString(state) || strcmp(state->valuestring,
+	    "ready") != 0) {
+		op_call_error(oc, CAUSE_FAILED, "sandbox_id", id, "sandbox %s"
+		    " is %s, not ready: its stack cannot be squashed", id,
+		    cJSON_IsString(state) ? state->valuestring : "unknown");
+		cJSON_Delete(result);
+		return;
+	}
+	cJSON_Delete(result);
+	/* Not cancelled: the squash is bounded, and answers when done. */
+	if (squash_start(id, op_call_tenant(oc), op_squash_cb, oc,
+	    &c) == NULL) {
+		op_call_fail(oc, &c);
+		cause_clear(&c);
+	}
+}
+
+static void
+op_squash_exec(struct op_call *oc)
+{
+	const char	*id = op_arg_string(oc, "sandbox_id");
+
+	if (op_sandbox_hidden(oc, id))
+		return;
+	sandbox_lookup(id, op_squash_sb, oc);
+}

@@ -1,0 +1,1513 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * Squashing a sandbox's layer stack (layers.md, squash_layerstacks), in
+ * two child processes of the sandbox:
+ *
+ * 1. The squash: reads the manifest and the leases of live workspace
+ *    sessions (of any process), plans the runs (at least two adjacent
+ *    published layers, none the top of a lease, never the base), takes
+ *    its confinement, flattens each run newest-wins into a new layer in
+ *    staging (files and symlinks hard-linked, a deletion kept only when
+ *    something below the run still has the path, a directory that hides
+ *    what is below marked opaque only when there is something below to
+ *    hide), then under the writer lock replaces the runs in the head as
+ *    it is then (publishes made meanwhile stay on top: they were checked
+ *    against paths whose view the squash does not change).
+ * 2. The reclaim (layer_gc): under the writer lock, every layer directory
+ *    the manifest does not name, that no live lease names and that no
+ *    child holds (layer.c: an exclusive flock, never waited for) goes to
+ *    the trash; the others stay and are tried again when a session of
+ *    this process ends, and at start.
+ *
+ * One squash per stack at a time: an flock on stack/.squash, which the
+ * squash keeps until it reports; a second one meanwhile is a conflict.
+ * Nothing here blocks the loop: both are children, and what the server
+ * does is parse their reports.
+ *
+ * The flattening walks the run's layers one directory at a time, each
+ * directory opened beneath its layer's root with no symlink followed
+ * (tree_open), reading a directory's names whole before it descends, so
+ * that it holds the descriptors of one level at a time whatever the
+ * depth a sandbox made.
+ */
+
+#include "config.h"
+
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <openssl/evp.h>
+
+#include "engine.h"
+#include "sandbox-mcp.h"
+
+#define SQUASH_LEASE_MAX	(1024 * 1024)
+#define SQUASH_LEASES_MAX	65536
+#define SQUASH_ENTRIES_MAX	1000000	/* names in one directory */
+#define SQUASH_LEAVING_WAIT	10	/* seconds, for ended sessions */
+
+/* A live lease: whose, and the layers it stands on. */
+struct squash_lease {
+	char			*ws;
+	struct layer_stack	*ls;
+	int			 automatic;	/* a command's, or a spare */
+	int			 leaving;	/* ended, its lease going */
+};
+
+struct squash_leases {
+	struct squash_lease	*l;
+	size_t			 n;
+};
+
+/* A run of the head: layers [first, last] (indices, newest first). */
+struct squash_run {
+	size_t			 first;
+	size_t			 last;
+	char			 id[20];
+};
+
+/* One name of a directory being flattened, and the layer it is in. */
+struct squash_name {
+	char			*name;
+	size_t			 order;		/* in the directory's list */
+};
+
+struct squash_ctx {
+	const char		*sbox;
+	struct layer_stack	*head;
+	int			*roots;		/* each layer's root */
+	EVP_MD_CTX		*md;
+	unsigned long long	 bytes;
+	unsigned long long	 paths;
+	char			*error;
+};
+
+/* ---- the leases ---- */
+
+static void
+squash_leases_free(struct squash_leases *sl)
+{
+	size_t	i;
+
+	for (i = 0; i < sl->n; i++) {
+		free(sl->l[i].ws);
+		layer_stack_free(sl->l[i].ls);
+	}
+	free(sl->l);
+	sl->l = NULL;
+	sl->n = 0;
+}
+
+/*
+ * The leases of live sessions of a sandbox, of any process (a lease
+ * whose owner is gone is no one's: recovery removes it). Needs /proc,
+ * so it is read before the confinement.
+ */
+static int
+squash_leases_read(const char *sbox, struct squash_leases *sl, char **cause)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		*dir, *path, *text, *msg;
+	size_t		 len;
+	cJSON		*lease, *v;
+	int		 dfd, fd;
+
+	sl->l = NULL;
+	sl->n = 0;
+	dir = state_where(STATE_SESSIONS, sbox, NULL);
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1 || (d = fdopendir(dfd)) == NULL) {
+		if (dfd != -1)
+			close(dfd);
+		if (errno == ENOENT) {
+			free(dir);
+			return (0);
+		}
+		xasprintf(cause, "cannot read the sessions of %s: %s", sbox,
+		    strerror(errno));
+		free(dir);
+		return (-1);
+	}
+	free(dir);
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || !util_id_valid(de->d_name))
+			continue;
+		xasprintf(&path, "%s/lease.json", de->d_name);
+		fd = openat(dirfd(d), path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		free(path);
+		if (fd == -1)
+			continue;	/* being made or going: not leased */
+		text = tree_read_fd(fd, SQUASH_LEASE_MAX, &len);
+		close(fd);
+		lease = text != NULL ? cJSON_ParseWithLength(text, len) : NULL;
+		free(text);
+		v = cJSON_GetObjectItem(lease, "manifest_version");
+		if (lease == NULL || !state_owner_alive(cJSON_GetObjectItem(
+		    lease, "owner")) || !cJSON_IsNumber(v)) {
+			cJSON_Delete(lease);
+			continue;
+		}
+		if (sl->n == SQUASH_LEASES_MAX) {
+			cJSON_Delete(lease);
+			break;
+		}
+		msg = NULL;
+		sl->l = xreallocarray(sl->l, sl->n + 1, sizeof *sl->l);
+		sl->l[sl->n].ls = layer_stack_from_json((int)v->valuedouble,
+		    cJSON_GetObjectItem(lease, "layers"), &msg);
+		free(msg);
+		if (sl->l[sl->n].ls == NULL) {
+			cJSON_Delete(lease);
+			continue;
+		}
+		sl->l[sl->n].ws = xstrdup(de->d_name);
+		sl->l[sl->n].automatic = cJSON_IsTrue(cJSON_GetObjectItem(
+		    lease, "automatic"));
+		sl->l[sl->n].leaving = 0;
+		cJSON_Delete(lease);
+		sl->n++;
+	}
+	closedir(d);
+	return (0);
+}
+
+/* Whether a lease names a layer. */
+static int
+squash_lease_has(struct squash_lease *l, const char *id)
+{
+	size_t	i;
+
+	for (i = 0; i < l->ls->n; i++) {
+		if (strcmp(l->ls->ids[i], id) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* ---- flattening ---- */
+
+static int
+squash_name_cmp(const void *a, const void *b)
+{
+	const struct squash_name	*x = a, *y = b;
+	int				 r;
+
+	if ((r = strcmp(x->name, y->name)) != 0)
+		return (r);
+	return (x->order < y->order ? -1 : x->order > y->order);
+}
+
+/* A directory of layer i at rel ("" for its root), or -1. */
+static int
+squash_open_dir(struct squash_ctx *x, size_t i, const char *rel)
+{
+	if (*rel == '\0')
+		return (openat(x->roots[i], ".", O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC));
+	return (tree_open(x->roots[i], rel, O_RDONLY | O_DIRECTORY));
+}
+
+/* Whether name is there in the first of the dirs below that has it. */
+static int
+squash_below_has(int *below, size_t nbelow, const char *name)
+{
+	struct stat	st;
+	size_t		i;
+
+	for (i = 0; i < nbelow; i++) {
+		if (below[i] == -1 ||
+		    fstatat(below[i], name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		return (!layer_is_whiteout(&st));
+	}
+	return (0);
+}
+
+/*
+ * The layers (of list, whose directories at this level are dirs) in
+ * which name is a directory seen through the ones above it, into out
+ * (indices); returns whether the chain ends in one of them (an opaque
+ * directory, or something else in the next one, hides what is further
+ * down).
+ */
+static int
+squash_chain(const size_t *list, int *dirs, size_t n, const char *name,
+    size_t *out, size_t *nout)
+{
+	struct stat	st;
+	size_t		i;
+	int		fd, opaque;
+
+	*nout = 0;
+	for (i = 0; i < n; i++) {
+		if (dirs[i] == -1 ||
+		    fstatat(dirs[i], name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (!S_ISDIR(st.st_mode))
+			return (1);
+		out[(*nout)++] = list[i];
+		if ((fd = openat(dirs[i], name, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1)
+			return (1);
+		opaque = layer_fd_opaque(fd);
+		close(fd);
+		if (opaque)
+			return (1);
+	}
+	return (0);
+}
+
+static void
+squash_digest(struct squash_ctx *x, char kind, const char *path,
+    const char *more, size_t morelen)
+{
+	char	k[2] = { kind, '\0' };
+
+	EVP_DigestUpdate(x->md, k, 2);
+	EVP_DigestUpdate(x->md, path, strlen(path) + 1);
+	if (more != NULL)
+		EVP_DigestUpdate(x->md, more, morelen);
+	x->paths++;
+}
+
+/* Copy the extended attributes of a directory but overlayfs's. */
+static void
+squash_copy_xattrs(int from, int to)
+{
+	char	 names[4096], value[65536], *p;
+	ssize_t	 n, v;
+
+	if ((n = flistxattr(from, names, sizeof names)) <= 0)
+		return;
+	for (p = names; p < names + n; p += strlen(p) + 1) {
+		if (strncmp(p, "trusted.overlay.", 16) == 0)
+			continue;
+		if ((v = fgetxattr(from, p, value, sizeof value)) >= 0)
+			fsetxattr(to, p, value, v, 0);
+	}
+}
+
+/*
+ * Put the non-directory name of the layer directory src into out: a
+ * hard link, or a copy where the inode cannot take another link.
+ */
+static int
+squash_put(struct squash_ctx *x, int src, const char *name,
+    const struct stat *st, int out, const char *path)
+{
+	char	 target[PATH_MAX], size[32], digest[65];
+	ssize_t	 n;
+	int	 fd, copy;
+
+	if (linkat(src, name, out, name, 0) != 0) {
+		if (errno != EMLINK)
+			return (-1);
+		if (S_ISLNK(st->st_mode)) {
+			if ((n = readlinkat(src, name, target,
+			    sizeof target - 1)) < 0)
+				return (-1);
+			target[n] = '\0';
+			if (symlinkat(target, out, name) != 0 ||
+			    fchownat(out, name, st->st_uid, st->st_gid,
+			    AT_SYMLINK_NOFOLLOW) != 0)
+				return (-1);
+		} else if (S_ISREG(st->st_mode)) {
+			if ((fd = openat(src, name, O_RDONLY | O_NOFOLLOW |
+			    O_NONBLOCK | O_CLOEXEC)) == -1)
+				return (-1);
+			copy = tree_copy_file(fd, st, out, name);
+			close(fd);
+			if (copy == -1)
+				return (-1);
+			close(copy);
+		} else if (mknodat(out, name, st->st_mode, st->st_rdev) != 0)
+			return (-1);
+	}
+	if (S_ISREG(st->st_mode)) {
+		if ((fd = openat(out, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC)) == -1)
+			return (-1);
+		if (tree_digest(fd, st->st_size, digest) != 0) {
+			close(fd);
+			return (-1);
+		}
+		close(fd);
+		snprintf(size, sizeof size, "%lld", (long long)st->st_size);
+		squash_digest(x, 'f', path, size, strlen(size) + 1);
+		EVP_DigestUpdate(x->md, digest, 65);
+		x->bytes += st->st_size;
+	} else if (S_ISLNK(st->st_mode)) {
+		if ((n = readlinkat(out, name, target, sizeof target - 1)) < 0)
+			return (-1);
+		target[n] = '\0';
+		squash_digest(x, 'l', path, target, n + 1);
+	} else
+		squash_digest(x, 'o', path, NULL, 0);
+	return (0);
+}
+
+/* A directory child waiting for its turn. */
+struct squash_sub {
+	char		*name;
+	size_t		*run;		/* its chain in the run */
+	size_t		 nrun;
+	size_t		*below;		/* and below the run */
+	size_t		 nbelow;
+	struct timespec	 times[2];
+};
+
+/*
+ * Flatten directory rel of the layers run (indices, newest first) over
+ * the layers below (where rel is a directory seen through the run) into
+ * out, a directory of the new layer.
+ */
+static int
+squash_dir(struct squash_ctx *x, const char *rel, const size_t *run,
+    size_t nrun, const size_t *below, size_t nbelow, int out)
+{
+	struct squash_name	*names = NULL;
+	struct squash_sub	*subs = NULL;
+	struct dirent		*de;
+	struct stat		 st;
+	DIR			*d;
+	size_t			 nnames = 0, nsubs = 0, i, j, k, w;
+	int			*rdirs, *bdirs, fd, cfd, r = -1, ends;
+	char			*path = NULL;
+
+	rdirs = xcalloc(nrun, sizeof *rdirs);
+	bdirs = xcalloc(nbelow + 1, sizeof *bdirs);
+	for (i = 0; i < nbelow; i++)
+		bdirs[i] = squash_open_dir(x, below[i], rel);
+	for (i = 0; i < nrun; i++) {
+		if ((rdirs[i] = squash_open_dir(x, run[i], rel)) == -1) {
+			xasprintf(&x->error, "cannot open %s in layer %s: %s",
+			    *rel != '\0' ? rel : "/", x->head->ids[run[i]],
+			    strerror(errno));
+			goto out;
+		}
+		if ((fd = dup(rdirs[i])) == -1 || (d = fdopendir(fd)) ==
+		    NULL) {
+			if (fd != -1)
+				close(fd);
+			xasprintf(&x->error, "cannot read %s: %s", rel,
+			    strerror(errno));
+			goto out;
+		}
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") == 0 ||
+			    strcmp(de->d_name, "..") == 0)
+				continue;
+			if (nnames == SQUASH_ENTRIES_MAX) {
+				closedir(d);
+				xasprintf(&x->error, "%s holds more than %d"
+				    " names", rel, SQUASH_ENTRIES_MAX);
+				goto out;
+			}
+			names = xreallocarray(names, nnames + 1,
+			    sizeof *names);
+			names[nnames].name = xstrdup(de->d_name);
+			names[nnames++].order = i;
+		}
+		closedir(d);
+	}
+	qsort(names, nnames, sizeof *names, squash_name_cmp);
+
+	for (i = 0; i < nnames; i = j) {
+		for (j = i + 1; j < nnames && strcmp(names[j].name,
+		    names[i].name) == 0; j++)
+			;
+		w = names[i].order;
+		free(path);
+		if (*rel != '\0')
+			xasprintf(&path, "%s/%s", rel, names[i].name);
+		else
+			path = xstrdup(names[i].name);
+		if (fstatat(rdirs[w], names[i].name, &st,
+		    AT_SYMLINK_NOFOLLOW) != 0) {
+			xasprintf(&x->error, "cannot read %s in layer %s: %s",
+			    path, x->head->ids[run[w]], strerror(errno));
+			goto out;
+		}
+		if (layer_is_whiteout(&st)) {
+			if (!squash_below_has(bdirs, nbelow, names[i].name))
+				continue;	/* nothing left to delete */
+			if (mknodat(out, names[i].name, S_IFCHR | 0,
+			    makedev(0, 0)) != 0) {
+				xasprintf(&x->error, "cannot write the"
+				    " deletion of %s: %s", path,
+				    strerror(errno));
+				goto out;
+			}
+			squash_digest(x, 'w', path, NULL, 0);
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			if (squash_put(x, rdirs[w], names[i].name, &st, out,
+			    path) != 0) {
+				xasprintf(&x->error, "cannot put %s into the"
+				    " squashed layer: %s", path,
+				    strerror(errno));
+				goto out;
+			}
+			continue;
+		}
+
+		/* A directory: which layers it is seen through. */
+		subs = xreallocarray(subs, nsubs + 1, sizeof *subs);
+		memset(&subs[nsubs], 0, sizeof subs[nsubs]);
+		subs[nsubs].name = xstrdup(names[i].name);
+		subs[nsubs].run = xcalloc(nrun, sizeof *subs[nsubs].run);
+		subs[nsubs].below = xcalloc(nbelow + 1,
+		    sizeof *subs[nsubs].below);
+		subs[nsubs].times[0] = st.st_atim;
+		subs[nsubs].times[1] = st.st_mtim;
+		nsubs++;
+		ends = squash_chain(run + w, rdirs + w, nrun - w,
+		    names[i].name, subs[nsubs - 1].run,
+		    &subs[nsubs - 1].nrun);
+		if (!ends)
+			squash_chain(below, bdirs, nbelow, names[i].name,
+			    subs[nsubs - 1].below, &subs[nsubs - 1].nbelow);
+		if (mkdirat(out, names[i].name, 0700) != 0 ||
+		    (cfd = openat(out, names[i].name, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1) {
+			xasprintf(&x->error, "cannot make %s in the squashed"
+			    " layer: %s", path, strerror(errno));
+			goto out;
+		}
+		if ((fd = openat(rdirs[w], names[i].name, O_RDONLY |
+		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+			squash_copy_xattrs(fd, cfd);
+			close(fd);
+		}
+		k = ends && squash_below_has(bdirs, nbelow, names[i].name);
+		if (fchown(cfd, st.st_uid, st.st_gid) != 0 ||
+		    fchmod(cfd, st.st_mode & 07777) != 0 ||
+		    (k && fsetxattr(cfd, "trusted.overlay.opaque", "y", 1,
+		    0) != 0)) {
+			xasprintf(&x->error, "cannot set up %s in the squashed"
+			    " layer: %s", path, strerror(errno));
+			close(cfd);
+			goto out;
+		}
+		close(cfd);
+		squash_digest(x, k ? 'O' : 'd', path, NULL, 0);
+	}
+
+	/* The level's descriptors go before the walk goes down. */
+	for (i = 0; i < nrun; i++) {
+		if (rdirs[i] != -1)
+			close(rdirs[i]);
+		rdirs[i] = -1;
+	}
+	for (i = 0; i < nbelow; i++) {
+		if (bdirs[i] != -1)
+			close(bdirs[i]);
+		bdirs[i] = -1;
+	}
+	for (i = 0; i < nsubs; i++) {
+		free(path);
+		if (*rel != '\0')
+			xasprintf(&path, "%s/%s", rel, subs[i].name);
+		else
+			path = xstrdup(subs[i].name);
+		if ((cfd = openat(out, subs[i].name, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1) {
+			xasprintf(&x->error, "cannot open %s in the squashed"
+			    " layer: %s", path, strerror(errno));
+			goto out;
+		}
+		if (squash_dir(x, path, subs[i].run, subs[i].nrun,
+		    subs[i].below, subs[i].nbelow, cfd) != 0) {
+			close(cfd);
+			goto out;
+		}
+		futimens(cfd, subs[i].times);
+		close(cfd);
+	}
+	r = 0;
+out:
+	for (i = 0; i < nrun; i++) {
+		if (rdirs[i] != -1)
+			close(rdirs[i]);
+	}
+	for (i = 0; i < nbelow; i++) {
+		if (bdirs[i] != -1)
+			close(bdirs[i]);
+	}
+	free(rdirs);
+	free(bdirs);
+	for (i = 0; i < nnames; i++)
+		free(names[i].name);
+	free(names);
+	for (i = 0; i < nsubs; i++) {
+		free(subs[i].name);
+		free(subs[i].run);
+		free(subs[i].below);
+	}
+	free(subs);
+	free(path);
+	return (r);
+}
+
+/*
+ * Build the layer of one run in staging: staging/<id>/ and its meta
+ * file staging/<id>.meta.json.
+ */
+static int
+squash_build(struct squash_ctx *x, struct squash_run *run)
+{
+	size_t		*list, *below, i, nlist, nbelow;
+	unsigned char	 dig[32];
+	unsigned int	 diglen;
+	char		 digest[72], *dir, *meta, *text, *cause = NULL;
+	cJSON		*m, *a;
+	int		 out, r;
+	struct timespec	 times[2];
+	struct stat	 st;
+
+	dir = state_where(STATE_STACK_STAGING, x->sbox, "%s", run->id);
+	meta = state_where(STATE_STACK_STAGING, x->sbox, "%s.meta.json",
+	    run->id);
+	if (mkdir(dir, 0755) != 0 || (out = open(dir, O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		xasprintf(&x->error, "cannot make the squashed layer in"
+		    " staging: %s", strerror(errno));
+		free(dir);
+		free(meta);
+		return (-1);
+	}
+	nlist = run->last - run->first + 1;
+	list = xcalloc(nlist, sizeof *list);
+	for (i = 0; i < nlist; i++)
+		list[i] = run->first + i;
+	nbelow = x->head->n - run->last - 1;
+	below = xcalloc(nbelow + 1, sizeof *below);
+	for (i = 0; i < nbelow; i++)
+		below[i] = run->last + 1 + i;
+
+	if ((x->md = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestInit_ex(x->md, EVP_sha256(), NULL) != 1)
+		fatalx("%s: EVP_DigestInit_ex", __func__);
+	x->bytes = x->paths = 0;
+	r = squash_dir(x, "", list, nlist, below, nbelow, out);
+	EVP_DigestFinal_ex(x->md, dig, &diglen);
+	EVP_MD_CTX_free(x->md);
+	x->md = NULL;
+	free(list);
+	free(below);
+	if (r == 0 && fstat(x->roots[run->first], &st) == 0) {
+		/* The root keeps the newest layer's mode and times. */
+		times[0] = st.st_atim;
+		times[1] = st.st_mtim;
+		if (fchmod(out, st.st_mode & 07777) != 0 ||
+		    futimens(out, times) != 0)
+			log_warn("squash: the root of %s", run->id);
+	}
+	close(out);
+	if (r != 0) {
+		free(dir);
+		free(meta);
+		return (-1);
+	}
+
+	memcpy(digest, "sha256:", 7);
+	util_hex(dig, sizeof dig, digest + 7);
+	m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "layer_id", run->id);
+	cJSON_AddStringToObject(m, "owner", "squash");
+	cJSON_AddNumberToObject(m, "created_at_ms", (double)now_ms());
+	cJSON_AddStringToObject(m, "digest", digest);
+	cJSON_AddNumberToObject(m, "bytes", (double)x->bytes);
+	cJSON_AddNumberToObject(m, "changed_paths", (double)x->paths);
+	a = cJSON_AddArrayToObject(m, "replaced_layer_ids");
+	for (i = run->first; i <= run->last; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(x->head->ids[i]));
+	text = util_json_print(m);
+	cJSON_Delete(m);
+	r = util_write_file(meta, text, strlen(text), 0, &cause);
+	if (r != 0) {
+		xasprintf(&x->error, "cannot write the squashed layer's"
+		    " record: %s", cause);
+		free(cause);
+	}
+	free(text);
+	free(dir);
+	free(meta);
+	return (r);
+}
+
+/*
+ * The runs of a head: between the tops of the leases of managed
+ * sessions, two layers or more. An automatic session (a command's, or a
+ * spare) is short-lived: its layers stay while it lives (its lease pins
+ * them), and the stack is not cut for it.
+ */
+static size_t
+squash_plan(struct layer_stack *head, struct squash_leases *sl,
+    struct squash_run **runs)
+{
+	size_t	 i, k, start, n = 0;
+	int	 top;
+
+	*runs = NULL;
+	start = 0;
+	for (i = 0; i < head->n; i++) {
+		top = i == head->n - 1;		/* the base ends the last */
+		for (k = 0; !top && k < sl->n; k++) {
+			if (!sl->l[k].automatic && !sl->l[k].leaving &&
+			    strcmp(sl->l[k].ls->ids[0], head->ids[i]) == 0)
+				top = 1;
+		}
+		if (!top)
+			continue;
+		if (i - start >= 2) {
+			*runs = xreallocarray(*runs, n + 1, sizeof **runs);
+			(*runs)[n].first = start;
+			(*runs)[n].last = i - 1;
+			n++;
+		}
+		start = i + 1;
+	}
+	return (n);
+}
+
+/* The report of a squash that could not be made, or -1. */
+static int
+squash_report_error(int fd, const char *kind, const char *message)
+{
+	cJSON	*rep;
+	char	*text;
+	int	 r;
+
+	rep = cJSON_CreateObject();
+	cJSON_AddStringToObject(rep, kind, message);
+	text = util_json_print(rep);
+	cJSON_Delete(rep);
+	r = job_write_all(fd, text, strlen(text));
+	free(text);
+	return (r == 0 ? 0 : -1);
+}
+
+/*
+ * Under the writer lock: the head as it is now must end with the head
+ * the runs were planned on (publishes only add on top); the next
+ * manifest is its new layers, then the planned head with each run
+ * replaced by its layer.
+ */
+static struct layer_stack *
+squash_next(struct squash_ctx *x, struct layer_stack *now,
+    struct squash_run *runs, size_t nruns)
+{
+	struct layer_stack	*next;
+	size_t			 add, i, r;
+	char			*path;
+
+	if (now->n < x->head->n)
+		return (NULL);
+	add = now->n - x->head->n;
+	for (i = 0; i < x->head->n; i++) {
+		if (strcmp(now->ids[add + i], x->head->ids[i]) != 0)
+			return (NULL);
+	}
+	next = xcalloc(1, sizeof *next);
+	next->version = now->version + 1;
+	next->ids = xcalloc(now->n, sizeof *next->ids);
+	next->paths = xcalloc(now->n, sizeof *next->paths);
+	for (i = 0; i < add; i++) {
+		next->ids[next->n] = xstrdup(now->ids[i]);
+		next->paths[next->n++] = xstrdup(now->paths[i]);
+	}
+	for (i = 0, r = 0; i < x->head->n; i++) {
+		if (r < nruns && i == runs[r].first) {
+			path = state_where(STATE_LAYERS, x->sbox, "%s",
+			    runs[r].id);
+			next->ids[next->n] = xstrdup(runs[r].id);
+			next->paths[next->n++] = path;
+			i = runs[r++].last;
+			continue;
+		}
+		next->ids[next->n] = xstrdup(x->head->ids[i]);
+		next->paths[next->n++] = xstrdup(x->head->paths[i]);
+	}
+	return (next);
+}
+
+/* Move the built layers into place and write the next manifest. */
+static int
+squash_commit(struct squash_ctx *x, struct squash_run *runs, size_t nruns,
+    int *versionp)
+{
+	struct layer_stack	*now, *next;
+	char			*from, *to, *cause = NULL;
+	size_t			 i;
+	int			 lock, sfd, lfd, r = -1;
+
+	from = state_where(STATE_STACK_STAGING, x->sbox, NULL);
+	sfd = open(from, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(from);
+	if (sfd == -1 || syncfs(sfd) != 0) {
+		xasprintf(&x->error, "cannot make the squashed layers"
+		    " durable: %s", strerror(errno));
+		if (sfd != -1)
+			close(sfd);
+		return (-1);
+	}
+	close(sfd);
+	if ((lock = layer_lock(x->sbox)) == -1) {
+		xasprintf(&x->error, "cannot take the stack's writer lock");
+		return (-1);
+	}
+	if ((now = layer_stack_read(x->sbox, &cause)) == NULL) {
+		x->error = cause;
+		goto out;
+	}
+	if ((next = squash_next(x, now, runs, nruns)) == NULL) {
+		xasprintf(&x->error, "the stack changed under the squash in a"
+		    " way a publish does not (another squash?)");
+		layer_stack_free(now);
+		goto out;
+	}
+	layer_stack_free(now);
+	for (i = 0; i < nruns; i++) {
+		from = state_where(STATE_STACK_STAGING, x->sbox, "%s",
+		    runs[i].id);
+		to = state_where(STATE_LAYERS, x->sbox, "%s", runs[i].id);
+		if (rename(from, to) != 0) {
+			xasprintf(&x->error, "cannot move the squashed layer"
+			    " into place: %s", strerror(errno));
+			free(from);
+			free(to);
+			layer_stack_free(next);
+			goto out;
+		}
+		free(from);
+		free(to);
+		from = state_where(STATE_STACK_STAGING, x->sbox,
+		    "%s.meta.json", runs[i].id);
+		to = state_where(STATE_LAYERS, x->sbox, "%s.meta.json",
+		    runs[i].id);
+		if (rename(from, to) != 0)
+			log_warn("squash: the record of %s", runs[i].id);
+		free(from);
+		free(to);
+	}
+	to = state_where(STATE_LAYERS, x->sbox, NULL);
+	if ((lfd = open(to, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		fsync(lfd);
+		close(lfd);
+	}
+	free(to);
+	/* A layer in place that no manifest names is reclaimed: no harm. */
+	if (layer_stack_write(x->sbox, next, &cause) != 0) {
+		x->error = cause;
+		layer_stack_free(next);
+		goto out;
+	}
+	*versionp = next->version;
+	layer_stack_free(next);
+	r = 0;
+out:
+	layer_unlock(lock);
+	return (r);
+}
+
+/* The child: plan, flatten, commit, report. */
+int
+squash_child(void *arg, int fd)
+{
+	struct squash_args	*a = arg;
+	struct squash_ctx	 x;
+	struct squash_leases	 sl;
+	struct squash_run	*runs = NULL;
+	const char		*rw[1], *ro[1];
+	char			*path, *cause = NULL, *dir;
+	size_t			 nruns = 0, i, k, j;
+	cJSON			*rep, *blocks, *b, *ids, *sessions, *s;
+	cJSON			*reasons;
+	int			 sq, version, r = 1, pinned;
+
+	memset(&x, 0, sizeof x);
+	x.sbox = a->sandbox;
+	path = state_where(STATE_STACK, a->sandbox, ".squash");
+	sq = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	free(path);
+	if (sq == -1 || flock(sq, LOCK_EX | LOCK_NB) != 0) {
+		if (sq != -1 && errno == EWOULDBLOCK)
+			return (squash_report_error(fd, "conflict", "another"
+			    " squash of this sandbox's stack is running; try"
+			    " again when it is done") == 0 ? 0 : 1);
+		return (squash_report_error(fd, "error", "cannot take the"
+		    " squash lock of the stack") == 0 ? 0 : 1);
+	}
+	if (squash_leases_read(a->sandbox, &sl, &cause) != 0) {
+		squash_report_error(fd, "error", cause);
+		free(cause);
+		return (1);
+	}
+	if ((x.head = layer_stack_read(a->sandbox, &cause)) == NULL) {
+		squash_report_error(fd, "error", cause);
+		free(cause);
+		squash_leases_free(&sl);
+		return (1);
+	}
+	for (k = 0; k < sl.n; k++) {
+		for (i = 0; i < a->nleaving; i++) {
+			if (strcmp(sl.l[k].ws, a->leaving[i]) == 0)
+				sl.l[k].leaving = 1;
+		}
+	}
+	nruns = squash_plan(x.head, &sl, &runs);
+
+	dir = state_where(STATE_SANDBOX, a->sandbox, NULL);
+	rw[0] = dir;
+	ro[0] = x.head->paths[x.head->n - 1];
+	if (confine_enter(rw, 1, ro, 1, &cause) != 0) {
+		squash_report_error(fd, "error", cause);
+		free(cause);
+		free(dir);
+		goto out;
+	}
+	free(dir);
+
+	x.roots = xcalloc(x.head->n, sizeof *x.roots);
+	for (i = 0; i < x.head->n; i++)
+		x.roots[i] = -1;
+	for (i = 0; i < x.head->n; i++) {
+		if ((x.roots[i] = open(x.head->paths[i], O_RDONLY |
+		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+			xasprintf(&cause, "cannot open layer %s: %s",
+			    x.head->ids[i], strerror(errno));
+			squash_report_error(fd, "error", cause);
+			free(cause);
+			goto out;
+		}
+	}
+	for (i = 0; i < nruns; i++) {
+		layer_new_id(x.head->version + 1, 'S', runs[i].id);
+		if (squash_build(&x, &runs[i]) != 0) {
+			squash_report_error(fd, "error", x.error);
+			goto out;
+		}
+	}
+	version = x.head->version;
+	if (nruns > 0 && squash_commit(&x, runs, nruns, &version) != 0) {
+		squash_report_error(fd, "error", x.error);
+		goto out;
+	}
+
+	rep = cJSON_CreateObject();
+	cJSON_AddNumberToObject(rep, "manifest_version", version);
+	blocks = cJSON_AddArrayToObject(rep, "squashed_blocks");
+	for (i = 0; i < nruns; i++) {
+		b = cJSON_CreateObject();
+		cJSON_AddStringToObject(b, "squashed_layer_id", runs[i].id);
+		ids = cJSON_AddArrayToObject(b, "replaced_layer_ids");
+		for (k = runs[i].first; k <= runs[i].last; k++)
+			cJSON_AddItemToArray(ids,
+			    cJSON_CreateString(x.head->ids[k]));
+		cJSON_AddItemToArray(blocks, b);
+	}
+	sessions = cJSON_AddArrayToObject(rep, "swept_sessions");
+	reasons = cJSON_CreateArray();
+	for (k = 0; k < sl.n; k++) {
+		if (sl.l[k].automatic || sl.l[k].leaving)
+			continue;
+		pinned = 0;
+		for (i = 0; i < nruns && !pinned; i++) {
+			for (j = runs[i].first; j <= runs[i].last; j++) {
+				if (squash_lease_has(&sl.l[k],
+				    x.head->ids[j])) {
+					pinned = 1;
+					break;
+				}
+			}
+		}
+		s = cJSON_CreateObject();
+		cJSON_AddStringToObject(s, "session_id", sl.l[k].ws);
+		cJSON_AddStringToObject(s, "disposition", pinned ? "pinned" :
+		    "unchanged");
+		cJSON_AddItemToArray(sessions, s);
+		if (pinned) {
+			xasprintf(&path, "workspace session %s stands on"
+			    " replaced layers: they stay until it ends",
+			    sl.l[k].ws);
+			cJSON_AddItemToArray(reasons, cJSON_CreateString(path));
+			free(path);
+		}
+	}
+	if (cJSON_GetArraySize(reasons) > 0)
+		cJSON_AddItemToObject(rep, "blocked_reasons", reasons);
+	else
+		cJSON_Delete(reasons);
+	path = util_json_print(rep);
+	cJSON_Delete(rep);
+	r = job_write_all(fd, path, strlen(path)) == 0 ? 0 : 1;
+	free(path);
+out:
+	if (x.roots != NULL) {
+		for (i = 0; i < x.head->n; i++) {
+			if (x.roots[i] != -1)
+				close(x.roots[i]);
+		}
+	}
+	free(x.roots);
+	free(x.error);
+	free(runs);
+	layer_stack_free(x.head);
+	squash_leases_free(&sl);
+	return (r);
+}
+
+/* ---- the reclaim ---- */
+
+/*
+ * The child: under the writer lock, every layer directory of the stack
+ * that the manifest does not name, no live lease names and no child
+ * holds goes to the trash with its record. Reports {"reclaimed": [ids],
+ * "kept": [ids]}.
+ */
+int
+squash_gc_child(void *arg, int fd)
+{
+	struct squash_args	*a = arg;
+	struct squash_leases	 sl = { NULL, 0 };
+	struct layer_stack	*head;
+	struct dirent		*de;
+	DIR			*d;
+	char			*dir, *path, *to, *cause = NULL, *text;
+	size_t			 i, k, len;
+	cJSON			*rep, *reclaimed, *kept;
+	int			 lock, ldfd, lfd, keep;
+
+	if ((lock = layer_lock(a->sandbox)) == -1)
+		return (squash_report_error(fd, "error", "cannot take the"
+		    " stack's writer lock") == 0 ? 0 : 1);
+	if ((head = layer_stack_read(a->sandbox, &cause)) == NULL) {
+		squash_report_error(fd, "error", cause);
+		free(cause);
+		layer_unlock(lock);
+		return (1);
+	}
+	rep = cJSON_CreateObject();
+	reclaimed = cJSON_AddArrayToObject(rep, "reclaimed");
+	kept = cJSON_AddArrayToObject(rep, "kept");
+	dir = state_where(STATE_LAYERS, a->sandbox, NULL);
+	if ((ldfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1 || (d = fdopendir(ldfd)) == NULL) {
+		if (ldfd != -1)
+			close(ldfd);
+		goto report;
+	}
+	ldfd = dirfd(d);
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || !util_id_valid_layer(de->d_name))
+			continue;
+		for (i = 0; i < head->n; i++) {
+			if (strcmp(head->ids[i], de->d_name) == 0)
+				break;
+		}
+		if (i < head->n)
+			continue;
+		if ((lfd = openat(ldfd, de->d_name, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1)
+			continue;
+		keep = flock(lfd, LOCK_EX | LOCK_NB) != 0;
+		if (!keep) {
+			/* Locked: the leases now name all that may use it. */
+			squash_leases_free(&sl);
+			if (squash_leases_read(a->sandbox, &sl, &cause) != 0) {
+				free(cause);
+				cause = NULL;
+				keep = 1;
+			}
+			for (k = 0; !keep && k < sl.n; k++)
+				keep = squash_lease_has(&sl.l[k], de->d_name);
+		}
+		if (keep) {
+			cJSON_AddItemToArray(kept,
+			    cJSON_CreateString(de->d_name));
+			close(lfd);
+			continue;
+		}
+		to = state_trash_path(a->sandbox, de->d_name);
+		if (renameat(ldfd, de->d_name, AT_FDCWD, to) == 0) {
+			cJSON_AddItemToArray(reclaimed,
+			    cJSON_CreateString(de->d_name));
+			xasprintf(&path, "%s.meta.json", de->d_name);
+			free(to);
+			to = state_trash_path(a->sandbox, "meta");
+			renameat(ldfd, path, AT_FDCWD, to);
+			free(path);
+		} else
+			cJSON_AddItemToArray(kept,
+			    cJSON_CreateString(de->d_name));
+		free(to);
+		close(lfd);
+	}
+	closedir(d);
+report:
+	free(dir);
+	layer_stack_free(head);
+	layer_unlock(lock);
+	squash_leases_free(&sl);
+	text = util_json_print(rep);
+	cJSON_Delete(rep);
+	len = strlen(text);
+	i = job_write_all(fd, text, len) == 0;
+	free(text);
+	return (i ? 0 : 1);
+}
+
+/* ---- the server's side ---- */
+
+/* What this process does to one sandbox's stack. */
+struct squash_sb {
+	char			 id[65];
+	char			*tenant;
+	struct squash		*squash;	/* running, or NULL */
+	struct job		*gc;		/* a reclaim running */
+	struct squash		*gc_for;	/* the squash it answers */
+	int			 gc_again;	/* asked for meanwhile */
+	int			 pending;	/* layers left to reclaim */
+	struct event		*wait;		/* for leaving sessions */
+	struct squash_args	 args;
+	LIST_ENTRY(squash_sb)	 entry;
+};
+static LIST_HEAD(, squash_sb)	squash_sbs = LIST_HEAD_INITIALIZER(squash_sbs);
+
+struct squash {
+	struct squash_sb	*ssb;
+	squash_cb		 cb;		/* NULL: an autosquash */
+	void			*arg;
+	cJSON			*rep;		/* the squash's report */
+};
+
+static void	squash_gc_start(struct squash_sb *);
+static void	squash_gc_quiet(struct squash_sb *);
+
+static struct squash_sb *
+squash_sb_get(const char *id, const char *tenant)
+{
+	struct squash_sb	*ssb;
+
+	LIST_FOREACH(ssb, &squash_sbs, entry) {
+		if (strcmp(ssb->id, id) == 0)
+			break;
+	}
+	if (ssb == NULL) {
+		ssb = xcalloc(1, sizeof *ssb);
+		strlcpy(ssb->id, id, sizeof ssb->id);
+		ssb->args.sandbox = ssb->id;
+		LIST_INSERT_HEAD(&squash_sbs, ssb, entry);
+	}
+	if (ssb->tenant == NULL)
+		ssb->tenant = tenant != NULL ? xstrdup(tenant) :
+		    sandbox_tenant(id);
+	return (ssb);
+}
+
+static void
+squash_leaving_free(struct squash_sb *ssb)
+{
+	size_t	i;
+
+	for (i = 0; i < ssb->args.nleaving; i++)
+		free(ssb->args.leaving[i]);
+	free(ssb->args.leaving);
+	ssb->args.leaving = NULL;
+	ssb->args.nleaving = 0;
+}
+
+/* Nothing more to do for a sandbox: its entry goes. */
+static void
+squash_sb_done(struct squash_sb *ssb)
+{
+	if (ssb->squash != NULL || ssb->gc != NULL || ssb->pending)
+		return;
+	LIST_REMOVE(ssb, entry);
+	squash_leaving_free(ssb);
+	if (ssb->wait != NULL)
+		event_free(ssb->wait);
+	free(ssb->tenant);
+	free(ssb);
+}
+
+/* A child's report, parsed (NULL when there is none). */
+static cJSON *
+squash_parse(struct evbuffer *report)
+{
+	size_t	 len = evbuffer_get_length(report);
+	cJSON	*rep;
+
+	if (len == 0)
+		return (NULL);
+	rep = cJSON_ParseWithLength((const char *)evbuffer_pullup(report,
+	    len), len);
+	if (!cJSON_IsObject(rep)) {
+		cJSON_Delete(rep);
+		return (NULL);
+	}
+	return (rep);
+}
+
+/*
+ * The squash's answer, once its layers' fate is known. The caller then
+ * lets the sandbox's entry go (squash_sb_done) when it is done with it.
+ */
+static void
+squash_finish(struct squash *sq, cJSON *gc)
+{
+	struct squash_sb	*ssb = sq->ssb;
+	cJSON			*result, *blocks, *b, *ids, *id, *v, *r;
+	int			 all;
+
+	result = cJSON_CreateObject();
+	cJSON_AddItemToObject(result, "manifest_version", cJSON_Duplicate(
+	    cJSON_GetObjectItem(sq->rep, "manifest_version"), 1));
+	blocks = cJSON_AddArrayToObject(result, "squashed_blocks");
+	r = cJSON_GetObjectItem(gc, "reclaimed");
+	cJSON_ArrayForEach(b, cJSON_GetObjectItem(sq->rep,
+	    "squashed_blocks")) {
+		all = 1;
+		ids = cJSON_GetObjectItem(b, "replaced_layer_ids");
+		cJSON_ArrayForEach(id, ids) {
+			cJSON_ArrayForEach(v, r) {
+				if (strcmp(v->valuestring, id->valuestring) ==
+				    0)
+					break;
+			}
+			if (v == NULL)
+				all = 0;
+		}
+		v = cJSON_Duplicate(b, 1);
+		cJSON_AddStringToObject(v, "replaced_layers", all ?
+		    "reclaimed" : "pinned");
+		cJSON_AddItemToArray(blocks, v);
+		telemetry_event(ssb->id, NULL, NULL, "layer.squashed",
+		    cJSON_Duplicate(v, 1));
+	}
+	cJSON_AddItemToObject(result, "swept_sessions", cJSON_Duplicate(
+	    cJSON_GetObjectItem(sq->rep, "swept_sessions"), 1));
+	if ((v = cJSON_GetObjectItem(sq->rep, "blocked_reasons")) != NULL)
+		cJSON_AddItemToObject(result, "blocked_reasons",
+		    cJSON_Duplicate(v, 1));
+	log_info("sandbox %s: stack squashed to manifest version %d (%d"
+	    " blocks)", ssb->id, (int)cJSON_GetNumberValue(
+	    cJSON_GetObjectItem(result, "manifest_version")),
+	    cJSON_GetArraySize(blocks));
+	cJSON_Delete(sq->rep);
+	ssb->squash = NULL;
+	if (sq->cb != NULL)
+		sq->cb(result, NULL, sq->arg);
+	cJSON_Delete(result);
+	free(sq);
+}
+
+/* A squash that ended in a cause. */
+static void
+squash_fail(struct squash *sq, enum cause_kind kind, const char *message)
+{
+	struct squash_sb	*ssb = sq->ssb;
+	struct cause		 cause = { 0 };
+
+	log_warnx("sandbox %s: squash: %s", ssb->id, message);
+	cause_set(&cause, kind, "sandbox_id", ssb->id, "%s", message);
+	cJSON_Delete(sq->rep);
+	ssb->squash = NULL;
+	if (sq->cb != NULL)
+		sq->cb(NULL, &cause, sq->arg);
+	cause_clear(&cause);
+	free(sq);
+	squash_sb_done(ssb);
+}
+
+static void
+squash_gc_done(int status, struct evbuffer *report, void *arg)
+{
+	struct squash_sb	*ssb = arg;
+	struct squash		*sq;
+	cJSON			*rep, *kept;
+
+	ssb->gc = NULL;
+	rep = squash_parse(report);
+	kept = cJSON_GetObjectItem(rep, "kept");
+	ssb->pending = rep == NULL || !cJSON_IsArray(kept) ||
+	    cJSON_GetArraySize(kept) > 0;
+	if (cJSON_GetArraySize(cJSON_GetObjectItem(rep, "reclaimed")) > 0)
+		trash_soon();
+	if ((sq = ssb->gc_for) != NULL) {
+		ssb->gc_for = NULL;
+		squash_finish(sq, rep);
+	}
+	cJSON_Delete(rep);
+	if (ssb->gc_again) {
+		ssb->gc_again = 0;
+		squash_gc_start(ssb);
+		return;
+	}
+	squash_sb_done(ssb);
+}
+
+static void
+squash_gc_start(struct squash_sb *ssb)
+{
+	if (ssb->wait != NULL)
+		evtimer_del(ssb->wait);
+	if (ssb->gc != NULL) {
+		ssb->gc_again = 1;
+		return;
+	}
+	/* A squash that has committed waits for this one's answer. */
+	if (ssb->squash != NULL && ssb->squash->rep != NULL)
+		ssb->gc_for = ssb->squash;
+	ssb->gc = job_helper("layer-gc", ssb->id, ssb->tenant != NULL ?
+	    ssb->tenant : TENANT_LOCAL, squash_gc_child, &ssb->args, NULL, 0,
+	    squash_gc_done, ssb);
+}
+
+static void
+squash_done(int status, struct evbuffer *report, void *arg)
+{
+	struct squash		*sq = arg;
+	struct squash_sb	*ssb;
+	cJSON			*rep, *v;
+
+	if ((rep = squash_parse(report)) == NULL) {
+		squash_fail(sq, CAUSE_FAILED, "the squashing process ended"
+		    " without a report (it may have run out of the memory or"
+		    " time its sandbox's helpers may use)");
+		return;
+	}
+	if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "conflict"))) {
+		squash_fail(sq, CAUSE_CONFLICT, v->valuestring);
+		cJSON_Delete(rep);
+		return;
+	}
+	if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "error")) ||
+	    !cJSON_IsNumber(cJSON_GetObjectItem(rep, "manifest_version"))) {
+		squash_fail(sq, CAUSE_FAILED, cJSON_IsString(v) ?
+		    v->valuestring : "the squash's report is malformed");
+		cJSON_Delete(rep);
+		return;
+	}
+	sq->rep = rep;
+	if (cJSON_GetArraySize(cJSON_GetObjectItem(rep,
+	    "squashed_blocks")) == 0) {
+		ssb = sq->ssb;
+		squash_finish(sq, NULL);
+		squash_sb_done(ssb);
+		return;
+	}
+	/* Spares on the old stack go; then what is not held goes. */
+	session_restack(sq->ssb->id);
+	squash_gc_quiet(sq->ssb);
+}
+
+/* Leaving sessions are slow to go: reclaim what can be reclaimed now. */
+static void
+squash_wait_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct squash_sb	*ssb = arg;
+
+	if (ssb->pending)
+		squash_gc_start(ssb);
+}
+
+/*
+ * Reclaim once this process's sessions of the sandbox that have ended
+ * are gone (their leases still pin layers until their init has gone):
+ * at once when there are none, else when the last one's scratch goes
+ * (squash_reclaim), or after SQUASH_LEAVING_WAIT at the latest.
+ */
+static void
+squash_gc_quiet(struct squash_sb *ssb)
+{
+	struct timeval	 tv = { SQUASH_LEAVING_WAIT, 0 };
+	char		**ids;
+	size_t		 n, i;
+
+	ids = session_leaving(ssb->id, &n);
+	for (i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+	if (n == 0) {
+		squash_gc_start(ssb);
+		return;
+	}
+	ssb->pending = 1;
+	if (ssb->wait == NULL && (ssb->wait = evtimer_new(ev_base,
+	    squash_wait_cb, ssb)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	evtimer_add(ssb->wait, &tv);
+}
+
+/*
+ * Squash the stack of sandbox id (of tenant): cb gets the result of
+ * squash_layerstacks, or a cause (conflict: one is running already).
+ * A NULL cb squashes in the background.
+ */
+struct squash *
+squash_start(const char *id, const char *tenant, squash_cb cb, void *arg,
+    struct cause *cause)
+{
+	struct squash_sb	*ssb;
+	struct squash		*sq;
+
+	ssb = squash_sb_get(id, tenant);
+	if (ssb->squash != NULL) {
+		cause_set(cause, CAUSE_CONFLICT, "sandbox_id", id, "a squash"
+		    " of sandbox %s is running; try again when it is done",
+		    id);
+		squash_sb_done(ssb);
+		return (NULL);
+	}
+	squash_leaving_free(ssb);
+	ssb->args.leaving = session_leaving(id, &ssb->args.nleaving);
+	sq = xcalloc(1, sizeof *sq);
+	sq->ssb = ssb;
+	sq->cb = cb;
+	sq->arg = arg;
+	ssb->squash = sq;
+	job_early(job_helper("squash", ssb->id, ssb->tenant != NULL ?
+	    ssb->tenant : TENANT_LOCAL, squash_child, &ssb->args, NULL, 0,
+	    squash_done, sq));
+	return (sq);
+}
+
+/*
+ * After a publish to sandbox id: when its stack is as deep as the limit
+ * autosquash-depth, squash it in the background (one at a time).
+ */
+void
+squash_auto(const char *id, const char *tenant)
+{
+	struct layer_stack	*ls;
+	struct squash_sb	*ssb;
+	struct cause		 cause = { 0 };
+	char			*msg = NULL;
+
+	if (cfg_limit(LIMIT_AUTOSQUASH_DEPTH) < 2)
+		return;
+	LIST_FOREACH(ssb, &squash_sbs, entry) {
+		if (strcmp(ssb->id, id) == 0 && ssb->squash != NULL)
+			return;
+	}
+	if ((ls = layer_stack_read(id, &msg)) == NULL) {
+		free(msg);
+		return;
+	}
+	if ((long long)ls->n - 1 >= cfg_limit(LIMIT_AUTOSQUASH_DEPTH)) {
+		log_debug("sandbox %s: %zu layers: autosquash", id, ls->n - 1);
+		if (squash_start(id, tenant, NULL, NULL, &cause) == NULL)
+			cause_clear(&cause);
+	}
+	layer_stack_free(ls);
+}
+
+/*
+ * Whether a stack's layers directory holds more than the manifest's
+ * layers and their records (a squash left some behind).
+ */
+static int
+squash_leftovers(const char *id)
+{
+	struct layer_stack	*ls;
+	struct dirent		*de;
+	DIR			*d;
+	char			*dir, *msg = NULL;
+	size_t			 n = 0;
+
+	if ((ls = layer_stack_read(id, &msg)) == NULL) {
+		free(msg);
+		return (0);
+	}
+	dir = state_where(STATE_LAYERS, id, NULL);
+	if ((d = opendir(dir)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] != '.')
+				n++;
+		}
+		closedir(d);
+	}
+	free(dir);
+	n = n > 2 * (ls->n - 1);
+	layer_stack_free(ls);
+	return ((int)n);
+}
+
+/*
+ * Something that may have held replaced layers let them go (a session's
+ * scratch went): reclaim what is left, if a squash left any. At start
+ * (always), look at the stack first.
+ */
+void
+squash_reclaim(const char *id, const char *tenant, int always)
+{
+	struct squash_sb	*ssb;
+
+	LIST_FOREACH(ssb, &squash_sbs, entry) {
+		if (strcmp(ssb->id, id) == 0)
+			break;
+	}
+	if (always ? !squash_leftovers(id) : (ssb == NULL || !ssb->pending))
+		return;
+	squash_gc_quiet(squash_sb_get(id, tenant));
+}
+
+/* A session's lease went: what it pinned may be reclaimed now. */
+static void
+squash_session_gone(const char *id, const char *tenant)
+{
+	squash_reclaim(id, tenant, 0);
+}
+
+void
+squash_init(void)
+{
+	session_on_gone(squash_session_gone);
+}
+
+/* A sandbox goes: what this process does to its stack is dropped. */
+void
+squash_forget(const char *id)
+{
+	struct squash_sb	*ssb;
+
+	LIST_FOREACH(ssb, &squash_sbs, entry) {
+		if (strcmp(ssb->id, id) == 0)
+			break;
+	}
+	if (ssb != NULL)
+		ssb->pending = 0;
+}
