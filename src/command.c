@@ -488,7 +488,7 @@ command_published(struct session *s, cJSON *rep, void *arg)
 	} else if ((v = cJSON_GetObjectItem(rep, "layer_id")) != NULL) {
 		cJSON_AddItemToObject(c->publish, "publish",
 		    session_publish_fields(rep));
-		squash_auto(c->sandbox, c->sb->tenant);
+		squash_auto(c->sandbox, c->sb->tenant, rep);
 	} else
 		cJSON_AddNullToObject(c->publish, "publish");
 	if ((v = cJSON_GetObjectItem(rep, "dropped")) != NULL &&

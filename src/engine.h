@@ -235,7 +235,7 @@ int		 squash_gc_child(void *, int);
 struct squash	*squash_start(const char *, const char *, squash_cb, void *,
 		     struct cause *);
 void		 squash_init(void);
-void		 squash_auto(const char *, const char *);
+void		 squash_auto(const char *, const char *, struct cJSON *);
 void		 squash_reclaim(const char *, const char *, int);
 void		 squash_forget(const char *);
 

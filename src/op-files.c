@@ -405,7 +405,7 @@ op_file_published(int status, struct evbuffer *report, void *arg)
 		cJSON_AddStringToObject(attrs, "owner", of->owner);
 		telemetry_event(of->sandbox, NULL, op_call_span(oc),
 		    "layer.published", attrs);
-		squash_auto(of->sandbox, NULL);
+		squash_auto(of->sandbox, NULL, rep);
 	} else
 		cJSON_AddNullToObject(r, "layer_id");	/* the head's top layer */
 	cJSON_Delete(rep);

@@ -469,7 +469,8 @@ op_publish_workspace_session_done(struct session *s, cJSON *rep, void *arg)
 	cJSON_AddStringToObject(r, "workspace_session_id", session_id(s));
 	if (cJSON_GetObjectItem(rep, "layer_id") != NULL) {
 		cJSON_AddItemToObject(r, "publish", session_publish_fields(rep));
-		squash_auto(session_sandbox(s)->id, session_sandbox(s)->tenant);
+		squash_auto(session_sandbox(s)->id, session_sandbox(s)->tenant,
+		    rep);
 	} else
 		cJSON_AddNullToObject(r, "publish");
 	if ((v = cJSON_GetObjectItem(rep, "dropped")) != NULL &&

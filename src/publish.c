@@ -1134,6 +1134,7 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 	rep = cJSON_CreateObject();
 	cJSON_AddStringToObject(rep, "layer_id", id);
 	cJSON_AddNumberToObject(rep, "manifest_version", next->version);
+	cJSON_AddNumberToObject(rep, "stack_depth", (double)(next->n - 1));
 	list = cJSON_AddArrayToObject(rep, "changed_paths");
 	for (i = 0; i < x->cap.n && cJSON_GetArraySize(list) <
 	    PUBLISH_PATHS_REPORTED; i++) {

@@ -1008,7 +1008,12 @@ squash_gc_child(void *arg, int fd)
 	char			*dir, *path, *to, *cause = NULL, *text;
 	size_t			 i, k, len;
 	cJSON			*rep, *reclaimed, *kept;
-	int			 lock, ldfd, lfd, keep;
+	struct {
+		char		*name;
+		int		 fd;	/* locked */
+	}			*c = NULL;
+	size_t			 nc = 0;
+	int			 lock, ldfd, lfd, keep, unread;
 
 	if ((lock = layer_lock(a->sandbox)) == -1)
 		return (squash_report_error(fd, "error", "cannot take the"
@@ -1030,6 +1035,11 @@ squash_gc_child(void *arg, int fd)
 		goto report;
 	}
 	ldfd = dirfd(d);
+	/*
+	 * Every layer no manifest names, locked (no child holds it)
+	 * first; then the leases, read once, name all that may still use
+	 * one of them.
+	 */
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.' || !util_id_valid_layer(de->d_name))
 			continue;
@@ -1037,44 +1047,43 @@ squash_gc_child(void *arg, int fd)
 			if (strcmp(head->ids[i], de->d_name) == 0)
 				break;
 		}
-		if (i < head->n)
+		if (i < head->n || (lfd = openat(ldfd, de->d_name, O_RDONLY |
+		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 			continue;
-		if ((lfd = openat(ldfd, de->d_name, O_RDONLY | O_DIRECTORY |
-		    O_NOFOLLOW | O_CLOEXEC)) == -1)
-			continue;
-		keep = flock(lfd, LOCK_EX | LOCK_NB) != 0;
-		if (!keep) {
-			/* Locked: the leases now name all that may use it. */
-			squash_leases_free(&sl);
-			if (squash_leases_read(a->sandbox, &sl, &cause) != 0) {
-				free(cause);
-				cause = NULL;
-				keep = 1;
-			}
-			for (k = 0; !keep && k < sl.n; k++)
-				keep = squash_lease_has(&sl.l[k], de->d_name);
-		}
-		if (keep) {
+		if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
 			cJSON_AddItemToArray(kept,
 			    cJSON_CreateString(de->d_name));
 			close(lfd);
 			continue;
 		}
-		to = state_trash_path(a->sandbox, de->d_name);
-		if (renameat(ldfd, de->d_name, AT_FDCWD, to) == 0) {
+		c = xreallocarray(c, nc + 1, sizeof *c);
+		c[nc].name = xstrdup(de->d_name);
+		c[nc++].fd = lfd;
+	}
+	/* Leases that cannot be read keep every layer. */
+	unread = nc > 0 && squash_leases_read(a->sandbox, &sl, &cause) != 0;
+	free(cause);
+	for (i = 0; i < nc; i++) {
+		keep = unread;
+		for (k = 0; !keep && k < sl.n; k++)
+			keep = squash_lease_has(&sl.l[k], c[i].name);
+		to = state_trash_path(a->sandbox, c[i].name);
+		if (!keep && renameat(ldfd, c[i].name, AT_FDCWD, to) == 0) {
 			cJSON_AddItemToArray(reclaimed,
-			    cJSON_CreateString(de->d_name));
-			xasprintf(&path, "%s.meta.json", de->d_name);
+			    cJSON_CreateString(c[i].name));
+			xasprintf(&path, "%s.meta.json", c[i].name);
 			free(to);
 			to = state_trash_path(a->sandbox, "meta");
 			renameat(ldfd, path, AT_FDCWD, to);
 			free(path);
 		} else
 			cJSON_AddItemToArray(kept,
-			    cJSON_CreateString(de->d_name));
+			    cJSON_CreateString(c[i].name));
 		free(to);
-		close(lfd);
+		close(c[i].fd);
+		free(c[i].name);
 	}
+	free(c);
 	closedir(d);
 report:
 	free(dir);
@@ -1406,33 +1415,28 @@ squash_start(const char *id, const char *tenant, squash_cb cb, void *arg,
 }
 
 /*
- * After a publish to sandbox id: when its stack is as deep as the limit
- * autosquash-depth, squash it in the background (one at a time).
+ * After a publish to sandbox id (rep, its report, says how deep the
+ * stack it made is): at the limit autosquash-depth, squash the stack in
+ * the background (one at a time).
  */
 void
-squash_auto(const char *id, const char *tenant)
+squash_auto(const char *id, const char *tenant, cJSON *rep)
 {
-	struct layer_stack	*ls;
 	struct squash_sb	*ssb;
 	struct cause		 cause = { 0 };
-	char			*msg = NULL;
+	double			 depth;
 
-	if (cfg_limit(LIMIT_AUTOSQUASH_DEPTH) < 2)
+	depth = cJSON_GetNumberValue(cJSON_GetObjectItem(rep, "stack_depth"));
+	if (cfg_limit(LIMIT_AUTOSQUASH_DEPTH) < 2 || !(depth >=
+	    cfg_limit(LIMIT_AUTOSQUASH_DEPTH)))
 		return;
 	LIST_FOREACH(ssb, &squash_sbs, entry) {
 		if (strcmp(ssb->id, id) == 0 && ssb->squash != NULL)
 			return;
 	}
-	if ((ls = layer_stack_read(id, &msg)) == NULL) {
-		free(msg);
-		return;
-	}
-	if ((long long)ls->n - 1 >= cfg_limit(LIMIT_AUTOSQUASH_DEPTH)) {
-		log_debug("sandbox %s: %zu layers: autosquash", id, ls->n - 1);
-		if (squash_start(id, tenant, NULL, NULL, &cause) == NULL)
-			cause_clear(&cause);
-	}
-	layer_stack_free(ls);
+	log_debug("sandbox %s: %.0f layers: autosquash", id, depth);
+	if (squash_start(id, tenant, NULL, NULL, &cause) == NULL)
+		cause_clear(&cause);
 }
 
 /*

@@ -1218,6 +1218,17 @@ transport_http_host_refuse(struct http_conn *c, transport_http_refuser refuse)
 	cause_clear(&cause);
 }
 
+/* The host[:port] of an http or https Origin, or NULL. */
+static const char *
+transport_http_origin_host(const char *origin)
+{
+	if (strncasecmp(origin, "http://", 7) == 0)
+		return (origin + 7);
+	if (strncasecmp(origin, "https://", 8) == 0)
+		return (origin + 8);
+	return (NULL);
+}
+
 /*
  * Whether an Origin may call us (DNS-rebinding guard): an allow-origin
  * one; on a loopback listener, also a loopback one, when the request
@@ -1243,11 +1254,7 @@ transport_http_origin_ok(struct http_conn *c, const char *origin)
 	if (host == NULL || fwd || !transport_http_loopback_name(host,
 	    transport_http_host_len(host)))
 		return (0);
-	if (strncasecmp(origin, "http://", 7) == 0)
-		hp = origin + 7;
-	else if (strncasecmp(origin, "https://", 8) == 0)
-		hp = origin + 8;
-	else
+	if ((hp = transport_http_origin_host(origin)) == NULL)
 		return (0);
 	len = transport_http_host_len(hp);
 	return (transport_http_loopback_name(hp, len) &&
@@ -1495,11 +1502,7 @@ transport_http_origin_ours(const char *origin)
 	char		 port[16];
 	size_t		 len;
 
-	if (strncasecmp(origin, "http://", 7) == 0)
-		hp = origin + 7;
-	else if (strncasecmp(origin, "https://", 8) == 0)
-		hp = origin + 8;
-	else
+	if ((hp = transport_http_origin_host(origin)) == NULL)
 		return (0);
 	if (transport_http_public_name(hp))
 		return (1);
