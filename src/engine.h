@@ -222,7 +222,39 @@ struct publish_file_args {
 };
 int		 publish_file_child(void *, int);
 
-/* squash.c */
+/* squash.c: folding layers newest-wins, and the squash */
+#define FOLD_ENTRIES_MAX	1000000	/* names in one directory */
+struct fold_name {		/* a name of a level, and its layer */
+	char			*name;
+	size_t			 order;		/* in the level's list */
+};
+struct fold;
+struct fold_ops {
+	/* a deletion of name that something below still has */
+	int	(*whiteout)(struct fold *, int, const char *, const char *);
+	/* a non-directory, name in layer directory src */
+	int	(*leaf)(struct fold *, int, const char *, const struct stat *,
+		    int, const char *);
+	/* a directory (opaque: it hides what is below) */
+	int	(*dir)(struct fold *, int, const char *, const struct stat *,
+		    int, int, const char *);
+	/* going down into a directory: its output descriptor, or -1 */
+	int	(*enter)(struct fold *, int, const char *, const char *);
+	/* its names are done */
+	void	(*leave)(struct fold *, int, const struct timespec *,
+		    const char *);
+	/* an opaque directory's names kept (sorted): all else goes */
+	int	(*clear)(struct fold *, int, char **, size_t, const char *);
+};
+struct fold {
+	const struct fold_ops	*ops;
+	void			*arg;
+	int			*roots;		/* each layer's root */
+	struct layer_stack	*ls;		/* for the layers' ids */
+	char			*error;
+};
+int		 fold_dir(struct fold *, const char *, const size_t *, size_t,
+		     const size_t *, size_t, int, int);
 struct squash;
 struct squash_args {
 	const char		*sandbox;

@@ -72,7 +72,6 @@
 
 #define SQUASH_LEASE_MAX	(1024 * 1024)
 #define SQUASH_LEASES_MAX	65536
-#define SQUASH_ENTRIES_MAX	1000000	/* names in one directory */
 #define SQUASH_LEAVING_WAIT	10	/* seconds, for ended sessions */
 
 /* A live lease: whose, and the layers it stands on. */
@@ -93,12 +92,6 @@ struct squash_run {
 	size_t			 first;
 	size_t			 last;
 	char			 id[20];
-};
-
-/* One name of a directory being flattened, and the layer it is in. */
-struct squash_name {
-	char			*name;
-	size_t			 order;		/* in the directory's list */
 };
 
 struct squash_ctx {
@@ -214,32 +207,38 @@ squash_lease_has(struct squash_lease *l, const char *id)
 	return (0);
 }
 
-/* ---- flattening ---- */
+/* ---- folding layers, newest wins ---- */
 
 static int
-squash_name_cmp(const void *a, const void *b)
+fold_name_cmp(const void *a, const void *b)
 {
-	const struct squash_name	*x = a, *y = b;
-	int				 r;
+	const struct fold_name	*x = a, *y = b;
+	int			 r;
 
 	if ((r = strcmp(x->name, y->name)) != 0)
 		return (r);
 	return (x->order < y->order ? -1 : x->order > y->order);
 }
 
+static int
+fold_str_cmp(const void *a, const void *b)
+{
+	return (strcmp(*(char *const *)a, *(char *const *)b));
+}
+
 /* A directory of layer i at rel ("" for its root), or -1. */
 static int
-squash_open_dir(struct squash_ctx *x, size_t i, const char *rel)
+fold_open_dir(struct fold *f, size_t i, const char *rel)
 {
 	if (*rel == '\0')
-		return (openat(x->roots[i], ".", O_RDONLY | O_DIRECTORY |
+		return (openat(f->roots[i], ".", O_RDONLY | O_DIRECTORY |
 		    O_CLOEXEC));
-	return (tree_open(x->roots[i], rel, O_RDONLY | O_DIRECTORY));
+	return (tree_open(f->roots[i], rel, O_RDONLY | O_DIRECTORY));
 }
 
 /* Whether name is there in the first of the dirs below that has it. */
 static int
-squash_below_has(int *below, size_t nbelow, const char *name)
+fold_below_has(int *below, size_t nbelow, const char *name)
 {
 	struct stat	st;
 	size_t		i;
@@ -261,7 +260,7 @@ squash_below_has(int *below, size_t nbelow, const char *name)
  * down).
  */
 static int
-squash_chain(const size_t *list, int *dirs, size_t n, const char *name,
+fold_chain(const size_t *list, int *dirs, size_t n, const char *name,
     size_t *out, size_t *nout)
 {
 	struct stat	st;
@@ -286,6 +285,214 @@ squash_chain(const size_t *list, int *dirs, size_t n, const char *name,
 	}
 	return (0);
 }
+
+/* A directory child waiting for its turn. */
+struct fold_sub {
+	char		*name;
+	size_t		*run;		/* its chain in the run */
+	size_t		 nrun;
+	size_t		*below;		/* and below the run */
+	size_t		 nbelow;
+	int		 opaque;
+	struct timespec	 times[2];
+};
+
+/*
+ * The names of a level that are there once the run is folded (not
+ * deleted), sorted: for a directory that hides what is below.
+ */
+static char **
+fold_kept(struct fold *f, struct fold_name *names, size_t nnames,
+    int *rdirs, size_t *nkept)
+{
+	struct stat	  st;
+	char		**kept;
+	size_t		  i, j;
+
+	kept = xcalloc(nnames + 1, sizeof *kept);
+	*nkept = 0;
+	for (i = 0; i < nnames; i = j) {
+		for (j = i + 1; j < nnames && strcmp(names[j].name,
+		    names[i].name) == 0; j++)
+			;
+		if (fstatat(rdirs[names[i].order], names[i].name, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && layer_is_whiteout(&st))
+			continue;
+		kept[(*nkept)++] = names[i].name;
+	}
+	return (kept);
+}
+
+/*
+ * Fold directory rel of the layers run (indices into f->roots, newest
+ * first) over the layers below (where rel is a directory seen through
+ * the run), handing each resolved name to f->ops with out, the output
+ * directory of rel (opaque: rel hides what is below the run).
+ */
+int
+fold_dir(struct fold *f, const char *rel, const size_t *run, size_t nrun,
+    const size_t *below, size_t nbelow, int opaque, int out)
+{
+	struct fold_name	*names = NULL;
+	struct fold_sub		*subs = NULL;
+	struct dirent		*de;
+	struct stat		 st;
+	DIR			*d;
+	size_t			 nnames = 0, nsubs = 0, i, j, k, w, nkept;
+	int			*rdirs, *bdirs, fd, cfd, r = -1, ends;
+	char			*path = NULL, **kept;
+
+	rdirs = xcalloc(nrun, sizeof *rdirs);
+	bdirs = xcalloc(nbelow + 1, sizeof *bdirs);
+	for (i = 0; i < nbelow; i++)
+		bdirs[i] = fold_open_dir(f, below[i], rel);
+	for (i = 0; i < nrun; i++) {
+		if ((rdirs[i] = fold_open_dir(f, run[i], rel)) == -1) {
+			xasprintf(&f->error, "cannot open %s in layer %s: %s",
+			    *rel != '\0' ? rel : "/", f->ls->ids[run[i]],
+			    strerror(errno));
+			goto out;
+		}
+		if ((fd = dup(rdirs[i])) == -1 || (d = fdopendir(fd)) ==
+		    NULL) {
+			if (fd != -1)
+				close(fd);
+			xasprintf(&f->error, "cannot read %s: %s", rel,
+			    strerror(errno));
+			goto out;
+		}
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") == 0 ||
+			    strcmp(de->d_name, "..") == 0)
+				continue;
+			if (nnames == FOLD_ENTRIES_MAX) {
+				closedir(d);
+				xasprintf(&f->error, "%s holds more than %d"
+				    " names", rel, FOLD_ENTRIES_MAX);
+				goto out;
+			}
+			names = xreallocarray(names, nnames + 1,
+			    sizeof *names);
+			names[nnames].name = xstrdup(de->d_name);
+			names[nnames++].order = i;
+		}
+		closedir(d);
+	}
+	qsort(names, nnames, sizeof *names, fold_name_cmp);
+
+	if (opaque && f->ops->clear != NULL) {
+		kept = fold_kept(f, names, nnames, rdirs, &nkept);
+		qsort(kept, nkept, sizeof *kept, fold_str_cmp);
+		k = f->ops->clear(f, out, kept, nkept, rel);
+		free(kept);
+		if (k != 0)
+			goto out;
+	}
+
+	for (i = 0; i < nnames; i = j) {
+		for (j = i + 1; j < nnames && strcmp(names[j].name,
+		    names[i].name) == 0; j++)
+			;
+		w = names[i].order;
+		free(path);
+		if (*rel != '\0')
+			xasprintf(&path, "%s/%s", rel, names[i].name);
+		else
+			path = xstrdup(names[i].name);
+		if (fstatat(rdirs[w], names[i].name, &st,
+		    AT_SYMLINK_NOFOLLOW) != 0) {
+			xasprintf(&f->error, "cannot read %s in layer %s: %s",
+			    path, f->ls->ids[run[w]], strerror(errno));
+			goto out;
+		}
+		if (layer_is_whiteout(&st)) {
+			if (!fold_below_has(bdirs, nbelow, names[i].name))
+				continue;	/* nothing left to delete */
+			if (f->ops->whiteout(f, out, names[i].name, path) != 0)
+				goto out;
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			if (f->ops->leaf(f, rdirs[w], names[i].name, &st, out,
+			    path) != 0)
+				goto out;
+			continue;
+		}
+
+		/* A directory: which layers it is seen through. */
+		subs = xreallocarray(subs, nsubs + 1, sizeof *subs);
+		memset(&subs[nsubs], 0, sizeof subs[nsubs]);
+		subs[nsubs].name = xstrdup(names[i].name);
+		subs[nsubs].run = xcalloc(nrun, sizeof *subs[nsubs].run);
+		subs[nsubs].below = xcalloc(nbelow + 1,
+		    sizeof *subs[nsubs].below);
+		subs[nsubs].times[0] = st.st_atim;
+		subs[nsubs].times[1] = st.st_mtim;
+		nsubs++;
+		ends = fold_chain(run + w, rdirs + w, nrun - w,
+		    names[i].name, subs[nsubs - 1].run,
+		    &subs[nsubs - 1].nrun);
+		if (!ends)
+			fold_chain(below, bdirs, nbelow, names[i].name,
+			    subs[nsubs - 1].below, &subs[nsubs - 1].nbelow);
+		k = ends && fold_below_has(bdirs, nbelow, names[i].name);
+		subs[nsubs - 1].opaque = (int)k;
+		if (f->ops->dir(f, rdirs[w], names[i].name, &st, (int)k, out,
+		    path) != 0)
+			goto out;
+	}
+
+	/* The level's descriptors go before the walk goes down. */
+	for (i = 0; i < nrun; i++) {
+		if (rdirs[i] != -1)
+			close(rdirs[i]);
+		rdirs[i] = -1;
+	}
+	for (i = 0; i < nbelow; i++) {
+		if (bdirs[i] != -1)
+			close(bdirs[i]);
+		bdirs[i] = -1;
+	}
+	for (i = 0; i < nsubs; i++) {
+		free(path);
+		if (*rel != '\0')
+			xasprintf(&path, "%s/%s", rel, subs[i].name);
+		else
+			path = xstrdup(subs[i].name);
+		if ((cfd = f->ops->enter(f, out, subs[i].name, path)) == -1)
+			goto out;
+		k = fold_dir(f, path, subs[i].run, subs[i].nrun,
+		    subs[i].below, subs[i].nbelow, subs[i].opaque, cfd);
+		f->ops->leave(f, cfd, subs[i].times, path);
+		if (k != 0)
+			goto out;
+	}
+	r = 0;
+out:
+	for (i = 0; i < nrun; i++) {
+		if (rdirs[i] != -1)
+			close(rdirs[i]);
+	}
+	for (i = 0; i < nbelow; i++) {
+		if (bdirs[i] != -1)
+			close(bdirs[i]);
+	}
+	free(rdirs);
+	free(bdirs);
+	for (i = 0; i < nnames; i++)
+		free(names[i].name);
+	free(names);
+	for (i = 0; i < nsubs; i++) {
+		free(subs[i].name);
+		free(subs[i].run);
+		free(subs[i].below);
+	}
+	free(subs);
+	free(path);
+	return (r);
+}
+
+/* ---- the squash's output: a layer in staging ---- */
 
 static void
 squash_digest(struct squash_ctx *x, char kind, const char *path,
@@ -315,6 +522,20 @@ squash_copy_xattrs(int from, int to)
 		if ((v = fgetxattr(from, p, value, sizeof value)) >= 0)
 			fsetxattr(to, p, value, v, 0);
 	}
+}
+
+static int
+squash_whiteout(struct fold *f, int out, const char *name, const char *path)
+{
+	struct squash_ctx	*x = f->arg;
+
+	if (mknodat(out, name, S_IFCHR | 0, makedev(0, 0)) != 0) {
+		xasprintf(&f->error, "cannot write the deletion of %s: %s",
+		    path, strerror(errno));
+		return (-1);
+	}
+	squash_digest(x, 'w', path, NULL, 0);
+	return (0);
 }
 
 /*
@@ -376,209 +597,77 @@ squash_put(struct squash_ctx *x, int src, const char *name,
 	return (0);
 }
 
-/* A directory child waiting for its turn. */
-struct squash_sub {
-	char		*name;
-	size_t		*run;		/* its chain in the run */
-	size_t		 nrun;
-	size_t		*below;		/* and below the run */
-	size_t		 nbelow;
-	struct timespec	 times[2];
-};
-
-/*
- * Flatten directory rel of the layers run (indices, newest first) over
- * the layers below (where rel is a directory seen through the run) into
- * out, a directory of the new layer.
- */
 static int
-squash_dir(struct squash_ctx *x, const char *rel, const size_t *run,
-    size_t nrun, const size_t *below, size_t nbelow, int out)
+squash_leaf(struct fold *f, int src, const char *name, const struct stat *st,
+    int out, const char *path)
 {
-	struct squash_name	*names = NULL;
-	struct squash_sub	*subs = NULL;
-	struct dirent		*de;
-	struct stat		 st;
-	DIR			*d;
-	size_t			 nnames = 0, nsubs = 0, i, j, k, w;
-	int			*rdirs, *bdirs, fd, cfd, r = -1, ends;
-	char			*path = NULL;
-
-	rdirs = xcalloc(nrun, sizeof *rdirs);
-	bdirs = xcalloc(nbelow + 1, sizeof *bdirs);
-	for (i = 0; i < nbelow; i++)
-		bdirs[i] = squash_open_dir(x, below[i], rel);
-	for (i = 0; i < nrun; i++) {
-		if ((rdirs[i] = squash_open_dir(x, run[i], rel)) == -1) {
-			xasprintf(&x->error, "cannot open %s in layer %s: %s",
-			    *rel != '\0' ? rel : "/", x->head->ids[run[i]],
-			    strerror(errno));
-			goto out;
-		}
-		if ((fd = dup(rdirs[i])) == -1 || (d = fdopendir(fd)) ==
-		    NULL) {
-			if (fd != -1)
-				close(fd);
-			xasprintf(&x->error, "cannot read %s: %s", rel,
-			    strerror(errno));
-			goto out;
-		}
-		while ((de = readdir(d)) != NULL) {
-			if (strcmp(de->d_name, ".") == 0 ||
-			    strcmp(de->d_name, "..") == 0)
-				continue;
-			if (nnames == SQUASH_ENTRIES_MAX) {
-				closedir(d);
-				xasprintf(&x->error, "%s holds more than %d"
-				    " names", rel, SQUASH_ENTRIES_MAX);
-				goto out;
-			}
-			names = xreallocarray(names, nnames + 1,
-			    sizeof *names);
-			names[nnames].name = xstrdup(de->d_name);
-			names[nnames++].order = i;
-		}
-		closedir(d);
+	if (squash_put(f->arg, src, name, st, out, path) != 0) {
+		xasprintf(&f->error, "cannot put %s into the squashed layer:"
+		    " %s", path, strerror(errno));
+		return (-1);
 	}
-	qsort(names, nnames, sizeof *names, squash_name_cmp);
-
-	for (i = 0; i < nnames; i = j) {
-		for (j = i + 1; j < nnames && strcmp(names[j].name,
-		    names[i].name) == 0; j++)
-			;
-		w = names[i].order;
-		free(path);
-		if (*rel != '\0')
-			xasprintf(&path, "%s/%s", rel, names[i].name);
-		else
-			path = xstrdup(names[i].name);
-		if (fstatat(rdirs[w], names[i].name, &st,
-		    AT_SYMLINK_NOFOLLOW) != 0) {
-			xasprintf(&x->error, "cannot read %s in layer %s: %s",
-			    path, x->head->ids[run[w]], strerror(errno));
-			goto out;
-		}
-		if (layer_is_whiteout(&st)) {
-			if (!squash_below_has(bdirs, nbelow, names[i].name))
-				continue;	/* nothing left to delete */
-			if (mknodat(out, names[i].name, S_IFCHR | 0,
-			    makedev(0, 0)) != 0) {
-				xasprintf(&x->error, "cannot write the"
-				    " deletion of %s: %s", path,
-				    strerror(errno));
-				goto out;
-			}
-			squash_digest(x, 'w', path, NULL, 0);
-			continue;
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			if (squash_put(x, rdirs[w], names[i].name, &st, out,
-			    path) != 0) {
-				xasprintf(&x->error, "cannot put %s into the"
-				    " squashed layer: %s", path,
-				    strerror(errno));
-				goto out;
-			}
-			continue;
-		}
-
-		/* A directory: which layers it is seen through. */
-		subs = xreallocarray(subs, nsubs + 1, sizeof *subs);
-		memset(&subs[nsubs], 0, sizeof subs[nsubs]);
-		subs[nsubs].name = xstrdup(names[i].name);
-		subs[nsubs].run = xcalloc(nrun, sizeof *subs[nsubs].run);
-		subs[nsubs].below = xcalloc(nbelow + 1,
-		    sizeof *subs[nsubs].below);
-		subs[nsubs].times[0] = st.st_atim;
-		subs[nsubs].times[1] = st.st_mtim;
-		nsubs++;
-		ends = squash_chain(run + w, rdirs + w, nrun - w,
-		    names[i].name, subs[nsubs - 1].run,
-		    &subs[nsubs - 1].nrun);
-		if (!ends)
-			squash_chain(below, bdirs, nbelow, names[i].name,
-			    subs[nsubs - 1].below, &subs[nsubs - 1].nbelow);
-		if (mkdirat(out, names[i].name, 0700) != 0 ||
-		    (cfd = openat(out, names[i].name, O_RDONLY | O_DIRECTORY |
-		    O_NOFOLLOW | O_CLOEXEC)) == -1) {
-			xasprintf(&x->error, "cannot make %s in the squashed"
-			    " layer: %s", path, strerror(errno));
-			goto out;
-		}
-		if ((fd = openat(rdirs[w], names[i].name, O_RDONLY |
-		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
-			squash_copy_xattrs(fd, cfd);
-			close(fd);
-		}
-		k = ends && squash_below_has(bdirs, nbelow, names[i].name);
-		if (fchown(cfd, st.st_uid, st.st_gid) != 0 ||
-		    fchmod(cfd, st.st_mode & 07777) != 0 ||
-		    (k && fsetxattr(cfd, "trusted.overlay.opaque", "y", 1,
-		    0) != 0)) {
-			xasprintf(&x->error, "cannot set up %s in the squashed"
-			    " layer: %s", path, strerror(errno));
-			close(cfd);
-			goto out;
-		}
-		close(cfd);
-		squash_digest(x, k ? 'O' : 'd', path, NULL, 0);
-	}
-
-	/* The level's descriptors go before the walk goes down. */
-	for (i = 0; i < nrun; i++) {
-		if (rdirs[i] != -1)
-			close(rdirs[i]);
-		rdirs[i] = -1;
-	}
-	for (i = 0; i < nbelow; i++) {
-		if (bdirs[i] != -1)
-			close(bdirs[i]);
-		bdirs[i] = -1;
-	}
-	for (i = 0; i < nsubs; i++) {
-		free(path);
-		if (*rel != '\0')
-			xasprintf(&path, "%s/%s", rel, subs[i].name);
-		else
-			path = xstrdup(subs[i].name);
-		if ((cfd = openat(out, subs[i].name, O_RDONLY | O_DIRECTORY |
-		    O_NOFOLLOW | O_CLOEXEC)) == -1) {
-			xasprintf(&x->error, "cannot open %s in the squashed"
-			    " layer: %s", path, strerror(errno));
-			goto out;
-		}
-		if (squash_dir(x, path, subs[i].run, subs[i].nrun,
-		    subs[i].below, subs[i].nbelow, cfd) != 0) {
-			close(cfd);
-			goto out;
-		}
-		futimens(cfd, subs[i].times);
-		close(cfd);
-	}
-	r = 0;
-out:
-	for (i = 0; i < nrun; i++) {
-		if (rdirs[i] != -1)
-			close(rdirs[i]);
-	}
-	for (i = 0; i < nbelow; i++) {
-		if (bdirs[i] != -1)
-			close(bdirs[i]);
-	}
-	free(rdirs);
-	free(bdirs);
-	for (i = 0; i < nnames; i++)
-		free(names[i].name);
-	free(names);
-	for (i = 0; i < nsubs; i++) {
-		free(subs[i].name);
-		free(subs[i].run);
-		free(subs[i].below);
-	}
-	free(subs);
-	free(path);
-	return (r);
+	return (0);
 }
+
+static int
+squash_mkdir(struct fold *f, int src, const char *name, const struct stat *st,
+    int opaque, int out, const char *path)
+{
+	int	fd, cfd;
+
+	if (mkdirat(out, name, 0700) != 0 || (cfd = openat(out, name,
+	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		xasprintf(&f->error, "cannot make %s in the squashed layer:"
+		    " %s", path, strerror(errno));
+		return (-1);
+	}
+	if ((fd = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1) {
+		squash_copy_xattrs(fd, cfd);
+		close(fd);
+	}
+	if (fchown(cfd, st->st_uid, st->st_gid) != 0 ||
+	    fchmod(cfd, st->st_mode & 07777) != 0 ||
+	    (opaque && fsetxattr(cfd, "trusted.overlay.opaque", "y", 1,
+	    0) != 0)) {
+		xasprintf(&f->error, "cannot set up %s in the squashed layer:"
+		    " %s", path, strerror(errno));
+		close(cfd);
+		return (-1);
+	}
+	close(cfd);
+	squash_digest(f->arg, opaque ? 'O' : 'd', path, NULL, 0);
+	return (0);
+}
+
+static int
+squash_enter(struct fold *f, int out, const char *name, const char *path)
+{
+	int	cfd;
+
+	if ((cfd = openat(out, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		xasprintf(&f->error, "cannot open %s in the squashed layer:"
+		    " %s", path, strerror(errno));
+	return (cfd);
+}
+
+static void
+squash_leave(struct fold *f, int cfd, const struct timespec *times,
+    const char *path)
+{
+	futimens(cfd, times);
+	close(cfd);
+}
+
+static const struct fold_ops squash_fold_ops = {
+	.whiteout = squash_whiteout,
+	.leaf = squash_leaf,
+	.dir = squash_mkdir,
+	.enter = squash_enter,
+	.leave = squash_leave,
+	.clear = NULL,		/* a new layer: nothing to clear */
+};
 
 /*
  * Build the layer of one run in staging: staging/<id>/ and its meta
@@ -595,6 +684,7 @@ squash_build(struct squash_ctx *x, struct squash_run *run)
 	int		 out, r;
 	struct timespec	 times[2];
 	struct stat	 st;
+	struct fold	 f;
 
 	dir = state_where(STATE_STACK_STAGING, x->sbox, "%s", run->id);
 	meta = state_where(STATE_STACK_STAGING, x->sbox, "%s.meta.json",
@@ -620,7 +710,13 @@ squash_build(struct squash_ctx *x, struct squash_run *run)
 	    EVP_DigestInit_ex(x->md, EVP_sha256(), NULL) != 1)
 		fatalx("%s: EVP_DigestInit_ex", __func__);
 	x->bytes = x->paths = 0;
-	r = squash_dir(x, "", list, nlist, below, nbelow, out);
+	memset(&f, 0, sizeof f);
+	f.ops = &squash_fold_ops;
+	f.arg = x;
+	f.roots = x->roots;
+	f.ls = x->head;
+	if ((r = fold_dir(&f, "", list, nlist, below, nbelow, 0, out)) != 0)
+		x->error = f.error;
 	EVP_DigestFinal_ex(x->md, dig, &diglen);
 	EVP_MD_CTX_free(x->md);
 	x->md = NULL;
