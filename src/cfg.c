@@ -182,6 +182,7 @@ static int	cfg_kw_public_host(struct cfg_parse *, int, char **);
 static int	cfg_kw_state_dir(struct cfg_parse *, int, char **);
 static int	cfg_kw_trusted_proxy(struct cfg_parse *, int, char **);
 static int	cfg_kw_workspace_root(struct cfg_parse *, int, char **);
+static int	cfg_kw_export_root(struct cfg_parse *, int, char **);
 static int	cfg_kw_result_text(struct cfg_parse *, int, char **);
 
 /* Looked up in order (a short table): new directives go at the end. */
@@ -202,6 +203,7 @@ static const struct cfg_keyword {
 	{ "trusted-proxy", 1, 1, cfg_kw_trusted_proxy },
 	{ "workspace-root", 1, 3, cfg_kw_workspace_root },
 	{ "result-text", 1, 1, cfg_kw_result_text },
+	{ "export-root", 1, 3, cfg_kw_export_root },
 };
 
 /* A configuration holding the defaults. */
@@ -216,6 +218,7 @@ cfg_new(void)
 	c->docker_host = xstrdup("unix:///var/run/docker.sock");
 	c->docker_socket = xstrdup("/var/run/docker.sock");
 	TAILQ_INIT(&c->roots);
+	TAILQ_INIT(&c->export_roots);
 	TAILQ_INIT(&c->apikeys);
 	TAILQ_INIT(&c->origins);
 	TAILQ_INIT(&c->proxies);
@@ -254,6 +257,7 @@ cfg_free(struct cfg *c)
 	if (c == NULL)
 		return;
 	cfg_words_free(&c->roots);
+	cfg_words_free(&c->export_roots);
 	cfg_words_free(&c->origins);
 	cfg_words_free(&c->proxies);
 	cfg_words_free(&c->public_hosts);
@@ -541,22 +545,23 @@ cfg_tenant_name(struct cfg_parse *p, const char *what, const char *name)
 	return (0);
 }
 
-/* tenants a,b,...: the tenants a workspace root serves. */
+/* tenants a,b,...: the tenants a root of directive kw serves. */
 static struct cfg_words *
-cfg_root_tenants(struct cfg_parse *p, const char *path, int argc,
-    char **argv)
+cfg_root_tenants(struct cfg_parse *p, const char *kw, const char *path,
+    int argc, char **argv)
 {
 	struct cfg_words	*list;
 	char			*copy, *s, *name, *what;
 
 	if (argc != 3 || strcmp(argv[1], "tenants") != 0) {
-		cfg_error(p, "workspace-root %s: expected \"tenants\" and a"
-		    " comma-separated list of tenants after the path", path);
+		cfg_error(p, "%s %s: expected \"tenants\" and a"
+		    " comma-separated list of tenants after the path", kw,
+		    path);
 		return (NULL);
 	}
 	list = xcalloc(1, sizeof *list);
 	TAILQ_INIT(list);
-	xasprintf(&what, "workspace-root %s", path);
+	xasprintf(&what, "%s %s", kw, path);
 	copy = s = xstrdup(argv[2]);
 	while ((name = strsep(&s, ",")) != NULL) {
 		if (cfg_tenant_name(p, what, name) != 0) {
@@ -573,34 +578,68 @@ cfg_root_tenants(struct cfg_parse *p, const char *path, int argc,
 	return (list);
 }
 
-/* workspace-root PATH [tenants LIST] */
+/* KW PATH [tenants LIST], into roots: a workspace or an export root. */
 static int
-cfg_kw_workspace_root(struct cfg_parse *p, int argc, char **argv)
+cfg_root(struct cfg_parse *p, const char *kw, struct cfg_words *roots,
+    int argc, char **argv)
 {
 	struct cfg_words	*tenants = NULL;
 	char			*path;
 	size_t			 len;
 
-	if (cfg_absolute_path(p, "workspace-root", argv[0]) != 0)
+	if (cfg_absolute_path(p, kw, argv[0]) != 0)
 		return (-1);
 	path = xstrdup(argv[0]);
 	len = strlen(path);
 	while (len > 1 && path[len - 1] == '/')
 		path[--len] = '\0';
-	if (cfg_words_has(&p->cfg->roots, path)) {
-		cfg_error(p, "workspace-root %s is given twice", path);
+	if (cfg_words_has(roots, path)) {
+		cfg_error(p, "%s %s is given twice", kw, path);
 		free(path);
 		return (-1);
 	}
-	if (argc > 1 && (tenants = cfg_root_tenants(p, path, argc,
+	if (argc > 1 && (tenants = cfg_root_tenants(p, kw, path, argc,
 	    argv)) == NULL) {
 		free(path);
 		return (-1);
 	}
-	cfg_words_add(&p->cfg->roots, path);
-	TAILQ_LAST(&p->cfg->roots, cfg_words)->tenants = tenants;
+	cfg_words_add(roots, path);
+	TAILQ_LAST(roots, cfg_words)->tenants = tenants;
 	free(path);
 	return (0);
+}
+
+/* workspace-root PATH [tenants LIST] */
+static int
+cfg_kw_workspace_root(struct cfg_parse *p, int argc, char **argv)
+{
+	return (cfg_root(p, "workspace-root", &p->cfg->roots, argc, argv));
+}
+
+/*
+ * export-root PATH [tenants LIST]: where export_changes may write (the
+ * path as written: a symlink on it is refused when an export walks it).
+ */
+static int
+cfg_kw_export_root(struct cfg_parse *p, int argc, char **argv)
+{
+	size_t	i;
+
+	for (i = 0; argv[0][i] != '\0'; i++) {
+		if (strncmp(argv[0] + i, "/..", 3) == 0 &&
+		    (argv[0][i + 3] == '/' || argv[0][i + 3] == '\0')) {
+			cfg_error(p, "export-root %s: a \"..\" component is"
+			    " not allowed", argv[0]);
+			return (-1);
+		}
+	}
+	if (strcmp(argv[0], "/") == 0) {
+		cfg_error(p, "export-root cannot be /: name the directories"
+		    " exports may write to");
+		return (-1);
+	}
+	return (cfg_root(p, "export-root", &p->cfg->export_roots, argc,
+	    argv));
 }
 
 static int

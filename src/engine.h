@@ -270,6 +270,15 @@ void		 squash_init(void);
 void		 squash_auto(const char *, const char *, struct cJSON *);
 void		 squash_reclaim(const char *, const char *, int);
 void		 squash_forget(const char *);
+int		 squash_managed_sessions(const char *, struct cJSON *);
+
+/* export.c */
+struct export;
+typedef void (*export_cb)(struct cJSON *, const struct cause *, void *);
+int		 export_child(void *, int);
+struct export	*export_start(const char *, const char *, const char *,
+		     const char *, const char *, export_cb, void *,
+		     struct cause *);
 
 /* files.c */
 #define FILES_EDIT_MAX		(4 * 1024 * 1024)

@@ -16,8 +16,9 @@
 
 /*
  * The management set's layer maintenance (layers.md): squash_layerstacks
- * (squash.c does the work). A caller sees only its tenant's sandboxes;
- * the sandbox must be ready, and its disk is mounted first if it is not.
+ * and export_changes (squash.c and export.c do the work). A caller sees
+ * only its tenant's sandboxes; the sandbox must be ready, and its disk
+ * is mounted first if it is not.
  */
 
 #include "config.h"
@@ -58,7 +59,27 @@
 	" \"required\": [\"manifest_version\", \"squashed_blocks\","	\
 	" \"swept_sessions\"], \"additionalProperties\": false}"
 
+#define OP_EXPORT_COUNT	"{\"type\": \"integer\", \"minimum\": 0}"
+#define OP_EXPORT_SCHEMA						\
+	"{\"type\": \"object\", \"properties\": {"			\
+	" \"manifest_version\": {\"type\": \"integer\"},"		\
+	" \"format\": {\"enum\": [\"dir\", \"tar\", \"tar-zst\"]},"	\
+	" \"layers_exported\": " OP_EXPORT_COUNT ","			\
+	" \"files_written\": " OP_EXPORT_COUNT ","			\
+	" \"symlinks_written\": " OP_EXPORT_COUNT ","			\
+	" \"deletes_applied\": " OP_EXPORT_COUNT ","			\
+	" \"opaque_clears\": " OP_EXPORT_COUNT ","			\
+	" \"skipped_unchanged\": " OP_EXPORT_COUNT ","			\
+	" \"whiteouts_emitted\": " OP_EXPORT_COUNT ","			\
+	" \"bytes_written\": " OP_EXPORT_COUNT ","			\
+	" \"live_workspace_sessions\": {\"type\": \"array\","	\
+	"  \"items\": {\"type\": \"string\"}}},"			\
+	" \"required\": [\"manifest_version\", \"format\","		\
+	" \"layers_exported\", \"files_written\", \"symlinks_written\","	\
+	" \"bytes_written\"], \"additionalProperties\": false}"
+
 static void	op_squash_exec(struct op_call *);
+static void	op_export_exec(struct op_call *);
 
 static const struct op_arg op_squash_args[] = {
 	{ "sandbox_id", OP_ARG_STRING, 1, -1, NULL, "Sandbox ID." },
@@ -81,6 +102,38 @@ const struct op_entry op_squash_layerstacks_entry = {
 	.args = op_squash_args,
 	.result = OP_SQUASH_SCHEMA,
 	.exec = op_squash_exec,
+};
+
+static const struct op_arg op_export_args[] = {
+	{ "sandbox_id", OP_ARG_STRING, 1, -1, NULL, "Sandbox ID." },
+	{ "dest", OP_ARG_STRING, 1, -1, NULL, "Absolute host path: a"
+	  " directory for dir (made when its parent exists), a file for an"
+	  " archive. It must lie under the workspace root the sandbox was"
+	  " copied from or under an export root of the server's"
+	  " configuration." },
+	{ "format", OP_ARG_STRING, 0, -1, "\"dir\"", "dir (apply the"
+	  " changes to the directory dest), tar (a pax archive) or tar-zst"
+	  " (the same, zstd-compressed)." },
+	{ NULL, 0, 0, -1, NULL, NULL }
+};
+
+const struct op_entry op_export_changes_entry = {
+	.name = "export_changes",
+	.title = "Export a sandbox's published changes to the host",
+	.description = "Fold every layer published above the sandbox's base"
+	    " into one set of changes and deliver it at dest on the host: dir"
+	    " applies it to a directory (deletions and replaced directories"
+	    " included, files already equal left alone), tar and tar-zst"
+	    " write an archive with OCI whiteouts (.wh.<name>,"
+	    " .wh..wh..opq), replaced atomically. dest must be under the"
+	    " workspace root the sandbox was copied from or an export root"
+	    " of the server; no symlink on the way to it is followed. Live"
+	    " workspace sessions' unpublished changes are not exported.",
+	.set = TOOLSET_MANAGEMENT,
+	.flags = OP_DESTRUCTIVE | OP_IDEMPOTENT,
+	.args = op_export_args,
+	.result = OP_EXPORT_SCHEMA,
+	.exec = op_export_exec,
 };
 
 static void
@@ -135,4 +188,49 @@ op_squash_exec(struct op_call *oc)
 	if (op_sandbox_hidden(oc, id))
 		return;
 	sandbox_lookup(id, op_squash_sb, oc);
+}
+
+/* The sandbox is known and its disk mounted: export if it is ready. */
+static void
+op_export_sb(cJSON *result, const struct cause *cause, void *arg)
+{
+	struct op_call	*oc = arg;
+	const char	*id = op_arg_string(oc, "sandbox_id");
+	struct cause	 c = { 0 };
+	const char	*format = op_arg_string(oc, "format");
+	cJSON		*record, *state, *root;
+
+	if (result == NULL) {
+		op_call_fail(oc, cause);
+		return;
+	}
+	record = cJSON_GetObjectItem(result, "record");
+	state = cJSON_GetObjectItem(record, "state");
+	if (!cJSON_IsString(state) || strcmp(state->valuestring,
+	    "ready") != 0) {
+		op_call_error(oc, CAUSE_FAILED, "sandbox_id", id, "sandbox %s"
+		    " is %s, not ready: its changes cannot be exported", id,
+		    cJSON_IsString(state) ? state->valuestring : "unknown");
+		cJSON_Delete(result);
+		return;
+	}
+	root = cJSON_GetObjectItem(record, "workspace_root");
+	/* Not cancelled: the export is bounded, and answers when done. */
+	if (export_start(id, op_call_tenant(oc), cJSON_IsString(root) ?
+	    root->valuestring : NULL, op_arg_string(oc, "dest"),
+	    format != NULL ? format : "dir", op_squash_cb, oc, &c) == NULL) {
+		op_call_fail(oc, &c);
+		cause_clear(&c);
+	}
+	cJSON_Delete(result);
+}
+
+static void
+op_export_exec(struct op_call *oc)
+{
+	const char	*id = op_arg_string(oc, "sandbox_id");
+
+	if (op_sandbox_hidden(oc, id))
+		return;
+	sandbox_lookup(id, op_export_sb, oc);
 }

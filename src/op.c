@@ -53,6 +53,7 @@ static const struct op_entry *op_table[] = {
 	&op_inspect_sandbox_entry,
 	&op_destroy_sandbox_entry,
 	&op_squash_layerstacks_entry,
+	&op_export_changes_entry,
 	&op_exec_command_entry,
 	&op_write_command_stdin_entry,
 	&op_read_command_lines_entry,

@@ -131,6 +131,7 @@ extern const struct op_entry op_destroy_workspace_session_entry;
 
 /* op-layer.c */
 extern const struct op_entry op_squash_layerstacks_entry;
+extern const struct op_entry op_export_changes_entry;
 
 /* op-files.c */
 extern const struct op_entry op_file_read_entry;

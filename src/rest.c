@@ -64,6 +64,7 @@ static const struct rest_route rest_routes[] = {
 	{ "GET", "/v1/sandboxes/{sandbox_id}", "inspect_sandbox" },
 	{ "DELETE", "/v1/sandboxes/{sandbox_id}", "destroy_sandbox" },
 	{ "POST", "/v1/sandboxes/{sandbox_id}/squash", "squash_layerstacks" },
+	{ "POST", "/v1/sandboxes/{sandbox_id}/export", "export_changes" },
 	{ "POST", "/v1/sandboxes/{sandbox_id}/commands", "exec_command" },
 	{ "POST", "/v1/sandboxes/{sandbox_id}/commands/{command_session_id}"
 	    "/stdin", "write_command_stdin" },

@@ -147,6 +147,7 @@ struct cfg {
 	char			*docker_socket;	/* path from docker_host */
 	char			*listen;
 	struct cfg_words	 roots;
+	struct cfg_words	 export_roots;
 	struct cfg_apikeys	 apikeys;
 	struct cfg_words	 origins;
 	struct cfg_words	 proxies;

@@ -194,6 +194,31 @@ squash_leases_read(const char *sbox, struct squash_leases *sl, char **cause)
 	return (0);
 }
 
+/*
+ * The managed workspace sessions of a sandbox with a live lease (of any
+ * process), their ids added to the array ids: for the export's report.
+ * 0, or -1 when the leases cannot be read.
+ */
+int
+squash_managed_sessions(const char *sbox, cJSON *ids)
+{
+	struct squash_leases	 sl;
+	char			*cause = NULL;
+	size_t			 k;
+
+	if (squash_leases_read(sbox, &sl, &cause) != 0) {
+		free(cause);
+		return (-1);
+	}
+	for (k = 0; k < sl.n; k++) {
+		if (!sl.l[k].automatic)
+			cJSON_AddItemToArray(ids,
+			    cJSON_CreateString(sl.l[k].ws));
+	}
+	squash_leases_free(&sl);
+	return (0);
+}
+
 /* Whether a lease names a layer. */
 static int
 squash_lease_has(struct squash_lease *l, const char *id)

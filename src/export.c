@@ -1,0 +1,1448 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * Exporting a sandbox's published changes to the host (layers.md,
+ * export_changes): every layer above the base folded newest-wins into
+ * one delta (squash.c's walk, a deletion kept when the base has the
+ * path, a directory marked opaque when it hides one of the base), and
+ * delivered as
+ *
+ * - dir: applied to a host directory: an opaque directory's names that
+ *   the delta does not have go first, deletions next, then directories,
+ *   files and symlinks; a file whose bytes are already there is left
+ *   alone; a file is written to an unnamed file in its directory and
+ *   renamed over the old one;
+ * - tar, tar-zst: a pax archive (libarchive), zstd-compressed for
+ *   tar-zst, with the OCI whiteouts (.wh.<name>, .wh..wh..opq), written
+ *   to an unnamed file beside dest, made durable, then renamed into
+ *   place: nothing is ever half there.
+ *
+ * The destination is the host's and the delta the sandbox's: the server
+ * judges dest as written (absolute, no "..", not /, the home directory
+ * or the state directory, and at or under an export root serving the
+ * caller's tenant or the workspace root the sandbox was copied from);
+ * the child then opens every component of it from / with O_NOFOLLOW, so
+ * what it writes is where the path says. Everything below dest is
+ * written relative to descriptors it opened itself, never following a
+ * symlink, whatever the delta or the host put there. Files arrive with
+ * dest's owner and their layer's permission bits, set-id bits dropped,
+ * and none of the sandbox's extended attributes.
+ *
+ * The export reads a leased snapshot: the manifest as it was, each of
+ * its layers held with a shared lock (layer_hold) so that the reclaim of
+ * a squash meanwhile leaves them, and committed layers never change. It
+ * runs in a child of the sandbox's helper group (memory, CPU), confined
+ * to the stack read-only once it has opened what it needs; the loop only
+ * parses its report. Memory is bounded whatever the stack's size: one
+ * directory level's names at a time, file data in chunks.
+ */
+
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+
+#include "engine.h"
+#include "sandbox-mcp.h"
+
+#define EXPORT_CHUNK		(256 * 1024)
+#define EXPORT_SPARSE_MAX	65536	/* data regions of one file */
+#define EXPORT_HOLD_TRIES	8
+#define EXPORT_ZSTD_LEVEL	3
+
+enum export_format {
+	EXPORT_DIR,
+	EXPORT_TAR,
+	EXPORT_TAR_ZST
+};
+
+static const char *const export_formats[] = { "dir", "tar", "tar-zst" };
+
+struct export_args {
+	char			*sandbox;
+	char			*dest;		/* judged, normalized */
+	enum export_format	 format;
+};
+
+struct export {
+	struct export_args	 args;
+	char			*tenant;
+	export_cb		 cb;
+	void			*arg;
+};
+
+/* The child's work. */
+struct export_ctx {
+	enum export_format	 format;
+	uid_t			 uid;		/* dest's owner */
+	gid_t			 gid;
+	struct archive		*ar;
+	struct archive_entry	*entry;
+	int			 outfd;
+	ZSTD_CCtx		*zc;
+	char			*zbuf;
+	size_t			 zlen;
+	char			*buf;
+	char			*zero;
+	char			*error;		/* of the archive's output */
+	unsigned long long	 files;
+	unsigned long long	 symlinks;
+	unsigned long long	 deletes;
+	unsigned long long	 clears;
+	unsigned long long	 skipped;
+	unsigned long long	 whiteouts;
+	unsigned long long	 bytes;
+};
+
+/* ---- judging dest, on the loop ---- */
+
+/* Whether path p is r or below it (both normalized). */
+static int
+export_under(const char *p, const char *r)
+{
+	size_t	len = strlen(r);
+
+	if (strcmp(r, "/") == 0)
+		return (1);
+	return (strncmp(p, r, len) == 0 && (p[len] == '\0' || p[len] == '/'));
+}
+
+/*
+ * Normalize absolute path s: one slash between components, no "." and
+ * no trailing slash. NULL when it has a ".." component.
+ */
+static char *
+export_normalize(const char *s)
+{
+	const char	*p = s, *e;
+	char		*out;
+	size_t		 n = 0, len;
+
+	out = xmalloc(strlen(s) + 2);
+	while (*p != '\0') {
+		while (*p == '/')
+			p++;
+		if (*p == '\0')
+			break;
+		for (e = p; *e != '\0' && *e != '/'; e++)
+			;
+		len = e - p;
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			free(out);
+			return (NULL);
+		}
+		if (!(len == 1 && p[0] == '.')) {
+			out[n++] = '/';
+			memcpy(out + n, p, len);
+			n += len;
+		}
+		p = e;
+	}
+	if (n == 0)
+		out[n++] = '/';
+	out[n] = '\0';
+	return (out);
+}
+
+/* Whether an export root serves a tenant: all when it names none. */
+static int
+export_root_serves(struct cfg_word *w, const char *tenant)
+{
+	struct cfg_word	*t;
+
+	if (w->tenants == NULL || strcmp(tenant, TENANT_LOCAL) == 0)
+		return (1);
+	TAILQ_FOREACH(t, w->tenants, entry) {
+		if (strcmp(t->word, tenant) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* The home directory of the server's user, or NULL. */
+static const char *
+export_home(void)
+{
+	static char	*home;
+	struct passwd	*pw;
+
+	if (home == NULL && (pw = getpwuid(getuid())) != NULL &&
+	    pw->pw_dir != NULL)
+		home = export_normalize(pw->pw_dir);
+	return (home);
+}
+
+/*
+ * Judge dest for tenant (the sandbox copied from workspace, NULL when
+ * unknown): its normalized form, or NULL with an invalid_request cause.
+ */
+static char *
+export_judge(const char *dest, const char *tenant, const char *workspace,
+    struct cause *cause)
+{
+	struct cfg_word	*w;
+	const char	*home, *env;
+	char		*d, *r, *state;
+	int		 allowed = 0, same;
+
+	if (dest[0] != '/') {
+		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest must be an"
+		    " absolute path on the host: %s", dest);
+		return (NULL);
+	}
+	if (strlen(dest) >= PATH_MAX) {
+		cause_set(cause, CAUSE_INVALID, "dest", NULL, "dest is longer"
+		    " than %d bytes", PATH_MAX - 1);
+		return (NULL);
+	}
+	if ((d = export_normalize(dest)) == NULL) {
+		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest must not"
+		    " have a \"..\" component: %s", dest);
+		return (NULL);
+	}
+	if (strcmp(d, "/") == 0) {
+		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest cannot be"
+		    " the root directory");
+		free(d);
+		return (NULL);
+	}
+	same = (home = export_home()) != NULL && strcmp(d, home) == 0;
+	if (!same && (env = getenv("HOME")) != NULL &&
+	    (r = export_normalize(env)) != NULL) {
+		same = strcmp(d, r) == 0;
+		free(r);
+	}
+	if (same) {
+		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest cannot be"
+		    " the home directory of the server's user: %s", d);
+		free(d);
+		return (NULL);
+	}
+	if ((state = export_normalize(cfg->state_dir)) != NULL &&
+	    (export_under(d, state) || export_under(state, d))) {
+		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest %s %s the"
+		    " server's state directory", d, export_under(d, state) ?
+		    "is inside" : "holds");
+		free(state);
+		free(d);
+		return (NULL);
+	}
+	free(state);
+	if (workspace != NULL && (r = export_normalize(workspace)) != NULL) {
+		allowed = export_under(d, r);
+		free(r);
+	}
+	TAILQ_FOREACH(w, &cfg->export_roots, entry) {
+		if (allowed)
+			break;
+		if (!export_root_serves(w, tenant) ||
+		    (r = export_normalize(w->word)) == NULL)
+			continue;
+		allowed = export_under(d, r);
+		free(r);
+	}
+	if (!allowed) {
+		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest %s is"
+		    " neither under the workspace root the sandbox was copied"
+		    " from (%s) nor under an export root of the server's"
+		    " configuration (export-root DIR) that serves this caller",
+		    d, workspace != NULL ? workspace : "unknown");
+		free(d);
+		return (NULL);
+	}
+	return (d);
+}
+
+/* ---- the child: opening dest ---- */
+
+/* The report of an export that could not be made (kind: invalid, error). */
+static int
+export_report_error(int fd, const char *kind, const char *message)
+{
+	cJSON	*rep;
+	char	*text;
+	int	 r;
+
+	rep = cJSON_CreateObject();
+	cJSON_AddStringToObject(rep, kind, message);
+	text = util_json_print(rep);
+	cJSON_Delete(rep);
+	r = job_write_all(fd, text, strlen(text));
+	free(text);
+	return (r == 0 ? 0 : 1);
+}
+
+/*
+ * Open the directory at absolute path (normalized) from /, one
+ * component at a time, following no symlink and entering no directory
+ * that is the state directory (sdev, sino). -1 with *msg.
+ */
+static int
+export_open_path(const char *path, dev_t sdev, ino_t sino, char **msg)
+{
+	struct stat	 st;
+	char		*copy, *p, *comp;
+	int		 fd, nfd;
+
+	if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		xasprintf(msg, "cannot open /: %s", strerror(errno));
+		return (-1);
+	}
+	copy = xstrdup(path);
+	p = copy;
+	while ((comp = strsep(&p, "/")) != NULL) {
+		if (*comp == '\0')
+			continue;
+		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		if (nfd == -1) {
+			if (p != NULL)
+				p[-1] = '\0';
+			if (errno == ELOOP)
+				xasprintf(msg, "%s is a symlink: dest is"
+				    " walked without following one", copy);
+			else if (errno == ENOTDIR)
+				xasprintf(msg, "%s is not a directory", copy);
+			else if (errno == ENOENT)
+				xasprintf(msg, "%s does not exist", copy);
+			else
+				xasprintf(msg, "cannot open %s: %s", copy,
+				    strerror(errno));
+			close(fd);
+			free(copy);
+			return (-1);
+		}
+		close(fd);
+		fd = nfd;
+		if (fstat(fd, &st) == 0 && st.st_dev == sdev &&
+		    st.st_ino == sino) {
+			xasprintf(msg, "%s is the server's state directory",
+			    path);
+			close(fd);
+			free(copy);
+			return (-1);
+		}
+	}
+	free(copy);
+	return (fd);
+}
+
+/*
+ * Open dest for its format: the directory itself for dir (made when its
+ * parent exists), its parent for an archive (*leaf set). -1 with *msg.
+ */
+static int
+export_open_dest(struct export_args *a, struct export_ctx *x,
+    const char **leaf, char **msg)
+{
+	struct stat	 st, sst;
+	char		*parent, *slash;
+	int		 pfd, fd;
+
+	if (stat(cfg->state_dir, &sst) != 0)
+		memset(&sst, 0, sizeof sst);
+	parent = xstrdup(a->dest);
+	slash = strrchr(parent, '/');
+	*leaf = a->dest + (slash - parent) + 1;
+	if (slash == parent)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	pfd = export_open_path(parent, sst.st_dev, sst.st_ino, msg);
+	free(parent);
+	if (pfd == -1)
+		return (-1);
+	if (fstatat(pfd, *leaf, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		if (errno != ENOENT) {
+			xasprintf(msg, "cannot look at %s: %s", a->dest,
+			    strerror(errno));
+			close(pfd);
+			return (-1);
+		}
+		st.st_mode = 0;
+	}
+	if (a->format != EXPORT_DIR) {
+		if (S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode) ||
+		    (st.st_mode != 0 && !S_ISREG(st.st_mode))) {
+			xasprintf(msg, "%s is %s: an archive is written only"
+			    " as a new file or over an existing one", a->dest,
+			    S_ISDIR(st.st_mode) ? "a directory" :
+			    S_ISLNK(st.st_mode) ? "a symlink" :
+			    "not a regular file");
+			close(pfd);
+			return (-1);
+		}
+		if (fstat(pfd, &st) == 0) {
+			x->uid = st.st_uid;
+			x->gid = st.st_gid;
+		}
+		return (pfd);
+	}
+	if (st.st_mode != 0 && !S_ISDIR(st.st_mode)) {
+		xasprintf(msg, "%s exists and is %s: a dir export writes into"
+		    " a directory", a->dest, S_ISLNK(st.st_mode) ?
+		    "a symlink" : "not a directory");
+		close(pfd);
+		return (-1);
+	}
+	if (st.st_mode == 0) {
+		if (fstat(pfd, &st) != 0 || mkdirat(pfd, *leaf, 0755) != 0 ||
+		    fchownat(pfd, *leaf, st.st_uid, st.st_gid,
+		    AT_SYMLINK_NOFOLLOW) != 0) {
+			xasprintf(msg, "cannot make %s: %s", a->dest,
+			    strerror(errno));
+			close(pfd);
+			return (-1);
+		}
+	}
+	fd = openat(pfd, *leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	close(pfd);
+	if (fd == -1 || fstat(fd, &st) != 0) {
+		xasprintf(msg, "cannot open %s: %s", a->dest, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return (-1);
+	}
+	if (st.st_dev == sst.st_dev && st.st_ino == sst.st_ino) {
+		xasprintf(msg, "%s is the server's state directory", a->dest);
+		close(fd);
+		return (-1);
+	}
+	x->uid = st.st_uid;
+	x->gid = st.st_gid;
+	return (fd);
+}
+
+/* ---- the child: a dir export ---- */
+
+/* Whether an open file holds the same bytes as another, of size. */
+static int
+export_same_bytes(struct export_ctx *x, int a, int b, off_t size)
+{
+	char	*bb = x->buf + EXPORT_CHUNK / 2;
+	off_t	 off;
+	ssize_t	 n, m;
+	size_t	 want;
+
+	for (off = 0; off < size; off += n) {
+		want = size - off > EXPORT_CHUNK / 2 ? EXPORT_CHUNK / 2 :
+		    (size_t)(size - off);
+		if ((n = pread(a, x->buf, want, off)) <= 0 ||
+		    (m = pread(b, bb, want, off)) != n ||
+		    memcmp(x->buf, bb, n) != 0)
+			return (0);
+	}
+	return (1);
+}
+
+struct export_copy {
+	int	fd;
+};
+
+static int
+export_copy_cb(off_t off, const char *buf, size_t len, void *arg)
+{
+	struct export_copy	*c = arg;
+	ssize_t			 n;
+
+	while (len > 0) {
+		if ((n = pwrite(c->fd, buf, len, off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return (-1);
+		}
+		buf += n;
+		off += n;
+		len -= n;
+	}
+	return (0);
+}
+
+/* A temporary name in a directory for a file about to take its place. */
+static void
+export_temp_name(char *buf, size_t len)
+{
+	snprintf(buf, len, ".sandbox-mcp-export.%08x%08x", arc4random(),
+	    arc4random());
+}
+
+/*
+ * An unnamed file in dfd, or a named one (*named set) where the file
+ * system has no unnamed files. -1 with errno.
+ */
+static int
+export_temp_open(int dfd, mode_t mode, char *named, size_t len)
+{
+	int	fd;
+
+	named[0] = '\0';
+	fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+	if (fd != -1 || (errno != EOPNOTSUPP && errno != EISDIR &&
+	    errno != EINVAL))
+		return (fd);
+	export_temp_name(named, len);
+	return (openat(dfd, named, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, mode));
+}
+
+/* Give the temporary file fd (named, or unnamed) the name leaf in dfd. */
+static int
+export_temp_place(int fd, int dfd, const char *named, const char *leaf)
+{
+	char	tmp[64];
+
+	if (*named != '\0')
+		return (renameat(dfd, named, dfd, leaf));
+	export_temp_name(tmp, sizeof tmp);
+	if (linkat(fd, "", dfd, tmp, AT_EMPTY_PATH) != 0)
+		return (-1);
+	if (renameat(dfd, tmp, dfd, leaf) != 0) {
+		unlinkat(dfd, tmp, 0);
+		return (-1);
+	}
+	return (0);
+}
+
+/* Make room at name in out for a non-directory: a directory there goes. */
+static int
+export_room(struct fold *f, int out, const char *name, const struct stat *st,
+    const char *path)
+{
+	if (S_ISDIR(st->st_mode) && tree_remove(out, name) != 0) {
+		xasprintf(&f->error, "cannot remove the directory %s of dest"
+		    " to put a file there: %s", path, strerror(errno));
+		return (-1);
+	}
+	return (0);
+}
+
+static int
+export_dir_whiteout(struct fold *f, int out, const char *name,
+    const char *path)
+{
+	struct export_ctx	*x = f->arg;
+	struct stat		 st;
+
+	if (fstatat(out, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return (0);		/* nothing there to delete */
+	if (tree_remove(out, name) != 0) {
+		xasprintf(&f->error, "cannot delete %s in dest: %s", path,
+		    strerror(errno));
+		return (-1);
+	}
+	x->deletes++;
+	return (0);
+}
+
+static int
+export_dir_file(struct fold *f, int src, const char *name,
+    const struct stat *lst, int out, const char *path)
+{
+	struct export_ctx	*x = f->arg;
+	struct export_copy	 c;
+	struct stat		 st, now;
+	char			 named[64];
+	mode_t			 mode;
+	int			 sfd, dfd, same = 0, have;
+
+	if ((sfd = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1 || fstat(sfd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		xasprintf(&f->error, "cannot read %s in its layer: %s", path,
+		    strerror(errno));
+		if (sfd != -1)
+			close(sfd);
+		return (-1);
+	}
+	mode = st.st_mode & 0777;
+	have = fstatat(out, name, &now, AT_SYMLINK_NOFOLLOW) == 0;
+	if (have && S_ISREG(now.st_mode) && now.st_size == st.st_size &&
+	    (dfd = openat(out, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) != -1) {
+		if (fstat(dfd, &now) == 0 && S_ISREG(now.st_mode))
+			same = export_same_bytes(x, sfd, dfd, st.st_size);
+		if (same && (now.st_mode & 07777) != mode)
+			fchmod(dfd, mode);
+		close(dfd);
+	}
+	if (same) {
+		close(sfd);
+		x->skipped++;
+		return (0);
+	}
+	if (have && export_room(f, out, name, &now, path) != 0) {
+		close(sfd);
+		return (-1);
+	}
+	if ((dfd = export_temp_open(out, 0600, named, sizeof named)) == -1) {
+		xasprintf(&f->error, "cannot write %s in dest: %s", path,
+		    strerror(errno));
+		close(sfd);
+		return (-1);
+	}
+	c.fd = dfd;
+	if (tree_extents(sfd, st.st_size, export_copy_cb, &c) != 0 ||
+	    ftruncate(dfd, st.st_size) != 0 ||
+	    fchown(dfd, x->uid, x->gid) != 0 || fchmod(dfd, mode) != 0 ||
+	    export_temp_place(dfd, out, named, name) != 0) {
+		xasprintf(&f->error, "cannot write %s in dest: %s", path,
+		    strerror(errno));
+		if (*named != '\0')
+			unlinkat(out, named, 0);
+		close(dfd);
+		close(sfd);
+		return (-1);
+	}
+	close(dfd);
+	close(sfd);
+	x->files++;
+	x->bytes += st.st_size;
+	return (0);
+}
+
+static int
+export_dir_symlink(struct fold *f, int src, const char *name, int out,
+    const char *path)
+{
+	struct export_ctx	*x = f->arg;
+	struct stat		 now;
+	char			 target[PATH_MAX], old[PATH_MAX], tmp[64];
+	ssize_t			 n, m;
+	int			 have;
+
+	if ((n = readlinkat(src, name, target, sizeof target - 1)) < 0) {
+		xasprintf(&f->error, "cannot read the symlink %s in its"
+		    " layer: %s", path, strerror(errno));
+		return (-1);
+	}
+	target[n] = '\0';
+	have = fstatat(out, name, &now, AT_SYMLINK_NOFOLLOW) == 0;
+	if (have && S_ISLNK(now.st_mode) && (m = readlinkat(out, name, old,
+	    sizeof old - 1)) == n && memcmp(old, target, n) == 0) {
+		x->skipped++;
+		return (0);
+	}
+	if (have && export_room(f, out, name, &now, path) != 0)
+		return (-1);
+	export_temp_name(tmp, sizeof tmp);
+	if (symlinkat(target, out, tmp) != 0 || fchownat(out, tmp, x->uid,
+	    x->gid, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    renameat(out, tmp, out, name) != 0) {
+		xasprintf(&f->error, "cannot write the symlink %s in dest: %s",
+		    path, strerror(errno));
+		unlinkat(out, tmp, 0);
+		return (-1);
+	}
+	x->symlinks++;
+	return (0);
+}
+
+static int
+export_dir_leaf(struct fold *f, int src, const char *name,
+    const struct stat *st, int out, const char *path)
+{
+	if (S_ISREG(st->st_mode))
+		return (export_dir_file(f, src, name, st, out, path));
+	if (S_ISLNK(st->st_mode))
+		return (export_dir_symlink(f, src, name, out, path));
+	return (0);	/* a device or a fifo never reaches the host */
+}
+
+static int
+export_dir_mkdir(struct fold *f, int src, const char *name,
+    const struct stat *st, int opaque, int out, const char *path)
+{
+	struct export_ctx	*x = f->arg;
+	struct stat		 now;
+
+	if (fstatat(out, name, &now, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISDIR(now.st_mode))
+			return (0);
+		if (unlinkat(out, name, 0) != 0) {
+			xasprintf(&f->error, "cannot remove %s in dest to make"
+			    " a directory there: %s", path, strerror(errno));
+			return (-1);
+		}
+	}
+	if (mkdirat(out, name, 0700) != 0 || fchownat(out, name, x->uid,
+	    x->gid, AT_SYMLINK_NOFOLLOW) != 0 || fchmodat(out, name,
+	    st->st_mode & 01777, 0) != 0) {
+		xasprintf(&f->error, "cannot make the directory %s in dest:"
+		    " %s", path, strerror(errno));
+		return (-1);
+	}
+	return (0);
+}
+
+static int
+export_dir_enter(struct fold *f, int out, const char *name, const char *path)
+{
+	int	cfd;
+
+	if ((cfd = openat(out, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		xasprintf(&f->error, "cannot open the directory %s in dest:"
+		    " %s", path, strerror(errno));
+	return (cfd);
+}
+
+static void
+export_dir_leave(struct fold *f, int cfd, const struct timespec *times,
+    const char *path)
+{
+	close(cfd);
+}
+
+static int
+export_bsearch_cmp(const void *key, const void *elem)
+{
+	return (strcmp(key, *(char *const *)elem));
+}
+
+/* An opaque directory: every name of dest the delta does not have goes. */
+static int
+export_dir_clear(struct fold *f, int out, char **kept, size_t nkept,
+    const char *path)
+{
+	struct export_ctx	*x = f->arg;
+	struct dirent		*de;
+	DIR			*d;
+	char			**gone = NULL;
+	size_t			 ngone = 0, i;
+	int			 fd, r = 0;
+
+	if ((fd = dup(out)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		xasprintf(&f->error, "cannot read %s in dest: %s",
+		    *path != '\0' ? path : "/", strerror(errno));
+		return (-1);
+	}
+	rewinddir(d);
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0 ||
+		    bsearch(de->d_name, kept, nkept, sizeof *kept,
+		    export_bsearch_cmp) != NULL)
+			continue;
+		if (ngone == FOLD_ENTRIES_MAX) {
+			xasprintf(&f->error, "%s in dest holds more than %d"
+			    " names", path, FOLD_ENTRIES_MAX);
+			r = -1;
+			break;
+		}
+		gone = xreallocarray(gone, ngone + 1, sizeof *gone);
+		gone[ngone++] = xstrdup(de->d_name);
+	}
+	closedir(d);
+	for (i = 0; i < ngone; i++) {
+		if (r == 0 && tree_remove(out, gone[i]) != 0) {
+			xasprintf(&f->error, "cannot clear %s/%s in dest: %s",
+			    path, gone[i], strerror(errno));
+			r = -1;
+		}
+		free(gone[i]);
+	}
+	free(gone);
+	if (r == 0 && ngone > 0)
+		x->clears++;
+	return (r);
+}
+
+static const struct fold_ops export_dir_ops = {
+	.whiteout = export_dir_whiteout,
+	.leaf = export_dir_leaf,
+	.dir = export_dir_mkdir,
+	.enter = export_dir_enter,
+	.leave = export_dir_leave,
+	.clear = export_dir_clear,
+};
+
+/* ---- the child: an archive ---- */
+
+static int
+export_out_write(struct export_ctx *x, const void *buf, size_t len)
+{
+	const char	*p = buf;
+	ssize_t		 n;
+
+	while (len > 0) {
+		if ((n = write(x->outfd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			if (x->error == NULL)
+				xasprintf(&x->error, "cannot write the"
+				    " archive: %s", strerror(errno));
+			return (-1);
+		}
+		p += n;
+		len -= n;
+		x->bytes += n;
+	}
+	return (0);
+}
+
+/* Compress what libarchive hands over (end: flush the frame). */
+static int
+export_zstd(struct export_ctx *x, const void *buf, size_t len, int end)
+{
+	ZSTD_inBuffer	 in = { buf, len, 0 };
+	ZSTD_outBuffer	 out;
+	size_t		 left;
+
+	for (;;) {
+		out.dst = x->zbuf;
+		out.size = x->zlen;
+		out.pos = 0;
+		left = ZSTD_compressStream2(x->zc, &out, &in, end ?
+		    ZSTD_e_end : ZSTD_e_continue);
+		if (ZSTD_isError(left)) {
+			if (x->error == NULL)
+				xasprintf(&x->error, "zstd: %s",
+				    ZSTD_getErrorName(left));
+			return (-1);
+		}
+		if (out.pos > 0 && export_out_write(x, x->zbuf, out.pos) != 0)
+			return (-1);
+		if (end ? left == 0 : in.pos == in.size)
+			return (0);
+	}
+}
+
+static la_ssize_t
+export_ar_write(struct archive *a, void *arg, const void *buf, size_t len)
+{
+	struct export_ctx	*x = arg;
+	int			 r;
+
+	if (x->zc != NULL)
+		r = export_zstd(x, buf, len, 0);
+	else
+		r = export_out_write(x, buf, len);
+	return (r == 0 ? (la_ssize_t)len : -1);
+}
+
+/* An archive error as f->error. */
+static int
+export_ar_error(struct fold *f, const char *path)
+{
+	struct export_ctx	*x = f->arg;
+
+	if (x->error != NULL) {
+		f->error = x->error;
+		x->error = NULL;
+	} else
+		xasprintf(&f->error, "cannot archive %s: %s", path,
+		    archive_error_string(x->ar) != NULL ?
+		    archive_error_string(x->ar) : "unknown error");
+	return (-1);
+}
+
+/* A fresh entry for path with the layer's metadata of st. */
+static struct archive_entry *
+export_entry(struct export_ctx *x, const char *path, const struct stat *st)
+{
+	struct archive_entry	*e = x->entry;
+
+	archive_entry_clear(e);
+	archive_entry_update_pathname_utf8(e, path);
+	archive_entry_set_mode(e, st->st_mode);
+	archive_entry_set_uid(e, st->st_uid);
+	archive_entry_set_gid(e, st->st_gid);
+	archive_entry_set_mtime(e, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+	return (e);
+}
+
+/* An empty whiteout file of name in directory path ("" at the root). */
+static int
+export_ar_marker(struct fold *f, const char *dir, const char *name,
+    const struct stat *st)
+{
+	struct export_ctx	*x = f->arg;
+	struct archive_entry	*e;
+	struct stat		 w;
+	char			*path;
+	int			 r;
+
+	memset(&w, 0, sizeof w);
+	w.st_mode = S_IFREG | 0644;
+	w.st_mtim = st->st_mtim;
+	if (*dir != '\0')
+		xasprintf(&path, "%s/%s", dir, name);
+	else
+		path = xstrdup(name);
+	e = export_entry(x, path, &w);
+	archive_entry_set_size(e, 0);
+	r = archive_write_header(x->ar, e) == ARCHIVE_OK ? 0 :
+	    export_ar_error(f, path);
+	free(path);
+	if (r == 0)
+		x->whiteouts++;
+	return (r);
+}
+
+static int
+export_ar_whiteout(struct fold *f, int out, const char *name,
+    const char *path)
+{
+	struct stat	 st;
+	char		*dir, *wh;
+	int		 r;
+
+	memset(&st, 0, sizeof st);
+	clock_gettime(CLOCK_REALTIME, &st.st_mtim);
+	dir = xstrdup(path);
+	if (strrchr(dir, '/') != NULL)
+		*strrchr(dir, '/') = '\0';
+	else
+		*dir = '\0';
+	xasprintf(&wh, ".wh.%s", name);
+	r = export_ar_marker(f, dir, wh, &st);
+	free(wh);
+	free(dir);
+	return (r);
+}
+
+/* Feed n bytes of zeros (a hole, or a file that shrank) to the entry. */
+static int
+export_ar_zeros(struct export_ctx *x, off_t n)
+{
+	size_t	want;
+
+	while (n > 0) {
+		want = n > EXPORT_CHUNK ? EXPORT_CHUNK : (size_t)n;
+		if (archive_write_data(x->ar, x->zero, want) != (la_ssize_t)want)
+			return (-1);
+		n -= want;
+	}
+	return (0);
+}
+
+/*
+ * The data regions of a sparse file into the entry's map (0), or -1 when
+ * it has more than EXPORT_SPARSE_MAX of them.
+ */
+static int
+export_ar_sparse(struct archive_entry *e, int fd, off_t size)
+{
+	off_t	data, hole, off;
+	size_t	n = 0;
+
+	for (off = 0; off < size; off = hole) {
+		if ((data = lseek(fd, off, SEEK_DATA)) == -1) {
+			if (errno == ENXIO)
+				break;
+			data = off;
+			hole = size;
+		} else if ((hole = lseek(fd, data, SEEK_HOLE)) == -1 ||
+		    hole > size)
+			hole = size;
+		if (data >= size)
+			break;
+		if (++n > EXPORT_SPARSE_MAX)
+			return (-1);
+		archive_entry_sparse_add_entry(e, data, hole - data);
+	}
+	if (n == 0)
+		archive_entry_sparse_add_entry(e, size, 0);
+	return (0);
+}
+
+struct export_feed {
+	struct export_ctx	*x;
+	off_t			 pos;
+};
+
+static int
+export_feed_cb(off_t off, const char *buf, size_t len, void *arg)
+{
+	struct export_feed	*fe = arg;
+
+	if (off > fe->pos && export_ar_zeros(fe->x, off - fe->pos) != 0)
+		return (-1);
+	if (archive_write_data(fe->x->ar, buf, len) != (la_ssize_t)len)
+		return (-1);
+	fe->pos = off + len;
+	return (0);
+}
+
+static int
+export_ar_file(struct fold *f, int src, const char *name, const char *path)
+{
+	struct export_ctx	*x = f->arg;
+	struct archive_entry	*e;
+	struct export_feed	 fe;
+	struct stat		 st;
+	int			 fd, r;
+
+	if ((fd = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		xasprintf(&f->error, "cannot read %s in its layer: %s", path,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return (-1);
+	}
+	e = export_entry(x, path, &st);
+	archive_entry_set_size(e, st.st_size);
+	if (tree_sparse(fd, st.st_size) && export_ar_sparse(e, fd,
+	    st.st_size) != 0) {
+		xasprintf(&f->error, "%s has more than %d data regions: it"
+		    " cannot be archived", path, EXPORT_SPARSE_MAX);
+		close(fd);
+		return (-1);
+	}
+	if (archive_write_header(x->ar, e) != ARCHIVE_OK) {
+		close(fd);
+		return (export_ar_error(f, path));
+	}
+	fe.x = x;
+	fe.pos = 0;
+	/* The header said st_size: a file that shrank meanwhile is padded. */
+	r = tree_extents(fd, st.st_size, export_feed_cb, &fe);
+	if (r == 0 && fe.pos < st.st_size)
+		r = export_ar_zeros(x, st.st_size - fe.pos);
+	close(fd);
+	if (r != 0) {
+		if (x->error == NULL && archive_errno(x->ar) == 0)
+			xasprintf(&f->error, "cannot read %s in its layer: %s",
+			    path, strerror(errno));
+		else
+			return (export_ar_error(f, path));
+		return (-1);
+	}
+	x->files++;
+	return (0);
+}
+
+static int
+export_ar_leaf(struct fold *f, int src, const char *name,
+    const struct stat *st, int out, const char *path)
+{
+	struct export_ctx	*x = f->arg;
+	struct archive_entry	*e;
+	char			 target[PATH_MAX];
+	ssize_t			 n;
+
+	if (S_ISREG(st->st_mode))
+		return (export_ar_file(f, src, name, path));
+	if (!S_ISLNK(st->st_mode))
+		return (0);	/* a device or a fifo is not archived */
+	if ((n = readlinkat(src, name, target, sizeof target - 1)) < 0) {
+		xasprintf(&f->error, "cannot read the symlink %s in its"
+		    " layer: %s", path, strerror(errno));
+		return (-1);
+	}
+	target[n] = '\0';
+	e = export_entry(x, path, st);
+	archive_entry_update_symlink_utf8(e, target);
+	archive_entry_set_size(e, 0);
+	if (archive_write_header(x->ar, e) != ARCHIVE_OK)
+		return (export_ar_error(f, path));
+	x->symlinks++;
+	return (0);
+}
+
+static int
+export_ar_dir(struct fold *f, int src, const char *name,
+    const struct stat *st, int opaque, int out, const char *path)
+{
+	struct export_ctx	*x = f->arg;
+	struct archive_entry	*e;
+
+	e = export_entry(x, path, st);
+	archive_entry_set_size(e, 0);
+	if (archive_write_header(x->ar, e) != ARCHIVE_OK)
+		return (export_ar_error(f, path));
+	if (opaque)
+		return (export_ar_marker(f, path, ".wh..wh..opq", st));
+	return (0);
+}
+
+static int
+export_ar_enter(struct fold *f, int out, const char *name, const char *path)
+{
+	return (AT_FDCWD);	/* an archive has no output directories */
+}
+
+static void
+export_ar_leave(struct fold *f, int cfd, const struct timespec *times,
+    const char *path)
+{
+}
+
+static const struct fold_ops export_ar_ops = {
+	.whiteout = export_ar_whiteout,
+	.leaf = export_ar_leaf,
+	.dir = export_ar_dir,
+	.enter = export_ar_enter,
+	.leave = export_ar_leave,
+	.clear = NULL,		/* an opaque directory is its marker */
+};
+
+/* Set up the archive's writer on x->outfd. */
+static int
+export_ar_open(struct export_ctx *x, char **msg)
+{
+	x->ar = archive_write_new();
+	x->entry = archive_entry_new();
+	if (x->ar == NULL || x->entry == NULL) {
+		xasprintf(msg, "cannot set up the archive");
+		return (-1);
+	}
+	if (x->format == EXPORT_TAR_ZST) {
+		if ((x->zc = ZSTD_createCCtx()) == NULL ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(x->zc,
+		    ZSTD_c_compressionLevel, EXPORT_ZSTD_LEVEL)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(x->zc,
+		    ZSTD_c_checksumFlag, 1))) {
+			xasprintf(msg, "cannot set up zstd");
+			return (-1);
+		}
+		x->zlen = ZSTD_CStreamOutSize();
+		x->zbuf = xmalloc(x->zlen);
+	}
+	if (archive_write_set_format_pax_restricted(x->ar) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(x->ar, 64 * 1024) !=
+	    ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(x->ar, 1) != ARCHIVE_OK ||
+	    archive_write_open(x->ar, x, NULL, export_ar_write, NULL) !=
+	    ARCHIVE_OK) {
+		xasprintf(msg, "cannot set up the archive: %s",
+		    archive_error_string(x->ar));
+		return (-1);
+	}
+	return (0);
+}
+
+/* End the archive and its compression. */
+static int
+export_ar_close(struct export_ctx *x, char **msg)
+{
+	if (archive_write_close(x->ar) != ARCHIVE_OK ||
+	    (x->zc != NULL && export_zstd(x, NULL, 0, 1) != 0)) {
+		if (x->error != NULL) {
+			*msg = x->error;
+			x->error = NULL;
+		} else
+			xasprintf(msg, "cannot end the archive: %s",
+			    archive_error_string(x->ar));
+		return (-1);
+	}
+	return (0);
+}
+
+/* ---- the child ---- */
+
+/* The snapshot: the manifest as it is, its layers held. */
+static struct layer_stack *
+export_snapshot(const char *sbox, struct layer_hold *hold, char **msg)
+{
+	struct layer_stack	*ls;
+	int			 tries, r;
+
+	for (tries = 0; tries < EXPORT_HOLD_TRIES; tries++) {
+		if ((ls = layer_stack_read(sbox, msg)) == NULL)
+			return (NULL);
+		if ((r = layer_hold(ls, hold, msg)) == 0)
+			return (ls);
+		layer_stack_free(ls);
+		if (r == -1)
+			return (NULL);
+	}
+	xasprintf(msg, "the stack kept changing under the export; try again");
+	return (NULL);
+}
+
+static cJSON *
+export_result(struct export_ctx *x, struct layer_stack *ls, cJSON *live)
+{
+	cJSON	*rep;
+
+	rep = cJSON_CreateObject();
+	cJSON_AddNumberToObject(rep, "manifest_version", ls->version);
+	cJSON_AddStringToObject(rep, "format", export_formats[x->format]);
+	cJSON_AddNumberToObject(rep, "layers_exported", (double)(ls->n - 1));
+	cJSON_AddNumberToObject(rep, "files_written", (double)x->files);
+	cJSON_AddNumberToObject(rep, "symlinks_written", (double)x->symlinks);
+	if (x->format == EXPORT_DIR) {
+		cJSON_AddNumberToObject(rep, "deletes_applied",
+		    (double)x->deletes);
+		cJSON_AddNumberToObject(rep, "opaque_clears",
+		    (double)x->clears);
+		cJSON_AddNumberToObject(rep, "skipped_unchanged",
+		    (double)x->skipped);
+	} else
+		cJSON_AddNumberToObject(rep, "whiteouts_emitted",
+		    (double)x->whiteouts);
+	cJSON_AddNumberToObject(rep, "bytes_written", (double)x->bytes);
+	if (cJSON_GetArraySize(live) > 0)
+		cJSON_AddItemToObject(rep, "live_workspace_sessions", live);
+	else
+		cJSON_Delete(live);
+	return (rep);
+}
+
+int
+export_child(void *arg, int fd)
+{
+	struct export_args	*a = arg;
+	struct export_ctx	 x;
+	struct layer_hold	 hold = { NULL, 0 };
+	struct layer_stack	*ls = NULL;
+	struct fold		 f;
+	const char		*leaf, *ro[2];
+	char			*msg = NULL, *stack, named[64];
+	size_t			*run = NULL, below[1], i;
+	cJSON			*live, *rep;
+	int			 dfd, ofd = -1, r = 1, *roots = NULL;
+
+	memset(&x, 0, sizeof x);
+	memset(&f, 0, sizeof f);
+	x.format = a->format;
+	x.outfd = -1;
+	named[0] = '\0';
+	if ((dfd = export_open_dest(a, &x, &leaf, &msg)) == -1) {
+		r = export_report_error(fd, "invalid", msg);
+		free(msg);
+		return (r);
+	}
+	if ((ls = export_snapshot(a->sandbox, &hold, &msg)) == NULL) {
+		export_report_error(fd, "error", msg);
+		free(msg);
+		close(dfd);
+		return (1);
+	}
+	live = cJSON_CreateArray();
+	squash_managed_sessions(a->sandbox, live);
+
+	roots = xcalloc(ls->n, sizeof *roots);
+	for (i = 0; i < ls->n; i++)
+		roots[i] = -1;
+	for (i = 0; i < ls->n; i++) {
+		if ((roots[i] = open(ls->paths[i], O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1) {
+			xasprintf(&msg, "cannot open layer %s: %s", ls->ids[i],
+			    strerror(errno));
+			goto fail;
+		}
+	}
+	stack = state_where(STATE_STACK, a->sandbox, NULL);
+	ro[0] = stack;
+	ro[1] = ls->paths[ls->n - 1];
+	if (confine_enter(NULL, 0, ro, 2, &msg) != 0) {
+		free(stack);
+		goto fail;
+	}
+	free(stack);
+
+	x.buf = xmalloc(EXPORT_CHUNK);
+	x.zero = xcalloc(1, EXPORT_CHUNK);
+	if (a->format == EXPORT_DIR)
+		x.outfd = dfd;
+	else {
+		if ((ofd = export_temp_open(dfd, 0644, named,
+		    sizeof named)) == -1) {
+			xasprintf(&msg, "cannot write beside %s: %s", a->dest,
+			    strerror(errno));
+			goto fail;
+		}
+		x.outfd = ofd;
+		if (export_ar_open(&x, &msg) != 0)
+			goto fail;
+	}
+
+	f.ops = a->format == EXPORT_DIR ? &export_dir_ops : &export_ar_ops;
+	f.arg = &x;
+	f.roots = roots;
+	f.ls = ls;
+	run = xcalloc(ls->n, sizeof *run);
+	for (i = 0; i + 1 < ls->n; i++)
+		run[i] = i;
+	below[0] = ls->n - 1;
+	if (ls->n > 1 && fold_dir(&f, "", run, ls->n - 1, below, 1, 0,
+	    a->format == EXPORT_DIR ? dfd : AT_FDCWD) != 0) {
+		msg = f.error;
+		f.error = NULL;
+		goto fail;
+	}
+
+	if (a->format == EXPORT_DIR) {
+		if (syncfs(dfd) != 0) {
+			xasprintf(&msg, "cannot make dest durable: %s",
+			    strerror(errno));
+			goto fail;
+		}
+	} else {
+		if (export_ar_close(&x, &msg) != 0)
+			goto fail;
+		if (fchown(ofd, x.uid, x.gid) != 0 || fsync(ofd) != 0 ||
+		    export_temp_place(ofd, dfd, named, leaf) != 0 ||
+		    fsync(dfd) != 0) {
+			xasprintf(&msg, "cannot put the archive at %s: %s",
+			    a->dest, strerror(errno));
+			goto fail;
+		}
+		named[0] = '\0';
+	}
+	rep = export_result(&x, ls, live);
+	live = NULL;
+	msg = util_json_print(rep);
+	cJSON_Delete(rep);
+	r = job_write_all(fd, msg, strlen(msg)) == 0 ? 0 : 1;
+	free(msg);
+	msg = NULL;
+	goto out;
+
+fail:
+	export_report_error(fd, "error", msg != NULL ? msg :
+	    "the export failed");
+	free(msg);
+	if (*named != '\0')
+		unlinkat(dfd, named, 0);
+out:
+	cJSON_Delete(live);
+	if (x.ar != NULL)
+		archive_write_free(x.ar);
+	if (x.entry != NULL)
+		archive_entry_free(x.entry);
+	ZSTD_freeCCtx(x.zc);
+	free(x.zbuf);
+	free(x.buf);
+	free(x.zero);
+	free(x.error);
+	free(f.error);
+	free(run);
+	if (ofd != -1)
+		close(ofd);
+	close(dfd);
+	for (i = 0; roots != NULL && i < ls->n; i++) {
+		if (roots[i] != -1)
+			close(roots[i]);
+	}
+	free(roots);
+	layer_hold_release(&hold);
+	layer_stack_free(ls);
+	return (r);
+}
+
+/* ---- the server ---- */
+
+static void
+export_free(struct export *e)
+{
+	free(e->args.sandbox);
+	free(e->args.dest);
+	free(e->tenant);
+	free(e);
+}
+
+static void
+export_done(int status, struct evbuffer *report, void *arg)
+{
+	struct export	*e = arg;
+	struct cause	 cause = { 0 };
+	size_t		 len = evbuffer_get_length(report);
+	cJSON		*rep, *v, *ev;
+
+	rep = len > 0 ? cJSON_ParseWithLength((const char *)evbuffer_pullup(
+	    report, len), len) : NULL;
+	if (!cJSON_IsObject(rep))
+		cause_set(&cause, CAUSE_FAILED, "sandbox_id", e->args.sandbox,
+		    "the exporting process ended without a report (it may"
+		    " have run out of the memory its sandbox's helpers may"
+		    " use)");
+	else if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "invalid")))
+		cause_set(&cause, CAUSE_INVALID, "dest", e->args.dest, "%s",
+		    v->valuestring);
+	else if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "error")) ||
+	    !cJSON_IsNumber(cJSON_GetObjectItem(rep, "manifest_version")))
+		cause_set(&cause, CAUSE_FAILED, "sandbox_id", e->args.sandbox,
+		    "export to %s: %s", e->args.dest, cJSON_IsString(v) ?
+		    v->valuestring : "the export's report is malformed");
+	if (cause.kind != CAUSE_NONE) {
+		log_warnx("sandbox %s: export to %s: %s", e->args.sandbox,
+		    e->args.dest, cause.message);
+		e->cb(NULL, &cause, e->arg);
+		cause_clear(&cause);
+	} else {
+		ev = cJSON_Duplicate(rep, 1);
+		cJSON_AddStringToObject(ev, "dest", e->args.dest);
+		telemetry_event(e->args.sandbox, NULL, NULL,
+		    "export.completed", ev);
+		log_info("sandbox %s: exported to %s (%s)", e->args.sandbox,
+		    e->args.dest, export_formats[e->args.format]);
+		e->cb(rep, NULL, e->arg);
+	}
+	cJSON_Delete(rep);
+	export_free(e);
+}
+
+/*
+ * Export the published changes of sandbox id (of tenant, copied from
+ * workspace) to dest in format ("dir", "tar" or "tar-zst"): cb gets the
+ * result of export_changes or a cause. NULL (and cause) when dest or
+ * format is refused before anything is touched.
+ */
+struct export *
+export_start(const char *id, const char *tenant, const char *workspace,
+    const char *dest, const char *format, export_cb cb, void *arg,
+    struct cause *cause)
+{
+	struct export	*e;
+	size_t		 i;
+	char		*d;
+
+	for (i = 0; i < sizeof export_formats / sizeof export_formats[0];
+	    i++) {
+		if (strcmp(format, export_formats[i]) == 0)
+			break;
+	}
+	if (i == sizeof export_formats / sizeof export_formats[0]) {
+		cause_set(cause, CAUSE_INVALID, "format", format, "format must"
+		    " be \"dir\", \"tar\" or \"tar-zst\", not \"%s\"", format);
+		return (NULL);
+	}
+	if ((d = export_judge(dest, tenant, workspace, cause)) == NULL)
+		return (NULL);
+	e = xcalloc(1, sizeof *e);
+	e->args.sandbox = xstrdup(id);
+	e->args.dest = d;
+	e->args.format = (enum export_format)i;
+	e->tenant = xstrdup(tenant);
+	e->cb = cb;
+	e->arg = arg;
+	job_early(job_helper("export", e->args.sandbox, e->tenant,
+	    export_child, &e->args, NULL, 0, export_done, e));
+	return (e);
+}
