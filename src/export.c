@@ -60,7 +60,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <iconv.h>
 #include <limits.h>
+#include <locale.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,7 +314,7 @@ export_open_path(const char *path, dev_t sdev, ino_t sino, char **msg)
 {
 	struct stat	 st;
 	char		*copy, *p, *comp;
-	int		 fd, nfd;
+	int		 fd, nfd, len;
 
 	if ((fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
 		xasprintf(msg, "cannot open /: %s", strerror(errno));
@@ -326,18 +328,21 @@ export_open_path(const char *path, dev_t sdev, ino_t sino, char **msg)
 		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		    O_CLOEXEC);
 		if (nfd == -1) {
-			if (p != NULL)
-				p[-1] = '\0';
-			if (errno == ELOOP)
-				xasprintf(msg, "%s is a symlink: dest is"
-				    " walked without following one", copy);
+			len = (int)(comp - copy + strlen(comp));
+			if (errno == ELOOP || (errno == ENOTDIR &&
+			    fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISLNK(st.st_mode)))
+				xasprintf(msg, "%.*s is a symlink: dest is"
+				    " walked without following one", len, path);
 			else if (errno == ENOTDIR)
-				xasprintf(msg, "%s is not a directory", copy);
+				xasprintf(msg, "%.*s is not a directory", len,
+				    path);
 			else if (errno == ENOENT)
-				xasprintf(msg, "%s does not exist", copy);
+				xasprintf(msg, "%.*s does not exist", len,
+				    path);
 			else
-				xasprintf(msg, "cannot open %s: %s", copy,
-				    strerror(errno));
+				xasprintf(msg, "cannot open %.*s: %s", len,
+				    path, strerror(errno));
 			close(fd);
 			free(copy);
 			return (-1);
@@ -1226,6 +1231,7 @@ export_child(void *arg, int fd)
 	size_t			*run = NULL, below[1], i;
 	cJSON			*live, *rep;
 	int			 dfd, ofd = -1, r = 1, *roots = NULL;
+	iconv_t			 cd;
 
 	memset(&x, 0, sizeof x);
 	memset(&f, 0, sizeof f);
@@ -1256,6 +1262,16 @@ export_child(void *arg, int fd)
 			    strerror(errno));
 			goto fail;
 		}
+	}
+	if (a->format != EXPORT_DIR) {
+		/*
+		 * libarchive converts names with iconv, whose configuration
+		 * is read on first use: read it while it can be, in a
+		 * locale whose charset is the names' own.
+		 */
+		setlocale(LC_CTYPE, "C.UTF-8");
+		if ((cd = iconv_open("UTF-8", "UTF-8")) != (iconv_t)-1)
+			iconv_close(cd);
 	}
 	stack = state_where(STATE_STACK, a->sandbox, NULL);
 	ro[0] = stack;
