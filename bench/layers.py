@@ -2,7 +2,7 @@
 # bench/layers.py: what the depth of a layer stack costs, and what a
 # squash costs, over MCP stdio.  Python 3 standard library only.
 #
-#   python3 bench/layers.py [--image IMAGE] [--runs N] [--keep]
+#   python3 bench/layers.py [--image IMAGE] [--runs N] [--keep] [--no-depth]
 #
 # One sandbox-mcp process (--set management --set runtime, autosquash
 # off: limit autosquash-depth 0), one sandbox of --image (default
@@ -24,8 +24,19 @@
 #    cgroup v2), against `tar -c | zstd` of the same 10,000 files made
 #    on the host as a floor.
 #
-# Targets: squash of 100 small layers <= 1 s; the squash's helper peak
-# <= 64 MiB.
+# 3. Export: each of those two stacks (the 100 x 100 one before its
+#    squash, and a stack of 20 layers holding 10,000 files, 256 MiB of
+#    base64 text) exported with export_changes to dir, tar and tar-zst:
+#    median time of 5 calls (each to a new dest), bytes and the export
+#    child's own peak RSS (from the server's log), against the medians
+#    of 5 runs of `tar -cf` and `tar -c | zstd` of the exported
+#    directory in the same run as floors.  The big stack is squashed
+#    too (time, child RSS).
+#
+# Targets: squash of 100 small layers <= 1 s; export tar-zst within
+# 1.5x of the tar|zstd floor; every export's and squash's own peak RSS
+# <= 64 MiB. The helper group's peak (which counts the page cache its
+# reads and writes fill, reclaimable) is reported beside it.
 #
 # Results: printed, and written to $SANDBOX_MCP_BUILDDIR/bench/results/
 # layers.txt and layers.json.  Exit status 0 when the targets are met, 1
@@ -46,6 +57,7 @@ BUILDDIR = os.environ.get("SANDBOX_MCP_BUILDDIR",
                           os.path.join(os.path.dirname(__file__), ".."))
 BIN = os.path.join(BUILDDIR, "sandbox-mcp")
 DEPTHS = (1, 50, 200, 450)
+EXPORT_RUNS = 5
 
 
 class Broken(Exception):
@@ -175,11 +187,91 @@ def helper_peak(sid):
     return None
 
 
+def child_rss(state, what, dest=None):
+    """The peak RSS (KiB) the server logged for the last export to dest
+    (what "export") or the last squash."""
+    rss = None
+    with open(state + ".log", errors="replace") as f:
+        for line in f:
+            if what == "export" and (" exported to %s (" % dest) in line \
+                    or what == "squash" and "stack squashed" in line:
+                try:
+                    rss = int(line.rsplit("peak RSS ", 1)[1].split()[0])
+                except (IndexError, ValueError):
+                    pass
+    return rss
+
+
+def remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+def exports(s, state, sid, tmp, tag, lines, data):
+    """export_changes of sandbox sid to each format, against floors made
+    from the exported directory: returns whether the targets hold."""
+    ok = True
+    out = os.path.join(tmp, "out")
+    os.makedirs(out, exist_ok=True)
+    rows = {}
+    for fmt in ("dir", "tar", "tar-zst"):
+        ext = {"dir": "d", "tar": "tar", "tar-zst": "tar.zst"}[fmt]
+        times = []
+        for k in range(EXPORT_RUNS):
+            dest = os.path.join(out, "%s-%d.%s" % (tag, k, ext))
+            t0 = time.perf_counter()
+            r = s.call("export_changes", {"sandbox_id": sid, "dest": dest,
+                                          "format": fmt})
+            times.append(time.perf_counter() - t0)
+            rss = child_rss(state, "export", dest)
+            if k > 0:
+                remove(dest)
+        rows[fmt] = (statistics.median(times), r["bytes_written"], rss)
+    tree = os.path.join(out, "%s-0.d" % tag)
+    ftar, fzst = [], []
+    for k in range(EXPORT_RUNS):
+        t0 = time.perf_counter()
+        subprocess.run("tar -cf %s/floor.tar -C %s ." % (tmp, tree),
+                       shell=True, check=True)
+        ftar.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        subprocess.run("tar -cf - -C %s . | zstd -q -c > %s/floor.tar.zst"
+                       % (tree, tmp), shell=True, check=True)
+        fzst.append(time.perf_counter() - t0)
+    ftar, fzst = statistics.median(ftar), statistics.median(fzst)
+    floors = {"dir": None, "tar": (ftar, os.path.getsize(tmp + "/floor.tar")),
+              "tar-zst": (fzst, os.path.getsize(tmp + "/floor.tar.zst"))}
+    for fmt, (sec, size, rss) in rows.items():
+        fl = floors[fmt]
+        lines.append("export %-8s %-7s %8.3f s %12d bytes  child RSS %s%s"
+                     % (tag, fmt, sec, size, "%.1f MiB" % (rss / 1024.0)
+                        if rss else "unknown",
+                        "  floor %.3f s %d bytes (ratio %.2fx)"
+                        % (fl[0], fl[1], sec / fl[0]) if fl else ""))
+        data.setdefault("export", []).append({
+            "stack": tag, "format": fmt, "seconds": sec, "bytes": size,
+            "child_rss_kib": rss, "floor_seconds": fl[0] if fl else None,
+            "floor_bytes": fl[1] if fl else None})
+        if rss is None or rss > 64 * 1024:
+            ok = False
+    ratio = rows["tar-zst"][0] / fzst
+    lines.append("  %s  export %s tar-zst within 1.5x of tar|zstd (%.2fx)"
+                 % ("PASS" if ratio <= 1.5 else "FAIL", tag, ratio))
+    lines.append("  %s  export %s child RSS <= 64 MiB in every format"
+                 % ("PASS" if ok else "FAIL", tag))
+    shutil.rmtree(out, ignore_errors=True)
+    return ok and ratio <= 1.5
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--image", default="sandbox-mcp/busybox:test")
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--no-depth", action="store_true",
+                    help="leave out part 1 (depth)")
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="bench-layers-")
@@ -189,7 +281,8 @@ def main():
         f.write("bench\n")
     conf = os.path.join(tmp, "conf")
     with open(conf, "w") as f:
-        f.write("workspace-root %s\nlimit autosquash-depth 0\n" % roots)
+        f.write("workspace-root %s\nexport-root %s\nlimit autosquash-depth"
+                " 0\n" % (roots, tmp))
     state = os.path.join(tmp, "state")
     s = Server(state, conf)
     lines, data, ok = [], {"depth": [], "squash": {}}, True
@@ -204,7 +297,7 @@ def main():
         lines.append("%-7s %-7s %-24s %9s %7s" % ("depth", "stack", "call",
                                                  "median", "ratio"))
         n = 0
-        for d in DEPTHS:
+        for d in DEPTHS if not a.no_depth else ():
             while depth_of(state, sid) < d:
                 s.call("file_write", {"sandbox_id": sid,
                                       "path": "grow/%d.txt" % n,
@@ -246,6 +339,8 @@ def main():
                 "yield_time_ms": 60000})
             s.call("publish_workspace_session", {
                 "sandbox_id": sid, "workspace_session_id": ws})
+        lines.append("")
+        ex_small = exports(s, state, sid, tmp, "100x100", lines, data)
         before = depth_of(state, sid)
         helper_peak_reset(sid)
         t0 = time.perf_counter()
@@ -277,14 +372,44 @@ def main():
                           "layers_after": after, "helper_peak": peak,
                           "floor_seconds": floor}
         t1 = sq <= 1.0
-        t2 = peak is None or peak <= 64 * 1048576
         lines.append("  %s  squash of 100 small layers <= 1 s (%.3f s)"
                      % ("PASS" if t1 else "FAIL", sq))
-        lines.append("  %s  helper peak <= 64 MiB (%s)"
-                     % ("PASS" if t2 else "FAIL",
-                        "%.1f MiB" % (peak / 1048576) if peak else
-                        "not measured"))
-        ok = t1 and t2
+        sq_rss = child_rss(state, "squash")
+        lines.append("  squash child RSS %s" % ("%.1f MiB" % (sq_rss / 1024.0)
+                                                if sq_rss else "unknown"))
+
+        # 3. 20 layers, 10,000 files, 256 MiB of text: export, squash.
+        sid = s.call("create_sandbox", {"image": a.image,
+                                        "workspace_root": os.path.join(
+                                            roots, "ws")})["id"]
+        for i in range(20):
+            ws = s.call("create_workspace_session",
+                        {"sandbox_id": sid})["workspace_session_id"]
+            s.call("exec_command", {
+                "sandbox_id": sid, "workspace_session_id": ws,
+                "cmd": "mkdir -p big%d && cd big%d && base64 /dev/urandom |"
+                " { for j in $(seq 0 499); do head -c 26843 > f$j; done; }"
+                % (i, i), "yield_time_ms": 120000})
+            s.call("publish_workspace_session", {
+                "sandbox_id": sid, "workspace_session_id": ws})
+        lines.append("")
+        ex_big = exports(s, state, sid, tmp, "10k-256M", lines, data)
+        before = depth_of(state, sid)
+        t0 = time.perf_counter()
+        s.call("squash_layerstacks", {"sandbox_id": sid})
+        bsq = time.perf_counter() - t0
+        big_rss = child_rss(state, "squash")
+        lines.append("squash of 20 layers, 10,000 files, 256 MiB: %.3f s"
+                     " (%d -> %d layers); child RSS %s" % (
+                         bsq, before, depth_of(state, sid),
+                         "%.1f MiB" % (big_rss / 1024.0) if big_rss else
+                         "unknown"))
+        data["squash_big"] = {"seconds": bsq, "child_rss_kib": big_rss}
+        s.call("destroy_sandbox", {"sandbox_id": sid})
+        t3 = all(r is not None and r <= 64 * 1024 for r in (sq_rss, big_rss))
+        lines.append("  %s  squash child RSS <= 64 MiB (%s, %s)"
+                     % ("PASS" if t3 else "FAIL", sq_rss, big_rss))
+        ok = t1 and t3 and ex_small and ex_big
     except Broken as e:
         lines.append("bench: layers: broken: %s" % e)
         ok = False

@@ -623,17 +623,23 @@ cfg_kw_workspace_root(struct cfg_parse *p, int argc, char **argv)
 static int
 cfg_kw_export_root(struct cfg_parse *p, int argc, char **argv)
 {
-	size_t	i;
+	const char	*s = argv[0], *e;
+	int		 named = 0;
 
-	for (i = 0; argv[0][i] != '\0'; i++) {
-		if (strncmp(argv[0] + i, "/..", 3) == 0 &&
-		    (argv[0][i + 3] == '/' || argv[0][i + 3] == '\0')) {
+	/* Judged by its components: "//" and "/." are / too. */
+	while (*s != '\0') {
+		for (e = s; *e != '\0' && *e != '/'; e++)
+			;
+		if (e - s == 2 && s[0] == '.' && s[1] == '.') {
 			cfg_error(p, "export-root %s: a \"..\" component is"
 			    " not allowed", argv[0]);
 			return (-1);
 		}
+		if (e > s && !(e - s == 1 && s[0] == '.'))
+			named = 1;
+		s = *e != '\0' ? e + 1 : e;
 	}
-	if (strcmp(argv[0], "/") == 0) {
+	if (argv[0][0] == '/' && !named) {
 		cfg_error(p, "export-root cannot be /: name the directories"
 		    " exports may write to");
 		return (-1);

@@ -53,6 +53,7 @@
 
 #include "config.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <archive.h>
@@ -577,7 +578,7 @@ export_dir_file(struct fold *f, int src, const char *name,
 	struct export_ctx	*x = f->arg;
 	struct export_copy	 c;
 	struct stat		 st, now;
-	char			 named[64];
+	char			 named[NAME_MAX + 1];
 	mode_t			 mode;
 	int			 sfd, dfd, same = 0, have;
 
@@ -609,7 +610,20 @@ export_dir_file(struct fold *f, int src, const char *name,
 		close(sfd);
 		return (-1);
 	}
-	if ((dfd = export_temp_open(out, 0600, named, sizeof named)) == -1) {
+	/*
+	 * A file that replaces one is written aside and renamed over it,
+	 * so the old one stays whole until then; a new name is written in
+	 * place (an unnamed file costs the file system a journalled orphan
+	 * each), and is whole by the time the export answers.
+	 */
+	if (have)
+		dfd = export_temp_open(out, 0600, named, sizeof named);
+	else {
+		strlcpy(named, name, sizeof named);	/* a name fits */
+		dfd = openat(out, name, O_WRONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
+	if (dfd == -1) {
 		xasprintf(&f->error, "cannot write %s in dest: %s", path,
 		    strerror(errno));
 		close(sfd);
@@ -619,7 +633,8 @@ export_dir_file(struct fold *f, int src, const char *name,
 	if (tree_extents(sfd, st.st_size, export_copy_cb, &c) != 0 ||
 	    ftruncate(dfd, st.st_size) != 0 ||
 	    fchown(dfd, x->uid, x->gid) != 0 || fchmod(dfd, mode) != 0 ||
-	    export_temp_place(dfd, out, named, name) != 0) {
+	    (strcmp(named, name) != 0 &&
+	    export_temp_place(dfd, out, named, name) != 0)) {
 		xasprintf(&f->error, "cannot write %s in dest: %s", path,
 		    strerror(errno));
 		if (*named != '\0')
@@ -1020,7 +1035,8 @@ export_ar_file(struct fold *f, int src, const char *name, const char *path)
 	}
 	e = export_entry(x, path, &st);
 	archive_entry_set_size(e, st.st_size);
-	if (tree_sparse(fd, st.st_size) && export_ar_sparse(e, fd,
+	if ((off_t)st.st_blocks * 512 < st.st_size &&
+	    tree_sparse(fd, st.st_size) && export_ar_sparse(e, fd,
 	    st.st_size) != 0) {
 		xasprintf(&f->error, "%s has more than %d data regions: it"
 		    " cannot be archived", path, EXPORT_SPARSE_MAX);
@@ -1232,6 +1248,7 @@ export_child(void *arg, int fd)
 	cJSON			*live, *rep;
 	int			 dfd, ofd = -1, r = 1, *roots = NULL;
 	iconv_t			 cd;
+	struct rusage		 ru;
 
 	memset(&x, 0, sizeof x);
 	memset(&f, 0, sizeof f);
@@ -1313,13 +1330,12 @@ export_child(void *arg, int fd)
 		goto fail;
 	}
 
-	if (a->format == EXPORT_DIR) {
-		if (syncfs(dfd) != 0) {
-			xasprintf(&msg, "cannot make dest durable: %s",
-			    strerror(errno));
-			goto fail;
-		}
-	} else {
+	/*
+	 * A dir export is as durable as a copy (no sync: a sync of dest's
+	 * file system would write out whatever else is dirty on it); an
+	 * archive is synced before it takes dest's name.
+	 */
+	if (a->format != EXPORT_DIR) {
 		if (export_ar_close(&x, &msg) != 0)
 			goto fail;
 		if (fchown(ofd, x.uid, x.gid) != 0 || fsync(ofd) != 0 ||
@@ -1333,6 +1349,9 @@ export_child(void *arg, int fd)
 	}
 	rep = export_result(&x, ls, live);
 	live = NULL;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		cJSON_AddNumberToObject(rep, "peak_rss_kib",
+		    (double)ru.ru_maxrss);
 	msg = util_json_print(rep);
 	cJSON_Delete(rep);
 	r = job_write_all(fd, msg, strlen(msg)) == 0 ? 0 : 1;
@@ -1390,6 +1409,7 @@ export_done(int status, struct evbuffer *report, void *arg)
 	struct cause	 cause = { 0 };
 	size_t		 len = evbuffer_get_length(report);
 	cJSON		*rep, *v, *ev;
+	double		 rss;
 
 	rep = len > 0 ? cJSON_ParseWithLength((const char *)evbuffer_pullup(
 	    report, len), len) : NULL;
@@ -1412,12 +1432,19 @@ export_done(int status, struct evbuffer *report, void *arg)
 		e->cb(NULL, &cause, e->arg);
 		cause_clear(&cause);
 	} else {
+		/* The child's peak memory is the operator's, not the caller's. */
+		rss = cJSON_GetNumberValue(cJSON_GetObjectItem(rep,
+		    "peak_rss_kib"));
+		cJSON_DeleteItemFromObject(rep, "peak_rss_kib");
 		ev = cJSON_Duplicate(rep, 1);
 		cJSON_AddStringToObject(ev, "dest", e->args.dest);
 		telemetry_event(e->args.sandbox, NULL, NULL,
 		    "export.completed", ev);
-		log_info("sandbox %s: exported to %s (%s)", e->args.sandbox,
-		    e->args.dest, export_formats[e->args.format]);
+		log_info("sandbox %s: exported to %s (%s, %.0f bytes; the"
+		    " child's peak RSS %.0f KiB)", e->args.sandbox,
+		    e->args.dest, export_formats[e->args.format],
+		    cJSON_GetNumberValue(cJSON_GetObjectItem(rep,
+		    "bytes_written")), rss == rss ? rss : -1);
 		e->cb(rep, NULL, e->arg);
 	}
 	cJSON_Delete(rep);

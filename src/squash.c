@@ -49,6 +49,7 @@
 #include "config.h"
 
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -364,10 +365,13 @@ fold_dir(struct fold *f, const char *rel, const size_t *run, size_t nrun,
 	struct stat		 st;
 	DIR			*d;
 	size_t			 nnames = 0, nsubs = 0, i, j, k, w, nkept;
-	int			*rdirs, *bdirs, fd, cfd, r = -1, ends;
+	int			*rdirs, *bdirs, *hdirs, fd, cfd, r = -1, ends;
 	char			*path = NULL, **kept;
+	size_t			*hold;
 
 	rdirs = xcalloc(nrun, sizeof *rdirs);
+	hold = xcalloc(nrun, sizeof *hold);
+	hdirs = xcalloc(nrun, sizeof *hdirs);
 	bdirs = xcalloc(nbelow + 1, sizeof *bdirs);
 	for (i = 0; i < nbelow; i++)
 		bdirs[i] = fold_open_dir(f, below[i], rel);
@@ -454,9 +458,13 @@ fold_dir(struct fold *f, const char *rel, const size_t *run, size_t nrun,
 		subs[nsubs].times[0] = st.st_atim;
 		subs[nsubs].times[1] = st.st_mtim;
 		nsubs++;
-		ends = fold_chain(run + w, rdirs + w, nrun - w,
-		    names[i].name, subs[nsubs - 1].run,
-		    &subs[nsubs - 1].nrun);
+		/* Only the layers listed with the name can hold it. */
+		for (k = i; k < j; k++) {
+			hold[k - i] = run[names[k].order];
+			hdirs[k - i] = rdirs[names[k].order];
+		}
+		ends = fold_chain(hold, hdirs, j - i, names[i].name,
+		    subs[nsubs - 1].run, &subs[nsubs - 1].nrun);
 		if (!ends)
 			fold_chain(below, bdirs, nbelow, names[i].name,
 			    subs[nsubs - 1].below, &subs[nsubs - 1].nbelow);
@@ -504,6 +512,8 @@ out:
 	}
 	free(rdirs);
 	free(bdirs);
+	free(hold);
+	free(hdirs);
 	for (i = 0; i < nnames; i++)
 		free(names[i].name);
 	free(names);
@@ -977,6 +987,7 @@ squash_child(void *arg, int fd)
 	cJSON			*rep, *blocks, *b, *ids, *sessions, *s;
 	cJSON			*reasons;
 	int			 sq, version, r = 1, pinned;
+	struct rusage		 ru;
 
 	memset(&x, 0, sizeof x);
 	x.sbox = a->sandbox;
@@ -1091,6 +1102,9 @@ squash_child(void *arg, int fd)
 		cJSON_AddItemToObject(rep, "blocked_reasons", reasons);
 	else
 		cJSON_Delete(reasons);
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		cJSON_AddNumberToObject(rep, "peak_rss_kib",
+		    (double)ru.ru_maxrss);
 	path = util_json_print(rep);
 	cJSON_Delete(rep);
 	r = job_write_all(fd, path, strlen(path)) == 0 ? 0 : 1;
@@ -1353,9 +1367,11 @@ squash_finish(struct squash *sq, cJSON *gc)
 		cJSON_AddItemToObject(result, "blocked_reasons",
 		    cJSON_Duplicate(v, 1));
 	log_info("sandbox %s: stack squashed to manifest version %d (%d"
-	    " blocks)", ssb->id, (int)cJSON_GetNumberValue(
-	    cJSON_GetObjectItem(result, "manifest_version")),
-	    cJSON_GetArraySize(blocks));
+	    " blocks; the child's peak RSS %.0f KiB)", ssb->id,
+	    (int)cJSON_GetNumberValue(cJSON_GetObjectItem(result,
+	    "manifest_version")), cJSON_GetArraySize(blocks),
+	    cJSON_GetNumberValue(cJSON_GetObjectItem(sq->rep,
+	    "peak_rss_kib")));
 	cJSON_Delete(sq->rep);
 	ssb->squash = NULL;
 	if (sq->cb != NULL)

@@ -82,13 +82,27 @@ int
 tree_extents(int fd, off_t size, int (*cb)(off_t, const char *, size_t,
     void *), void *arg)
 {
-	char	*buf;
-	off_t	 data, hole, off;
-	ssize_t	 n;
-	size_t	 want;
-	int	 r = 0, dense;
+	static char	*chunk;
+	static int	 busy;
+	char		*buf;
+	off_t		 data, hole, off;
+	ssize_t		 n;
+	size_t		 want;
+	int		 r = 0, dense;
 
-	buf = xmalloc(TREE_CHUNK);
+	/*
+	 * One chunk for every call (a file at a time: a walk of ten
+	 * thousand small files would map and unmap one each), and one of
+	 * its own for a callback that reads another file.
+	 */
+	if (busy)
+		buf = xmalloc(TREE_CHUNK);
+	else {
+		if (chunk == NULL)
+			chunk = xmalloc(TREE_CHUNK);
+		buf = chunk;
+		busy = 1;
+	}
 	dense = !tree_sparse(fd, size);
 	for (off = 0; off < size && r == 0; off = hole) {
 		if (dense) {
@@ -124,7 +138,10 @@ tree_extents(int fd, off_t size, int (*cb)(off_t, const char *, size_t,
 			}
 		}
 	}
-	free(buf);
+	if (buf == chunk)
+		busy = 0;
+	else
+		free(buf);
 	return (r);
 }
 

@@ -34,7 +34,7 @@ import stat
 import subprocess
 import time
 
-from lib import (IMAGE, Server, check, check_eq, check_in, cleanup,
+from lib import (BIN, IMAGE, Server, check, check_eq, check_in, cleanup,
                  err_result, http_json, http_session, keygen, main,
                  ok_result, remove_our_containers, tmpdir)
 
@@ -211,7 +211,29 @@ def helper_holds(root_pid, prefix):
     return None
 
 
+def config_refusals():
+    """export-root lines that would open the whole host, or escape."""
+    d = tmpdir()
+    conf = os.path.join(d, "conf")
+    for root, says in (("/", "cannot be /"), ("//", "cannot be /"),
+                       ("/.", "cannot be /"), ("/./", "cannot be /"),
+                       ("/tmp/../etc", '".."'), ("relative", "absolute"),
+                       ("%s tenants" % d, "tenants")):
+        with open(conf, "w") as f:
+            f.write("export-root %s\n" % root)
+        r = subprocess.run([BIN, "-n", "-f", conf], capture_output=True,
+                           text=True)
+        check(r.returncode != 0, "export-root %s is refused" % root)
+        check_in(says, r.stderr, "export-root %s: says why" % root)
+    with open(conf, "w") as f:
+        f.write("export-root %s\nexport-root %s/ tenants a,b\n" % (d, d))
+    r = subprocess.run([BIN, "-n", "-f", conf], capture_output=True,
+                       text=True)
+    check_in("given twice", r.stderr, "an export root given twice")
+
+
 def test():
+    config_refusals()
     roots = tmpdir()
     ws = os.path.join(roots, "ws")
     os.makedirs(os.path.join(ws, "keep", "sub"))
