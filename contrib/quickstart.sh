@@ -28,7 +28,7 @@ run=1
 
 packages="build-essential autoconf automake libtool pkg-config libevent-dev
 libcjson-dev libarchive-dev libzstd-dev libssl-dev libgit2-dev libseccomp-dev mandoc docker.io
-debootstrap busybox-static ca-certificates curl e2fsprogs"
+debootstrap busybox-static ca-certificates curl e2fsprogs zstd libarchive-tools"
 
 usage() {
 	cat <<EOF

@@ -21,7 +21,10 @@
 #   squash (a link to a host directory, replaced by a directory of the
 #   same name, then a whiteout over a link);
 # - kill -9 in the middle of a squash leaves a manifest a restart can
-#   use, the same view, and an empty staging directory.
+#   use, the same view, and an empty staging directory;
+# - two squashes at once while 10 sessions run commands: one squashes,
+#   the other is a conflict, the commands keep running and their views
+#   stay.
 
 import fcntl
 import json
@@ -318,6 +321,57 @@ def test():
     w = session(s, sid)
     r = run(s, sid, "cat auto/519.txt auto/0.txt", w)
     check_eq(r["output"], "519\n0\n", "a session on the squashed stack")
+    s.kill()
+
+    # Two squashes at once while 10 sessions run commands: one squashes,
+    # the other is a conflict or finds nothing left; every command
+    # keeps running and sees its session's view as it was.
+    s = Server(sets=("management", "runtime"), state=state, config=config)
+    s.initialize()
+    busy = []
+    for i in range(10):
+        ws = session(s, sid)
+        r = ok_result(s.call("exec_command", {
+            "sandbox_id": sid, "workspace_session_id": ws,
+            "cmd": "echo s%d > mine.txt; while :; do cat mine.txt"
+            " auto/7.txt >/dev/null || exit 3; sleep 0.05; done" % i,
+            "yield_time_ms": 100}, timeout=60), "busy command %d" % i)
+        check_eq(r["status"], "running", "command %d runs" % i)
+        busy.append((ws, r["command_session_id"]))
+        for k in range(3):
+            write(s, sid, "busy/%d-%d.txt" % (i, k), "%d %d\n" % (i, k))
+    published = view(s, sid)
+    for rid in (801, 802):
+        s.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                "params": {"name": "squash_layerstacks",
+                           "arguments": {"sandbox_id": sid}}})
+    answers = [s.wait(rid, timeout=120) for rid in (801, 802)]
+    kinds = []
+    for a in answers:
+        res = a["result"]
+        if res.get("isError"):
+            kinds.append(res["structuredContent"]["error"]["kind"])
+        else:
+            kinds.append("ok")
+    check_in("ok", kinds, "one of two concurrent squashes squashes: %r"
+             % kinds)
+    check(all(k in ("ok", "conflict") for k in kinds), "the other is a"
+          " conflict or a squash of what is left: %r" % kinds)
+    check_eq(view(s, sid), published, "the view after concurrent squashes")
+    for i, (ws, cs) in enumerate(busy):
+        r = ok_result(s.call("read_command_lines", {
+            "sandbox_id": sid, "command_session_id": cs}), "read %d" % i)
+        check_eq(r["status"], "running", "command %d still runs after the"
+                 " squash" % i)
+        r = run(s, sid, "cat mine.txt", ws)
+        check_eq(r["output"], "s%d\n" % i, "session %d's own file" % i)
+        r = ok_result(s.call("write_command_stdin", {
+            "sandbox_id": sid, "command_session_id": cs, "stdin": "\u0003",
+            "yield_time_ms": 10000}, timeout=30), "interrupt %d" % i)
+        check(r["status"] != "running", "command %d interrupted" % i)
+        ok_result(s.call("destroy_workspace_session", {
+            "sandbox_id": sid, "workspace_session_id": ws}, timeout=60),
+            "end busy %d" % i)
     ok_result(s.call("destroy_sandbox", {"sandbox_id": sid}, timeout=120),
               "destroy")
 
