@@ -30,7 +30,8 @@
 #    median time of 5 calls (each to a new dest), bytes and the export
 #    child's own peak RSS (from the server's log), against the medians
 #    of 5 runs of `tar -cf` and `tar -c | zstd` of the exported
-#    directory in the same run as floors.  The big stack is squashed
+#    directory, and of `tar -xf` of that tar into a new directory (for
+#    dir), in the same run as floors.  The big stack is squashed
 #    too (time, child RSS).
 #
 # Targets: squash of 100 small layers <= 1 s; export tar-zst within
@@ -240,8 +241,18 @@ def exports(s, state, sid, tmp, tag, lines, data):
         subprocess.run("tar -cf - -C %s . | zstd -q -c > %s/floor.tar.zst"
                        % (tree, tmp), shell=True, check=True)
         fzst.append(time.perf_counter() - t0)
+    fdir = []
+    for k in range(EXPORT_RUNS):
+        into = os.path.join(tmp, "floor-dir")
+        os.makedirs(into)
+        t0 = time.perf_counter()
+        subprocess.run("tar -xf %s/floor.tar -C %s" % (tmp, into),
+                       shell=True, check=True)
+        fdir.append(time.perf_counter() - t0)
+        shutil.rmtree(into)
     ftar, fzst = statistics.median(ftar), statistics.median(fzst)
-    floors = {"dir": None, "tar": (ftar, os.path.getsize(tmp + "/floor.tar")),
+    floors = {"dir": (statistics.median(fdir), rows["dir"][1]),
+              "tar": (ftar, os.path.getsize(tmp + "/floor.tar")),
               "tar-zst": (fzst, os.path.getsize(tmp + "/floor.tar.zst"))}
     for fmt, (sec, size, rss) in rows.items():
         fl = floors[fmt]
