@@ -224,6 +224,7 @@ int		 publish_file_child(void *, int);
 
 /* squash.c: folding layers newest-wins, and the squash */
 #define FOLD_ENTRIES_MAX	1000000	/* names in one directory */
+#define FOLD_SKIP		(-2)	/* enter: leave this one alone */
 struct fold_name {		/* a name of a level, and its layer */
 	char			*name;
 	size_t			 order;		/* in the level's list */
@@ -238,7 +239,8 @@ struct fold_ops {
 	/* a directory (opaque: it hides what is below) */
 	int	(*dir)(struct fold *, int, const char *, const struct stat *,
 		    int, int, const char *);
-	/* going down into a directory: its output descriptor, or -1 */
+	/* going down into a directory: its output descriptor, -1 or
+	   FOLD_SKIP */
 	int	(*enter)(struct fold *, int, const char *, const char *);
 	/* its names are done */
 	void	(*leave)(struct fold *, int, const struct timespec *,
@@ -279,6 +281,7 @@ int		 export_child(void *, int);
 struct export	*export_start(const char *, const char *, const char *,
 		     const char *, const char *, export_cb, void *,
 		     struct cause *);
+void		 export_forget(const char *);
 
 /* files.c */
 #define FILES_EDIT_MAX		(4 * 1024 * 1024)
@@ -372,6 +375,7 @@ void		 workspace_list_cancel(struct workspace_list *);
 struct cJSON	*workspace_roots(const char *, struct cause *);
 char		*workspace_resolve(const char *, const char *, const char *,
 		     struct cause *);
+int		 workspace_serves(const char *, const char *);
 
 /* runtime.c */
 void		 runtime_init(void);

@@ -95,6 +95,8 @@ struct export_args {
 	char			*sandbox;
 	char			*dest;		/* judged, normalized */
 	enum export_format	 format;
+	char			**hidden;	/* under dest, not the caller's */
+	size_t			 nhidden;
 };
 
 struct export {
@@ -102,11 +104,16 @@ struct export {
 	char			*tenant;
 	export_cb		 cb;
 	void			*arg;
+	struct job		*job;
+	LIST_ENTRY(export)	 entry;
 };
+
+static LIST_HEAD(, export)	exports = LIST_HEAD_INITIALIZER(exports);
 
 /* The child's work. */
 struct export_ctx {
 	enum export_format	 format;
+	struct export_args	*args;
 	uid_t			 uid;		/* dest's owner */
 	gid_t			 gid;
 	struct archive		*ar;
@@ -216,7 +223,8 @@ export_judge(const char *dest, const char *tenant, const char *workspace,
 	struct cfg_word	*w;
 	const char	*home, *env;
 	char		*d, *r, *state;
-	int		 allowed = 0, same;
+	size_t		 best, i;
+	int		 allowed = 0, same, serves = 0;
 
 	if (dest[0] != '/') {
 		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest must be an"
@@ -251,29 +259,50 @@ export_judge(const char *dest, const char *tenant, const char *workspace,
 		free(d);
 		return (NULL);
 	}
-	if ((state = export_normalize(cfg->state_dir)) != NULL &&
-	    (export_under(d, state) || export_under(state, d))) {
-		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest %s %s the"
-		    " server's state directory", d, export_under(d, state) ?
-		    "is inside" : "holds");
+	/* The state directory as written and as it resolves. */
+	for (i = 0; i < 2; i++) {
+		if (i == 0)
+			state = export_normalize(cfg->state_dir);
+		else if ((r = realpath(cfg->state_dir, NULL)) != NULL) {
+			state = export_normalize(r);
+			free(r);
+		} else
+			state = NULL;
+		if (state != NULL && (export_under(d, state) ||
+		    export_under(state, d))) {
+			cause_set(cause, CAUSE_INVALID, "dest", dest, "dest %s"
+			    " %s the server's state directory", d,
+			    export_under(d, state) ? "is inside" : "holds");
+			free(state);
+			free(d);
+			return (NULL);
+		}
 		free(state);
-		free(d);
-		return (NULL);
 	}
-	free(state);
+	/*
+	 * Back into the workspace the sandbox was copied from, where the
+	 * deepest workspace root holding dest serves the caller (a root
+	 * limited to others hides what is under it); or under an export
+	 * root, the deepest one holding dest deciding the same way.
+	 */
 	if (workspace != NULL && (r = export_normalize(workspace)) != NULL) {
-		allowed = export_under(d, r);
+		allowed = export_under(d, r) && workspace_serves(d, tenant);
 		free(r);
 	}
+	best = 0;
 	TAILQ_FOREACH(w, &cfg->export_roots, entry) {
-		if (allowed)
-			break;
-		if (!export_root_serves(w, tenant) ||
-		    (r = export_normalize(w->word)) == NULL)
+		if ((r = export_normalize(w->word)) == NULL)
 			continue;
-		allowed = export_under(d, r);
+		if (export_under(d, r) && strlen(r) >= best) {
+			if (strlen(r) > best)
+				serves = 0;
+			best = strlen(r);
+			serves |= export_root_serves(w, tenant);
+		}
 		free(r);
 	}
+	if (best > 0 && serves)
+		allowed = 1;
 	if (!allowed) {
 		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest %s is"
 		    " neither under the workspace root the sandbox was copied"
@@ -452,6 +481,25 @@ export_open_dest(struct export_args *a, struct export_ctx *x,
 
 /* ---- the child: a dir export ---- */
 
+/*
+ * Whether path (relative to dest) is, or is under, a root of another
+ * tenant's below dest, or (holds set) holds one: a dir export leaves
+ * those alone.
+ */
+static int
+export_hidden(struct export_ctx *x, const char *path, int holds)
+{
+	struct export_args	*a = x->args;
+	size_t			 i;
+
+	for (i = 0; i < a->nhidden; i++) {
+		if (export_under(path, a->hidden[i]) ||
+		    (holds && export_under(a->hidden[i], path)))
+			return (1);
+	}
+	return (0);
+}
+
 /* Whether an open file holds the same bytes as another, of size. */
 static int
 export_same_bytes(struct export_ctx *x, int a, int b, off_t size)
@@ -468,6 +516,39 @@ export_same_bytes(struct export_ctx *x, int a, int b, off_t size)
 		    (m = pread(b, bb, want, off)) != n ||
 		    memcmp(x->buf, bb, n) != 0)
 			return (0);
+	}
+	return (1);
+}
+
+/*
+ * Whether two open files of size hold the same bytes where either is
+ * sparse: the same data regions (SEEK_DATA, SEEK_HOLE), then the same
+ * bytes in each; the holes cost nothing.
+ */
+static int
+export_same_sparse(struct export_ctx *x, int a, int b, off_t size)
+{
+	char	*bb = x->buf + EXPORT_CHUNK / 2;
+	off_t	 off, data, hole, d2, h2, at;
+	ssize_t	 n;
+	size_t	 want;
+
+	for (off = 0; off < size; off = hole) {
+		data = lseek(a, off, SEEK_DATA);
+		d2 = lseek(b, off, SEEK_DATA);
+		if (data == -1 || d2 == -1)
+			return (data == d2 && errno == ENXIO);
+		if (data != d2 || (hole = lseek(a, data, SEEK_HOLE)) == -1 ||
+		    (h2 = lseek(b, data, SEEK_HOLE)) == -1 || hole != h2)
+			return (0);
+		for (at = data; at < hole; at += n) {
+			want = hole - at > EXPORT_CHUNK / 2 ? EXPORT_CHUNK / 2 :
+			    (size_t)(hole - at);
+			if ((n = pread(a, x->buf, want, at)) <= 0 ||
+			    pread(b, bb, want, at) != n ||
+			    memcmp(x->buf, bb, n) != 0)
+				return (0);
+		}
 	}
 	return (1);
 }
@@ -560,8 +641,9 @@ export_dir_whiteout(struct fold *f, int out, const char *name,
 	struct export_ctx	*x = f->arg;
 	struct stat		 st;
 
-	if (fstatat(out, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-		return (0);		/* nothing there to delete */
+	if (export_hidden(x, path, 1) ||
+	    fstatat(out, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return (0);		/* not ours, or nothing to delete */
 	if (tree_remove(out, name) != 0) {
 		xasprintf(&f->error, "cannot delete %s in dest: %s", path,
 		    strerror(errno));
@@ -578,7 +660,7 @@ export_dir_file(struct fold *f, int src, const char *name,
 	struct export_ctx	*x = f->arg;
 	struct export_copy	 c;
 	struct stat		 st, now;
-	char			 named[NAME_MAX + 1];
+	char			 named[64];
 	mode_t			 mode;
 	int			 sfd, dfd, same = 0, have;
 
@@ -591,14 +673,27 @@ export_dir_file(struct fold *f, int src, const char *name,
 		return (-1);
 	}
 	mode = st.st_mode & 0777;
+	/*
+	 * Compared byte for byte where both hold every byte, region by
+	 * region where either is sparse (its holes cost nothing); the mode
+	 * set in place only on an inode no other name shares.
+	 */
 	have = fstatat(out, name, &now, AT_SYMLINK_NOFOLLOW) == 0;
 	if (have && S_ISREG(now.st_mode) && now.st_size == st.st_size &&
 	    (dfd = openat(out, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-	    O_CLOEXEC)) != -1) {
-		if (fstat(dfd, &now) == 0 && S_ISREG(now.st_mode))
-			same = export_same_bytes(x, sfd, dfd, st.st_size);
-		if (same && (now.st_mode & 07777) != mode)
-			fchmod(dfd, mode);
+	    O_NOCTTY | O_CLOEXEC)) != -1) {
+		if (fstat(dfd, &now) == 0 && S_ISREG(now.st_mode) &&
+		    now.st_size == st.st_size)
+			same = (off_t)st.st_blocks * 512 >= st.st_size &&
+			    (off_t)now.st_blocks * 512 >= now.st_size ?
+			    export_same_bytes(x, sfd, dfd, st.st_size) :
+			    export_same_sparse(x, sfd, dfd, st.st_size);
+		if (same && (now.st_mode & 07777) != mode) {
+			if (now.st_nlink == 1)
+				fchmod(dfd, mode);
+			else
+				same = 0;	/* a new inode of its own */
+		}
 		close(dfd);
 	}
 	if (same) {
@@ -611,18 +706,10 @@ export_dir_file(struct fold *f, int src, const char *name,
 		return (-1);
 	}
 	/*
-	 * A file that replaces one is written aside and renamed over it,
-	 * so the old one stays whole until then; a new name is written in
-	 * place (an unnamed file costs the file system a journalled orphan
-	 * each), and is whole by the time the export answers.
+	 * Written whole aside (an unnamed file) and renamed into place:
+	 * dest never holds half a file, whatever kills the export.
 	 */
-	if (have)
-		dfd = export_temp_open(out, 0600, named, sizeof named);
-	else {
-		strlcpy(named, name, sizeof named);	/* a name fits */
-		dfd = openat(out, name, O_WRONLY | O_CREAT | O_EXCL |
-		    O_NOFOLLOW | O_CLOEXEC, 0600);
-	}
+	dfd = export_temp_open(out, 0600, named, sizeof named);
 	if (dfd == -1) {
 		xasprintf(&f->error, "cannot write %s in dest: %s", path,
 		    strerror(errno));
@@ -633,8 +720,7 @@ export_dir_file(struct fold *f, int src, const char *name,
 	if (tree_extents(sfd, st.st_size, export_copy_cb, &c) != 0 ||
 	    ftruncate(dfd, st.st_size) != 0 ||
 	    fchown(dfd, x->uid, x->gid) != 0 || fchmod(dfd, mode) != 0 ||
-	    (strcmp(named, name) != 0 &&
-	    export_temp_place(dfd, out, named, name) != 0)) {
+	    export_temp_place(dfd, out, named, name) != 0) {
 		xasprintf(&f->error, "cannot write %s in dest: %s", path,
 		    strerror(errno));
 		if (*named != '\0')
@@ -656,7 +742,8 @@ export_dir_symlink(struct fold *f, int src, const char *name, int out,
 {
 	struct export_ctx	*x = f->arg;
 	struct stat		 now;
-	char			 target[PATH_MAX], old[PATH_MAX], tmp[64];
+	char			 target[PATH_MAX], old[PATH_MAX];
+	char			 tmp[NAME_MAX + 1];
 	ssize_t			 n, m;
 	int			 have;
 
@@ -674,13 +761,18 @@ export_dir_symlink(struct fold *f, int src, const char *name, int out,
 	}
 	if (have && export_room(f, out, name, &now, path) != 0)
 		return (-1);
-	export_temp_name(tmp, sizeof tmp);
+	/* A symlink is made whole: at a free name, in place. */
+	if (!have || S_ISDIR(now.st_mode))
+		strlcpy(tmp, name, sizeof tmp);
+	else
+		export_temp_name(tmp, sizeof tmp);
 	if (symlinkat(target, out, tmp) != 0 || fchownat(out, tmp, x->uid,
 	    x->gid, AT_SYMLINK_NOFOLLOW) != 0 ||
-	    renameat(out, tmp, out, name) != 0) {
+	    (strcmp(tmp, name) != 0 && renameat(out, tmp, out, name) != 0)) {
 		xasprintf(&f->error, "cannot write the symlink %s in dest: %s",
 		    path, strerror(errno));
-		unlinkat(out, tmp, 0);
+		if (strcmp(tmp, name) != 0)
+			unlinkat(out, tmp, 0);
 		return (-1);
 	}
 	x->symlinks++;
@@ -691,6 +783,8 @@ static int
 export_dir_leaf(struct fold *f, int src, const char *name,
     const struct stat *st, int out, const char *path)
 {
+	if (export_hidden(f->arg, path, 1))
+		return (0);
 	if (S_ISREG(st->st_mode))
 		return (export_dir_file(f, src, name, st, out, path));
 	if (S_ISLNK(st->st_mode))
@@ -704,7 +798,10 @@ export_dir_mkdir(struct fold *f, int src, const char *name,
 {
 	struct export_ctx	*x = f->arg;
 	struct stat		 now;
+	int			 fd;
 
+	if (export_hidden(x, path, 0))
+		return (0);
 	if (fstatat(out, name, &now, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISDIR(now.st_mode))
 			return (0);
@@ -714,13 +811,24 @@ export_dir_mkdir(struct fold *f, int src, const char *name,
 			return (-1);
 		}
 	}
-	if (mkdirat(out, name, 0700) != 0 || fchownat(out, name, x->uid,
-	    x->gid, AT_SYMLINK_NOFOLLOW) != 0 || fchmodat(out, name,
-	    st->st_mode & 01777, 0) != 0) {
+	/*
+	 * Owner and mode through a descriptor of what is at name now, not
+	 * by name: a host process may swap a symlink in meanwhile.
+	 */
+	if (mkdirat(out, name, 0700) != 0 || (fd = openat(out, name,
+	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		xasprintf(&f->error, "cannot make the directory %s in dest:"
 		    " %s", path, strerror(errno));
 		return (-1);
 	}
+	if (fchown(fd, x->uid, x->gid) != 0 ||
+	    fchmod(fd, st->st_mode & 01777) != 0) {
+		xasprintf(&f->error, "cannot set up the directory %s in dest:"
+		    " %s", path, strerror(errno));
+		close(fd);
+		return (-1);
+	}
+	close(fd);
 	return (0);
 }
 
@@ -729,6 +837,8 @@ export_dir_enter(struct fold *f, int out, const char *name, const char *path)
 {
 	int	cfd;
 
+	if (export_hidden(f->arg, path, 0))
+		return (FOLD_SKIP);
 	if ((cfd = openat(out, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		xasprintf(&f->error, "cannot open the directory %s in dest:"
@@ -757,9 +867,9 @@ export_dir_clear(struct fold *f, int out, char **kept, size_t nkept,
 	struct export_ctx	*x = f->arg;
 	struct dirent		*de;
 	DIR			*d;
-	char			**gone = NULL;
+	char			**gone = NULL, *child;
 	size_t			 ngone = 0, i;
-	int			 fd, r = 0;
+	int			 fd, r = 0, hidden;
 
 	if ((fd = dup(out)) == -1 || (d = fdopendir(fd)) == NULL) {
 		if (fd != -1)
@@ -774,6 +884,14 @@ export_dir_clear(struct fold *f, int out, char **kept, size_t nkept,
 		    strcmp(de->d_name, "..") == 0 ||
 		    bsearch(de->d_name, kept, nkept, sizeof *kept,
 		    export_bsearch_cmp) != NULL)
+			continue;
+		if (*path != '\0')
+			xasprintf(&child, "%s/%s", path, de->d_name);
+		else
+			child = xstrdup(de->d_name);
+		hidden = export_hidden(x, child, 1);
+		free(child);
+		if (hidden)
 			continue;
 		if (ngone == FOLD_ENTRIES_MAX) {
 			xasprintf(&f->error, "%s in dest holds more than %d"
@@ -1253,6 +1371,7 @@ export_child(void *arg, int fd)
 	memset(&x, 0, sizeof x);
 	memset(&f, 0, sizeof f);
 	x.format = a->format;
+	x.args = a;
 	x.outfd = -1;
 	named[0] = '\0';
 	if ((dfd = export_open_dest(a, &x, &leaf, &msg)) == -1) {
@@ -1396,6 +1515,12 @@ out:
 static void
 export_free(struct export *e)
 {
+	size_t	i;
+
+	LIST_REMOVE(e, entry);
+	for (i = 0; i < e->args.nhidden; i++)
+		free(e->args.hidden[i]);
+	free(e->args.hidden);
 	free(e->args.sandbox);
 	free(e->args.dest);
 	free(e->tenant);
@@ -1451,6 +1576,51 @@ export_done(int status, struct evbuffer *report, void *arg)
 	export_free(e);
 }
 
+/* Add root r (normalized) to what a dir export into dest leaves alone. */
+static void
+export_hide_one(struct export_args *a, const char *r)
+{
+	size_t	len = strlen(a->dest);
+
+	if (!export_under(r, a->dest) || strcmp(r, a->dest) == 0)
+		return;
+	a->hidden = xreallocarray(a->hidden, a->nhidden + 1,
+	    sizeof *a->hidden);
+	a->hidden[a->nhidden++] = xstrdup(r + (strcmp(a->dest, "/") == 0 ?
+	    1 : len + 1));
+}
+
+/*
+ * The workspace and export roots below dest that do not serve tenant,
+ * as written and (workspace roots) as they resolve: a sandbox's delta
+ * never reaches another tenant's files through a root that holds theirs.
+ */
+static void
+export_hide(struct export_args *a, const char *tenant)
+{
+	struct cfg_word	*w;
+	char		*r, *real;
+	int		 k;
+
+	for (k = 0; k < 2; k++) {
+		TAILQ_FOREACH(w, k == 0 ? &cfg->roots : &cfg->export_roots,
+		    entry) {
+			if (export_root_serves(w, tenant) ||
+			    (r = export_normalize(w->word)) == NULL)
+				continue;
+			export_hide_one(a, r);
+			free(r);
+			if (k == 0 && (real = realpath(w->word, NULL)) !=
+			    NULL) {
+				if ((r = export_normalize(real)) != NULL)
+					export_hide_one(a, r);
+				free(r);
+				free(real);
+			}
+		}
+	}
+}
+
 /*
  * Export the published changes of sandbox id (of tenant, copied from
  * workspace) to dest in format ("dir", "tar" or "tar-zst"): cb gets the
@@ -1482,10 +1652,38 @@ export_start(const char *id, const char *tenant, const char *workspace,
 	e->args.sandbox = xstrdup(id);
 	e->args.dest = d;
 	e->args.format = (enum export_format)i;
+	if (e->args.format == EXPORT_DIR)
+		export_hide(&e->args, tenant);
 	e->tenant = xstrdup(tenant);
 	e->cb = cb;
 	e->arg = arg;
-	job_early(job_helper("export", e->args.sandbox, e->tenant,
-	    export_child, &e->args, NULL, 0, export_done, e));
+	LIST_INSERT_HEAD(&exports, e, entry);
+	e->job = job_helper("export", e->args.sandbox, e->tenant,
+	    export_child, &e->args, NULL, 0, export_done, e);
+	job_early(e->job);
 	return (e);
+}
+
+/*
+ * Sandbox id goes: its exports stop (their children are killed) and
+ * answer that it went; what a dir export had written stays.
+ */
+void
+export_forget(const char *id)
+{
+	struct export	*e, *next;
+	struct cause	 cause = { 0 };
+
+	for (e = LIST_FIRST(&exports); e != NULL; e = next) {
+		next = LIST_NEXT(e, entry);
+		if (strcmp(e->args.sandbox, id) != 0)
+			continue;
+		job_cancel(e->job);
+		cause_set(&cause, CAUSE_FAILED, "sandbox_id", id, "sandbox %s"
+		    " was destroyed during the export to %s", id,
+		    e->args.dest);
+		e->cb(NULL, &cause, e->arg);
+		cause_clear(&cause);
+		export_free(e);
+	}
 }

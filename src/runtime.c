@@ -57,6 +57,7 @@ runtime_end(const char *id)
 	free(why);
 	command_forget_sandbox(id);
 	squash_forget(id);
+	export_forget(id);
 }
 
 /*

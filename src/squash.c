@@ -468,6 +468,12 @@ fold_dir(struct fold *f, const char *rel, const size_t *run, size_t nrun,
 		if (!ends)
 			fold_chain(below, bdirs, nbelow, names[i].name,
 			    subs[nsubs - 1].below, &subs[nsubs - 1].nbelow);
+		/* What a level keeps for its subdirectories is their chains. */
+		subs[nsubs - 1].run = xreallocarray(subs[nsubs - 1].run,
+		    subs[nsubs - 1].nrun + 1, sizeof *subs[nsubs - 1].run);
+		subs[nsubs - 1].below = xreallocarray(subs[nsubs - 1].below,
+		    subs[nsubs - 1].nbelow + 1,
+		    sizeof *subs[nsubs - 1].below);
 		k = ends && fold_below_has(bdirs, nbelow, names[i].name);
 		subs[nsubs - 1].opaque = (int)k;
 		if (f->ops->dir(f, rdirs[w], names[i].name, &st, (int)k, out,
@@ -475,7 +481,12 @@ fold_dir(struct fold *f, const char *rel, const size_t *run, size_t nrun,
 			goto out;
 	}
 
-	/* The level's descriptors go before the walk goes down. */
+	/* The level's names and descriptors go before the walk goes down. */
+	for (i = 0; i < nnames; i++)
+		free(names[i].name);
+	free(names);
+	names = NULL;
+	nnames = 0;
 	for (i = 0; i < nrun; i++) {
 		if (rdirs[i] != -1)
 			close(rdirs[i]);
@@ -492,7 +503,10 @@ fold_dir(struct fold *f, const char *rel, const size_t *run, size_t nrun,
 			xasprintf(&path, "%s/%s", rel, subs[i].name);
 		else
 			path = xstrdup(subs[i].name);
-		if ((cfd = f->ops->enter(f, out, subs[i].name, path)) == -1)
+		if ((cfd = f->ops->enter(f, out, subs[i].name, path)) ==
+		    FOLD_SKIP)
+			continue;
+		if (cfd == -1)
 			goto out;
 		k = fold_dir(f, path, subs[i].run, subs[i].nrun,
 		    subs[i].below, subs[i].nbelow, subs[i].opaque, cfd);
@@ -973,6 +987,15 @@ out:
 	return (r);
 }
 
+/* Let the squash lock of the stack go (before a report: see the caller). */
+static void
+squash_unlock(int *sq)
+{
+	if (*sq != -1)
+		close(*sq);
+	*sq = -1;
+}
+
 /* The child: plan, flatten, commit, report. */
 int
 squash_child(void *arg, int fd)
@@ -1003,11 +1026,13 @@ squash_child(void *arg, int fd)
 		    " squash lock of the stack") == 0 ? 0 : 1);
 	}
 	if (squash_leases_read(a->sandbox, &sl, &cause) != 0) {
+		squash_unlock(&sq);
 		squash_report_error(fd, "error", cause);
 		free(cause);
 		return (1);
 	}
 	if ((x.head = layer_stack_read(a->sandbox, &cause)) == NULL) {
+		squash_unlock(&sq);
 		squash_report_error(fd, "error", cause);
 		free(cause);
 		squash_leases_free(&sl);
@@ -1025,6 +1050,7 @@ squash_child(void *arg, int fd)
 	rw[0] = dir;
 	ro[0] = x.head->paths[x.head->n - 1];
 	if (confine_enter(rw, 1, ro, 1, &cause) != 0) {
+		squash_unlock(&sq);
 		squash_report_error(fd, "error", cause);
 		free(cause);
 		free(dir);
@@ -1040,6 +1066,7 @@ squash_child(void *arg, int fd)
 		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 			xasprintf(&cause, "cannot open layer %s: %s",
 			    x.head->ids[i], strerror(errno));
+			squash_unlock(&sq);
 			squash_report_error(fd, "error", cause);
 			free(cause);
 			goto out;
@@ -1048,12 +1075,14 @@ squash_child(void *arg, int fd)
 	for (i = 0; i < nruns; i++) {
 		layer_new_id(x.head->version + 1, 'S', runs[i].id);
 		if (squash_build(&x, &runs[i]) != 0) {
+			squash_unlock(&sq);
 			squash_report_error(fd, "error", x.error);
 			goto out;
 		}
 	}
 	version = x.head->version;
 	if (nruns > 0 && squash_commit(&x, runs, nruns, &version) != 0) {
+		squash_unlock(&sq);
 		squash_report_error(fd, "error", x.error);
 		goto out;
 	}
@@ -1107,6 +1136,8 @@ squash_child(void *arg, int fd)
 		    (double)ru.ru_maxrss);
 	path = util_json_print(rep);
 	cJSON_Delete(rep);
+	/* The answer may come as soon as the report ends: the lock first. */
+	squash_unlock(&sq);
 	r = job_write_all(fd, path, strlen(path)) == 0 ? 0 : 1;
 	free(path);
 out:

@@ -148,6 +148,22 @@ workspace_root_of(const char *p, const char *tenant)
 	return (workspace_root_decides(p, tenant, 1));
 }
 
+/*
+ * Whether the deepest workspace root holding canonical path p serves
+ * tenant (a root limited to others hides what is under it): for an
+ * export back into a workspace.
+ */
+int
+workspace_serves(const char *p, const char *tenant)
+{
+	char	*r;
+
+	if ((r = workspace_root_decides(p, tenant, 1)) == NULL)
+		return (0);
+	free(r);
+	return (1);
+}
+
 /* Whether a path, taken as written, lies under a root of a tenant. */
 static int
 workspace_lexically_under(const char *p, const char *tenant)

@@ -42,10 +42,17 @@ async function modern(transport, name) {
   assert.deepEqual(tools.map((t) => t.name),
     ["list_docker_images", "list_workspace_directories", "create_sandbox",
       "list_sandboxes", "inspect_sandbox", "destroy_sandbox",
-      "squash_layerstacks"], `${name}: tools`);
+      "squash_layerstacks", "export_changes"], `${name}: tools`);
   const inspect = tools.find((t) => t.name === "inspect_sandbox");
   assert.equal(inspect.inputSchema.properties.sandbox_id["x-mcp-header"],
     "Sandbox-Id", `${name}: sandbox_id declared as a routing header`);
+  const exp = tools.find((t) => t.name === "export_changes");
+  assert.equal(exp.inputSchema.properties.sandbox_id["x-mcp-header"],
+    "Sandbox-Id", `${name}: export_changes declares the routing header`);
+  assert.deepEqual(exp.annotations && [exp.annotations.readOnlyHint,
+    exp.annotations.destructiveHint, exp.annotations.idempotentHint,
+    exp.annotations.openWorldHint], [false, true, true, false],
+    `${name}: export_changes annotations`);
 
   const list = await client.callTool({ name: "list_sandboxes", arguments: {} });
   assert.equal(list.isError, false, `${name}: list_sandboxes ok`);
@@ -58,6 +65,11 @@ async function modern(transport, name) {
   assert.equal(gone.isError, true, `${name}: inspect of an unknown id`);
   assert.equal(gone.structuredContent.error.kind, "not_found",
     `${name}: not_found (the Mcp-Param header matched)`);
+  const unexported = await client.callTool({ name: "export_changes",
+    arguments: { sandbox_id: "sbox-0123456789ab", dest: "/nowhere/x" } });
+  assert.equal(unexported.isError, true, `${name}: export of an unknown id`);
+  assert.equal(unexported.structuredContent.error.kind, "not_found",
+    `${name}: export_changes not_found (the Mcp-Param header matched)`);
 
   await assert.rejects(client.callTool({ name: "make_coffee", arguments: {} }),
     (e) => /unknown tool: make_coffee/.test(String(e)),

@@ -40,7 +40,7 @@ check() {
 }
 
 tools='JSON.stringify(r.tools.map((t) => t.name).sort()) === JSON.stringify([
-    "create_sandbox", "destroy_sandbox", "inspect_sandbox",
+    "create_sandbox", "destroy_sandbox", "export_changes", "inspect_sandbox",
     "list_docker_images", "list_sandboxes", "list_workspace_directories",
     "squash_layerstacks"])'
 roots='r.isError === false && r.structuredContent.path === null &&

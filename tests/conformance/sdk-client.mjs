@@ -27,7 +27,7 @@ async function exercise(transport, name) {
   assert.deepEqual(tools.map((t) => t.name),
     ["list_docker_images", "list_workspace_directories", "create_sandbox",
       "list_sandboxes", "inspect_sandbox", "destroy_sandbox",
-      "squash_layerstacks"], `${name}: tools`);
+      "squash_layerstacks", "export_changes"], `${name}: tools`);
   for (const t of tools)
     assert.equal(t.inputSchema.type, "object");
 

@@ -22,8 +22,9 @@ FLOORS = {
     "base": """cause cfg log proc util xmalloc cgroup confine disk docker
         docker-events docker-http http job notice nsexec state sweep
         telemetry trash tree""",
-    "engine": """audit basecache command files gitignore layer merge publish
-        runtime sandbox session squash transcript workspace zygote""",
+    "engine": """audit basecache command export files gitignore layer merge
+        publish runtime sandbox session squash transcript workspace
+        zygote""",
     "door": "op op-files op-layer op-runtime op-sandbox",
     "surface": "auth forward jsonrpc mcp mcp-tools rest transport-http"
         " transport-stdio",

@@ -49,7 +49,7 @@ def test():
     ca, ha = http_session(s.port, key=key_a)
     st, h, b = ca.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 2,
                                            "method": "tools/list"}, ha)
-    check_eq(len(http_json(b)["result"]["tools"]), 7, "alice's tools")
+    check_eq(len(http_json(b)["result"]["tools"]), 8, "alice's tools")
 
     # A key granting none of the process's sets is refused.
     c = Http(s.port)

@@ -87,7 +87,7 @@ def test():
     (st, h, b), took = timed(lambda: Http(s.port, timeout=20).request(
         "POST", "/mcp", mcp_body("tools/list"), hdr))
     check_eq(st, 200, "tools/list under the slowloris")
-    check_eq(len(http_json(b)["result"]["tools"]), 7, "the tool list")
+    check_eq(len(http_json(b)["result"]["tools"]), 8, "the tool list")
     check(took < 1, "tools/list answered within 1 s under the slowloris:"
           " %.2f s" % took)
     # The connections over the per-address cap were refused with 503.

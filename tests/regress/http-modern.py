@@ -195,10 +195,10 @@ def test():
     st, r = a.post("tools/list")
     check_eq(st, 200, "alice tools/list")
     check_eq(r["result"]["cacheScope"], "private", "with keys: private")
-    check_eq(len(r["result"]["tools"]), 17, "alice: both sets")
+    check_eq(len(r["result"]["tools"]), 18, "alice: both sets")
     st, r = b.post("tools/list")
     names = [t["name"] for t in r["result"]["tools"]]
-    check_eq(len(names), 7, "bob: the management set only")
+    check_eq(len(names), 8, "bob: the management set only")
     st, r = b.post("tools/call", {"name": "exec_command", "arguments": {
         "sandbox_id": "sbox-x", "cmd": "true"}})
     check_eq((st, r["error"]["code"]), (400, -32602),

@@ -19,7 +19,7 @@ def test():
     check_eq(st, 200, "tools/list status")
     check_eq(h.get("content-type"), "application/json", "content type")
     tools = http_json(b)["result"]["tools"]
-    check_eq(len(tools), 7, "the management set's seven tools")
+    check_eq(len(tools), 8, "the management set's eight tools")
 
     st, h, b = c.request("POST", "/mcp", {
         "jsonrpc": "2.0", "id": 3, "method": "tools/call",

@@ -232,6 +232,78 @@ def config_refusals():
     check_in("given twice", r.stderr, "an export root given twice")
 
 
+RACER = r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+/* racer DIR N TARGET: swap .sNNNN (a symlink to TARGET) with rNNNN the
+   moment the export makes rNNNN, one name after the other (the export
+   makes them in order), until the file STOP appears. */
+int
+main(int argc, char **argv)
+{
+	char a[64], b[64];
+	int d = open(argv[1], O_RDONLY | O_DIRECTORY), n = atoi(argv[2]), i;
+	struct stat st;
+	long spins = 0;
+
+	for (i = 0; i < n; i++) {
+		snprintf(a, sizeof a, ".s%05d", i);
+		symlinkat(argv[3], d, a);
+	}
+	printf("ready\n");
+	fflush(stdout);
+	for (i = 0; i < n; i++) {
+		snprintf(a, sizeof a, ".s%05d", i);
+		snprintf(b, sizeof b, "r%05d", i);
+		while (renameat2(d, a, d, b, RENAME_EXCHANGE) != 0) {
+			if (++spins % 4096 == 0 &&
+			    fstatat(d, "STOP", &st, 0) == 0)
+				return 0;
+		}
+	}
+	return 0;
+}
+"""
+
+
+def race(s, sid, out, victim):
+    """A host process swaps symlinks to victim in for the directories a
+    dir export makes: the export sets modes on what it made, never on
+    what a link names."""
+    n = 3000
+    w = session(s, sid)
+    run(s, sid, "mkdir race; cd race; i=0; while [ $i -lt %d ]; do"
+        " mkdir $(printf r%%05d $i); i=$((i+1)); done; chmod 0777 r*" % n, w)
+    publish(s, sid, w)
+    d = tmpdir()
+    src, binary = os.path.join(d, "racer.c"), os.path.join(d, "racer")
+    with open(src, "w") as f:
+        f.write(RACER)
+    subprocess.run(["cc", "-O2", "-o", binary, src], check=True)
+    before = os.lstat(victim).st_mode
+    target = "../" * 40 + victim.lstrip("/")
+    for k in range(3):
+        dest = os.path.join(out, "race%d" % k)
+        os.makedirs(os.path.join(dest, "race"))
+        p = subprocess.Popen([binary, os.path.join(dest, "race"), str(n),
+                              target], stdout=subprocess.PIPE)
+        check_eq(p.stdout.readline(), b"ready\n", "the racer is ready")
+        s.call("export_changes", {"sandbox_id": sid, "dest": dest},
+               timeout=120)
+        open(os.path.join(dest, "race", "STOP"), "w").close()
+        p.wait(timeout=30)
+        check_eq(os.lstat(victim).st_mode, before, "round %d: the mode of"
+                 " a host directory outside dest is untouched" % k)
+        shutil.rmtree(dest)
+    w = session(s, sid)
+    run(s, sid, "rm -rf race", w)
+    publish(s, sid, w)
+
+
 def test():
     config_refusals()
     roots = tmpdir()
@@ -252,6 +324,9 @@ def test():
         with open(os.path.join(victim, n), "w") as f:
             f.write("victim %s\n" % n)
     os.makedirs(os.path.join(victim, "sub"))
+    with open(os.path.join(victim, "hl"), "w") as f:
+        f.write("#!/bin/sh\n")
+    os.chmod(os.path.join(victim, "hl"), 0o644)
     victim_before = snapshot(victim)
     limited = tmpdir()
     config = ("workspace-root %s\nexport-root %s\nexport-root %s tenants"
@@ -403,11 +478,23 @@ def test():
                os.path.join(planted, "link"))             # writes a link
     shutil.rmtree(os.path.join(planted, "rep"))
     os.symlink(victim, os.path.join(planted, "rep"))      # file over dir
+    os.unlink(os.path.join(planted, "mode.sh"))           # same bytes,
+    os.link(os.path.join(victim, "hl"),                   # new mode:
+            os.path.join(planted, "mode.sh"))             # a hard link
     export(s, sid, planted)
     check_eq(snapshot(victim), victim_before, "planted links: nothing"
              " outside dest touched")
     check_eq(listing(planted), host_view, "planted links: replaced by"
              " the delta")
+    check_eq(os.lstat(os.path.join(planted, "mode.sh")).st_nlink, 1,
+             "a hard-linked file whose mode changes gets an inode of its"
+             " own")
+
+    race_victim = tmpdir()
+    os.chmod(race_victim, 0o755)
+    race(s, sid, out, race_victim)
+    published = view(s, sid)
+    host_view = unsuid(published)
 
     # ---- archives ----
     tar = os.path.join(out, "x.tar")
@@ -475,10 +562,16 @@ def test():
     s.kill()
     key_a, line_a = keygen("alice", "management", "runtime")
     troot = tmpdir()
+    hid = os.path.join(ws, "hid")
+    os.makedirs(hid, exist_ok=True)
+    with open(os.path.join(hid, "secret.txt"), "w") as f:
+        f.write("not alice's\n")
+    hid_before = snapshot(hid)
     s = Server(sets=("management", "runtime"), state=state,
                listen="127.0.0.1:0",
-               config="workspace-root %s\nexport-root %s tenants bob\n%s\n"
-               % (roots, troot, line_a))
+               config="workspace-root %s\nworkspace-root %s tenants bob\n"
+               "export-root %s tenants bob\n%s\n"
+               % (roots, hid, troot, line_a))
     s.initialize()
     conn, hdr = http_session(s.port, key=key_a)
     hdr["Authorization"] = "Bearer " + key_a
@@ -497,7 +590,39 @@ def test():
     check_eq(r["structuredContent"]["error"]["kind"], "invalid_request",
              "as invalid_request")
     check_eq(os.listdir(troot), [], "and nothing is written there")
+
+    # A root of another tenant's inside alice's workspace: her export
+    # back into the workspace leaves it alone, and it is no dest.
+    def alice(rid, tool, args):
+        st, h, b = conn.request("POST", "/mcp", {
+            "jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}}, hdr)
+        return http_json(b)["result"]
+    ws_a = alice(7, "create_workspace_session", {
+        "sandbox_id": sid_a})["structuredContent"]["workspace_session_id"]
+    r = alice(8, "exec_command", {
+        "sandbox_id": sid_a, "workspace_session_id": ws_a,
+        "yield_time_ms": 30000, "cmd": "mkdir -p hid; echo mine >"
+        " hid/secret.txt; echo new > hid/new.txt; echo a > alice.txt"})
+    check(not r["isError"], "alice's command: %r" % r)
+    r = alice(9, "publish_workspace_session", {
+        "sandbox_id": sid_a, "workspace_session_id": ws_a})
+    check(not r["isError"], "alice's publish: %r" % r)
+    r = alice(10, "export_changes", {"sandbox_id": sid_a, "dest": ws})
+    check(not r["isError"], "alice exports to her workspace: %r" % r)
+    check_eq(snapshot(hid), hid_before, "another tenant's root inside"
+             " alice's workspace is untouched")
+    with open(os.path.join(ws, "alice.txt")) as f:
+        check_eq(f.read(), "a\n", "the rest of alice's changes are"
+                 " written back")
+    r = alice(11, "export_changes", {"sandbox_id": sid_a, "dest": hid,
+                                      "format": "dir"})
+    check(r["isError"] and r["structuredContent"]["error"]["kind"] ==
+          "invalid_request", "another tenant's root is no dest: %r" % r)
+    check_eq(snapshot(hid), hid_before, "and stays untouched")
     s.kill()
+    shutil.rmtree(hid)
+    os.unlink(os.path.join(ws, "alice.txt"))
 
     # ---- an export while a squash runs ----
     s = Server(sets=("management", "runtime"), state=state,
@@ -529,6 +654,22 @@ def test():
         " of=big/$i bs=1048576 count=40 2>/dev/null; done", big)
     publish(s, sid, big)
     published = view(s, sid)
+    kd = os.path.join(out, "kd")
+    s.send({"jsonrpc": "2.0", "id": 903, "method": "tools/call",
+            "params": {"name": "export_changes", "arguments": {
+                "sandbox_id": sid, "dest": kd}}})
+    end_at = time.time() + 60
+    pid = None
+    while pid is None and time.time() < end_at:
+        pid = helper_holds(s.proc.pid, os.path.join(kd, "big"))
+    check(pid is not None, "the dir export is writing a file")
+    os.kill(pid, signal.SIGSTOP)
+    for n in os.listdir(os.path.join(kd, "big")):
+        check_eq(os.path.getsize(os.path.join(kd, "big", n)), 40 << 20,
+                 "a file at its name in dest is whole (%s)" % n)
+    os.kill(pid, signal.SIGKILL)
+    r = s.wait(903, timeout=60)["result"]
+    check(r["isError"], "the killed export answers an error")
     victim_tar = os.path.join(out, "k.tar.zst")
     with open(victim_tar, "wb") as f:
         f.write(b"the old archive\n")
@@ -561,6 +702,41 @@ def test():
     r = export(s, sid, victim_tar, "tar-zst")
     check_in("big/6", members("zstd -dc %s | tar -tf -" % victim_tar),
              "the export after the restart")
+
+    # A huge sparse file: a second dir export compares its data regions,
+    # not its holes.
+    h = session(s, sid)
+    run(s, sid, "dd if=/dev/zero of=huge bs=1 count=0 seek=1099511627776"
+        " 2>/dev/null; echo end >> huge", h)
+    publish(s, sid, h)
+    hd = os.path.join(out, "huge")
+    export(s, sid, hd)
+    t0 = time.time()
+    r = export(s, sid, hd, timeout=60)
+    check(r["files_written"] == 0 and time.time() - t0 < 30,
+          "a second export skips a 1 TiB sparse file at once (%r, %.1f s)"
+          % (r, time.time() - t0))
+    ok_result(s.call("destroy_sandbox", {"sandbox_id": sid}, timeout=120),
+              "destroy")
+    s.kill()
+
+    # The state directory reached through a symlink is still refused.
+    real = os.path.join(out, "realstate")
+    os.makedirs(real)
+    link = os.path.join(tmpdir(), "state-link")
+    os.symlink(real, link)
+    s = Server(sets=("management", "runtime"), state=link,
+               config="workspace-root %s\nexport-root %s\n" % (roots, out))
+    cleanup(lambda: remove_our_containers(link))
+    s.initialize()
+    sid = ok_result(s.call("create_sandbox", {
+        "image": IMAGE, "workspace_root": ws}, timeout=120), "create")["id"]
+    e = err_result(s.call("export_changes", {
+        "sandbox_id": sid, "dest": out}, timeout=60), "invalid_request",
+        "dest holding the state directory through a symlink")
+    check_in("state directory", e["message"], "says why")
+    check(os.path.isdir(os.path.join(real, "sandboxes")), "the state is"
+          " there")
     ok_result(s.call("destroy_sandbox", {"sandbox_id": sid}, timeout=120),
               "destroy")
 

@@ -3,13 +3,15 @@
 # validator (python3-jsonschema, Draft 2020-12, MCP's default dialect):
 # from 2025-06-18 on (2025-11-25, and the 2026-07-28 era) every tool
 # declares one, a valid schema that is the tool's result or the error
-# object; 2025-03-26 declares none. Then every one of the 17 tools is
+# object; 2025-03-26 declares none. Then every one of the 18 tools is
 # driven through its success shapes (both create_sandbox shapes, records
 # with endpoints, each command status, automatic publishes with changes,
 # with none, with dropped paths, with more paths than are listed, with
 # dropped output lines, rejected; truncated windows, sessionless and
 # session writes and edits, managed sessions shared and isolated,
-# published with and without changes, rejected, destroyed) and its
+# published with and without changes, rejected, destroyed; an export of
+# the changes in each format, dir, tar and tar-zst, to an export root,
+# with a live session named) and its
 # failures (invalid_request, not_found, conflict, operation_failed,
 # server_busy), and every structuredContent must validate against the
 # tool's outputSchema and against the branch its isError names. Mutated
@@ -64,10 +66,11 @@ def _version():
 
 TOOLS = ["list_docker_images", "list_workspace_directories",
          "create_sandbox", "list_sandboxes", "inspect_sandbox",
-         "destroy_sandbox", "squash_layerstacks", "exec_command", "write_command_stdin",
-         "read_command_lines", "file_read", "file_write", "file_edit",
-         "file_blame", "create_workspace_session",
-         "publish_workspace_session", "destroy_workspace_session"]
+         "destroy_sandbox", "squash_layerstacks", "export_changes",
+         "exec_command", "write_command_stdin", "read_command_lines",
+         "file_read", "file_write", "file_edit", "file_blame",
+         "create_workspace_session", "publish_workspace_session",
+         "destroy_workspace_session"]
 KINDS = ["invalid_request", "not_found", "operation_failed", "conflict",
          "server_busy", "unauthorized", "internal_error"]
 # The error object every tool may give instead of its result.
@@ -116,7 +119,7 @@ def check_schemas(tools, what):
     """Every tool of the list has a valid 2020-12 outputSchema of the
     declared form; return {name: outputSchema}."""
     check_eq(sorted(t["name"] for t in tools), sorted(TOOLS),
-             what + ": the 17 tools")
+             what + ": the 18 tools")
     out = {}
     for t in tools:
         name = t["name"]
@@ -213,10 +216,14 @@ def test():
         f.write("b\n")
     with open(os.path.join(roots, "a-file"), "w") as f:
         f.write("x\n")
+    # Where export_changes writes: an export root of its own, apart from
+    # the workspace roots.
+    exports = tmpdir()
     conf = ("workspace-root %s\n"
+            "export-root %s\n"
             "limit sessions-per-sandbox 2\n"
             "limit transcript-max 64K\n"
-            "limit list-directories 1\n" % roots)
+            "limit list-directories 1\n" % (roots, exports))
 
     # The lists: 2025-06-18 and 2026-07-28 declare, 2025-03-26 does not.
     # Listening, so that the records carry their endpoint objects.
@@ -242,7 +249,7 @@ def test():
     old.initialize("2025-03-26")
     otools = old.request("tools/list")["result"]["tools"]
     check_eq(sorted(t["name"] for t in otools), sorted(TOOLS),
-             "2025-03-26: the 17 tools")
+             "2025-03-26: the 18 tools")
     check_eq([t["name"] for t in otools if "outputSchema" in t], [],
              "2025-03-26: no tool has an outputSchema")
     old.kill()
@@ -507,7 +514,8 @@ def test():
             "publish_workspace_session": {"workspace_session_id": "ws-x"},
             "destroy_workspace_session": {"workspace_session_id": "ws-x"},
             "create_workspace_session": {}, "inspect_sandbox": {},
-            "destroy_sandbox": {}, "squash_layerstacks": {}}
+            "destroy_sandbox": {}, "squash_layerstacks": {},
+            "export_changes": {"dest": os.path.join(exports, "none")}}
     for tool, args in need.items():
         a = dict(args, sandbox_id="sbox-0123456789ab")
         err(tool, a, "not_found", "unknown sandbox")
@@ -530,6 +538,51 @@ def test():
     check(r["squashed_blocks"] and r["swept_sessions"],
           "a squash with blocks and a session: %r" % r)
     r = ok("squash_layerstacks", {"sandbox_id": sid})
+
+    # export_changes: each format to the export root while the session
+    # stands (named in live_workspace_sessions), after the deletion of a
+    # base file (a whiteout in the archives, a deletion applied to a dir
+    # dest that holds it); the dir again, every file unchanged.
+    run("rm src/a.txt", "a deletion before the exports")
+    dest = {"dir": os.path.join(exports, "dir"),
+            "tar": os.path.join(exports, "changes.tar"),
+            "tar-zst": os.path.join(exports, "changes.tar.zst")}
+    os.makedirs(os.path.join(dest["dir"], "src"))
+    with open(os.path.join(dest["dir"], "src", "a.txt"), "w") as f:
+        f.write(TEXT)
+    for fmt in ("dir", "tar", "tar-zst"):
+        args = {"sandbox_id": sid, "dest": dest[fmt]}
+        if fmt != "dir":
+            args["format"] = fmt
+        r = ok("export_changes", args, "export " + fmt, timeout=120)
+        check_eq(r["format"], fmt, "the format exported")
+        check(r["layers_exported"] > 0 and r["files_written"] > 0,
+              "an export of %s with layers and files: %r" % (fmt, r))
+        check_eq(r.get("live_workspace_sessions"), [keep],
+                 "the live session is named (%s)" % fmt)
+        check((os.path.isdir if fmt == "dir" else os.path.isfile)(
+            dest[fmt]), "%s is at its dest" % fmt)
+        check_eq(r.get("deletes_applied" if fmt == "dir" else
+                       "whiteouts_emitted", 0) > 0, True,
+                 "the deletion is exported (%s): %r" % (fmt, r))
+    check(os.path.isfile(os.path.join(dest["dir"], "made.txt")),
+          "the dir export holds a published file")
+    check(not os.path.lexists(os.path.join(dest["dir"], "src", "a.txt")),
+          "the dir export removed the deleted file")
+    r = ok("export_changes", {"sandbox_id": sid, "dest": dest["dir"],
+                              "format": "dir"}, "export dir again",
+           timeout=120)
+    check_eq((r["files_written"], r["deletes_applied"],
+              r["skipped_unchanged"] > 0), (0, 0, True),
+             "a second dir export skips every file: %r" % r)
+    err("export_changes", {"sandbox_id": sid, "dest": dest["tar"],
+                           "format": "zip"}, "invalid_request",
+        "an unknown format")
+    err("export_changes", {"sandbox_id": sid, "dest": "relative/x"},
+        "invalid_request", "a relative dest")
+    err("export_changes", {"sandbox_id": sid, "dest": os.path.join(
+        os.path.dirname(exports), "not-an-export-root")},
+        "invalid_request", "a dest outside every root")
     ok("destroy_workspace_session", {"sandbox_id": sid,
                                      "workspace_session_id": keep})
 
@@ -559,6 +612,9 @@ def test():
     check_eq({c["status"] for c in cmds},
              {"ok", "error", "running", "timed_out", "cancelled"},
              "command statuses validated")
+    exported = {res["structuredContent"]["format"] for tool, _, res in R.seen
+                if tool == "export_changes" and not res.get("isError")}
+    check_eq(exported, {"dir", "tar", "tar-zst"}, "export formats validated")
     for key in ("publish", "publish_rejected", "publish_reject_class",
                 "publish_reject_details", "publish_dropped",
                 "dropped_lines"):
@@ -658,6 +714,15 @@ def test():
            "discarded_bytes dropped")
     mutate("destroy_sandbox", setv("2024", "created_at_ms"),
            "created_at_ms a string")
+    mutate("export_changes", setv("zip", "format"), "format not in the enum")
+    mutate("export_changes", drop("bytes_written"), "bytes_written dropped")
+    mutate("export_changes", setv(-1, "files_written"), "files_written < 0")
+    mutate("export_changes", setv(1.5, "layers_exported"),
+           "layers_exported not an integer")
+    mutate("export_changes", setv([3], "live_workspace_sessions"),
+           "a live session not a string",
+           lambda sc: "live_workspace_sessions" in sc)
+    mutate("export_changes", setv(1, "surprise"), "an unknown property")
     for tool in ("file_read", "exec_command", "create_sandbox"):
         mutate(tool, drop("error", "message"), "error.message dropped",
                error=True)

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 # The REST surface against MCP on one server (API keys configured, the
-# management and runtime sets served): every one of the 16 /v1 routes is
-# the same operation as its tool. Each route is driven next to the same
-# tool call over HTTP tools/call, on matching objects (two sandboxes
-# made and worked the same way, one through each surface, or the same
-# call twice), and the 200 body must be the call's structuredContent,
-# member for member, with only ids, timestamps and durations set aside.
-# Failures (unknown argument, wrong type, missing argument, in the
-# door's order; bad and unknown ids; another tenant's sandbox, session
-# and command; conflicts; missing files; edits that do not apply; a
-# finished command; the commands-running limit) answer the tool's error
+# management and runtime sets served): 17 of the 18 /v1 routes (all but
+# squash's) are the same operation as their tool. Each route is driven
+# next to the same tool call over HTTP tools/call, on matching objects
+# (two sandboxes made and worked the same way, one through each surface,
+# or the same call twice; their changes exported in each format, dest in
+# the body or the query, to an export root), and the 200 body must be
+# the call's structuredContent, member for member, with only ids,
+# timestamps, durations and an archive's size set aside. Failures
+# (unknown argument, wrong type, missing argument, in the door's order;
+# bad and unknown ids; another tenant's sandbox, session, command and
+# export; conflicts; missing files; edits that do not apply; a finished
+# command; the commands-running limit; an export's dest outside every
+# root, relative or missing, its unknown format) answer the tool's error
 # object exactly, with the status of its kind. Then the routing (404,
 # 405 and Allow, OPTIONS, 415, arguments given twice, bodies that are
 # not objects, query values read with their argument's type,
@@ -19,6 +22,7 @@
 # runtime routes, whatever the method), and path parts and integers
 # longer than usual.
 
+import copy
 import json
 import os
 import re
@@ -218,8 +222,11 @@ def test():
     key_b, line_b = keygen("bob", *SETS)
     key_m, line_m = keygen("ops", "management")
     key_r, line_r = keygen("runner", "runtime")
-    conf = ("workspace-root %s\nlimit commands-running 2\n%s\n%s\n%s\n%s\n"
-            % (roots, line_a, line_b, line_m, line_r))
+    exports = os.path.join(base, "exports")
+    os.makedirs(exports)
+    conf = ("workspace-root %s\nexport-root %s\nlimit commands-running 2\n"
+            "%s\n%s\n%s\n%s\n"
+            % (roots, exports, line_a, line_b, line_m, line_r))
     srv = Server(sets=SETS, config=conf, listen="127.0.0.1:0", stdio=False)
     state = srv.state
     cleanup(lambda: remove_our_containers(state))
@@ -479,6 +486,66 @@ def test():
                 % (R, x["command_session_id"]),
                 {"stdin": "\u0004", "yield_time_ms": 10000})
     check_eq(x["status"], "ok", "cat ends at Ctrl-D")
+
+    # The published changes of both, exported in each format: R's
+    # through the route, M's through the tool, each to a dest of its own
+    # under the export root. dir is the default; the tar-zst dest and
+    # format come in the query of a POST without a body. An archive's
+    # bytes_written is its size, which the files' mtimes (in its headers,
+    # then compressed) make differ between the two: each must be the
+    # size of its own archive, and is set aside as volatile.
+    exported = {}
+    for fmt, in_query in (("dir", False), ("tar", False),
+                          ("tar-zst", True)):
+        name = {"dir": "%s", "tar": "%s.tar", "tar-zst": "%s.tar.zst"}[fmt]
+        dr = os.path.join(exports, name % "rest")
+        dm = os.path.join(exports, name % "mcp")
+        args = {"dest": dr}
+        if fmt != "dir":
+            args["format"] = fmt
+        res = mcp.call("export_changes", dict(args, sandbox_id=M, dest=dm))
+        got = rest.req("POST", "/v1/sandboxes/%s/export" % R,
+                       None if in_query else args,
+                       args if in_query else None)
+        if fmt != "dir" and got[0] == 200 and \
+                res.get("isError") is False:
+            sizes = (got[2].get("bytes_written"),
+                     res["structuredContent"].get("bytes_written"))
+            check_eq(sizes, (os.path.getsize(dr), os.path.getsize(dm)),
+                     "export_changes, %s: bytes_written is the size of"
+                     " the archive" % fmt)
+            res = copy.deepcopy(res)
+            res["structuredContent"]["bytes_written"] = sizes[0]
+        x = same_result("export_changes, %s" % fmt, got, res)
+        check_eq((x["format"], x["layers_exported"] > 0,
+                  x["files_written"] > 0), (fmt, True, True),
+                 "export_changes, %s: layers and files: %r" % (fmt, x))
+        check((os.path.isdir if fmt == "dir" else os.path.isfile)(dr) and
+              (os.path.isdir if fmt == "dir" else os.path.isfile)(dm),
+              "export_changes, %s: both dests made" % fmt)
+        exported[fmt] = x
+
+    def tree(top):
+        out = {}
+        for d, _, files in os.walk(top):
+            for f in files:
+                with open(os.path.join(d, f), "rb") as fh:
+                    out[os.path.relpath(os.path.join(d, f), top)] = fh.read()
+        return out
+    t = tree(os.path.join(exports, "rest"))
+    check_eq(t, tree(os.path.join(exports, "mcp")),
+             "the two dir exports hold the same files")
+    check_eq(t.get("auto.txt"), b"x\n", "the dir export holds auto.txt")
+    check("README" not in t, "the dir export holds no base file")
+    # Again, onto the same dests: every file is equal, none is written.
+    x = same_result("export_changes, dir again", rest.req(
+        "POST", "/v1/sandboxes/%s/export" % R,
+        {"dest": os.path.join(exports, "rest"), "format": "dir"}),
+        mcp.call("export_changes", {"sandbox_id": M, "format": "dir",
+                                    "dest": os.path.join(exports, "mcp")}))
+    check_eq((x["files_written"], x["skipped_unchanged"]),
+             (0, exported["dir"]["files_written"]),
+             "export_changes, dir again: every file skipped")
     # A session of alice's that stays live, for the checks below.
     ws_live = rest.ok("POST", "/v1/sandboxes/%s/workspace-sessions"
                       % R)["workspace_session_id"]
@@ -487,7 +554,7 @@ def test():
         "workspace_session_id": ws_live})
 
     errors(srv.port, rest, mcp, R, ws, base, cmd_r, ws_live)
-    tenants(srv.port, key_b, rest, R, cmd_r, ws_live)
+    tenants(srv.port, key_b, rest, R, cmd_r, ws_live, exports)
     routing(rest, mcp, R)
     keys(srv.port, key_m, key_r, rest, R)
     mgmt = second_server(conf, state, key_a, rest, R)
@@ -665,6 +732,22 @@ def errors(port, rest, mcp, R, ws, base, cmd_r, ws_live):
         ("a directory path outside the roots", "invalid_request",
          "GET", "/v1/workspace-directories", None, {"path": base},
          "list_workspace_directories", {"path": base}),
+        ("an export outside the workspace root and the export roots",
+         "invalid_request",
+         "POST", sb + "/export", {"dest": os.path.join(base, "elsewhere")},
+         None, "export_changes", {"sandbox_id": R, "dest": os.path.join(
+             base, "elsewhere")}),
+        ("an export to a relative dest", "invalid_request",
+         "POST", sb + "/export", None, {"dest": "exports/x"},
+         "export_changes", {"sandbox_id": R, "dest": "exports/x"}),
+        ("an export in an unknown format", "invalid_request",
+         "POST", sb + "/export", {"dest": os.path.join(base, "exports", "z"),
+                                  "format": "zip"}, None,
+         "export_changes", {"sandbox_id": R, "format": "zip",
+                            "dest": os.path.join(base, "exports", "z")}),
+        ("an export without a dest", "invalid_request",
+         "POST", sb + "/export", None, None,
+         "export_changes", {"sandbox_id": R}),
         ("a missing directory under a root", "not_found",
          "GET", "/v1/workspace-directories", None,
          {"path": os.path.join(ws, "nope")},
@@ -732,6 +815,10 @@ def errors(port, rest, mcp, R, ws, base, cmd_r, ws_live):
                  {"old_string": "a", "new_string": "b"}]}),
             ("GET", "/blame", None, {"path": "README"}, "file_blame",
              {"path": "README"}),
+            ("POST", "/export", {"dest": os.path.join(base, "exports",
+                                                      "unknown")}, None,
+             "export_changes", {"dest": os.path.join(base, "exports",
+                                                     "unknown")}),
             ("POST", "/workspace-sessions", None, None,
              "create_workspace_session", {}),
             ("POST", "/workspace-sessions/%s/publish" % ws_live, None, None,
@@ -751,6 +838,9 @@ def errors(port, rest, mcp, R, ws, base, cmd_r, ws_live):
             check_eq(err["details"], {"sandbox_id": UNKNOWN_SBOX},
                      what + ": details")
     # Nothing of the refused writes was made.
+    for name in ("elsewhere", "exports/x", "exports/z", "exports/unknown"):
+        check(not os.path.lexists(os.path.join(base, name)),
+              "a refused export made no %s" % name)
     for path in ("u.txt", "x"):
         same_error("no %s was written" % path, "not_found",
                    rest.req("GET", sb + "/files", query={"path": path}),
@@ -760,9 +850,10 @@ def errors(port, rest, mcp, R, ws, base, cmd_r, ws_live):
              "the refused edits changed nothing")
 
 
-def tenants(port, key_b, rest, R, cmd_r, ws_live):
+def tenants(port, key_b, rest, R, cmd_r, ws_live, exports):
     """bob's key reaches none of alice's: her sandbox, its sessions and
     commands answer exactly as unknown ids, over REST as over MCP."""
+    pwned = os.path.join(exports, "pwned.tar")
     brest = Rest(port, key_b, "bob")
     bmcp = Mcp(port, key_b, "bob")
     lst = same_result("bob: list_sandboxes", brest.req("GET", "/v1/sandboxes"),
@@ -792,6 +883,8 @@ def tenants(port, key_b, rest, R, cmd_r, ws_live):
                  {"old_string": "alpha", "new_string": "pwned"}]}),
             ("GET", "/blame", None, {"path": "notes/a.txt"}, "file_blame",
              {"path": "notes/a.txt"}),
+            ("POST", "/export", {"dest": pwned, "format": "tar"}, None,
+             "export_changes", {"dest": pwned, "format": "tar"}),
             ("POST", "/workspace-sessions", None, None,
              "create_workspace_session", {}),
             ("POST", "/workspace-sessions/%s/publish" % ws_live, None, None,
@@ -824,6 +917,7 @@ def tenants(port, key_b, rest, R, cmd_r, ws_live):
     st, h, body = rest.req("GET", "/v1/sandboxes/%s/files" % R,
                            query={"path": "pwned"})
     check_eq(st, 404, "bob wrote nothing in alice's sandbox")
+    check(not os.path.lexists(pwned), "bob exported nothing of alice's")
 
 
 def routing(rest, mcp, R):
@@ -839,6 +933,7 @@ def routing(rest, mcp, R):
             ("POST", sb, {"GET", "DELETE"}),
             ("DELETE", sb + "/files", {"GET", "PUT", "PATCH"}),
             ("GET", sb + "/commands", {"POST"}),
+            ("GET", sb + "/export", {"POST"}),
             ("GET", sb + "/commands/%s/stdin" % UNKNOWN_CMD, {"POST"}),
             ("POST", sb + "/workspace-sessions/%s" % UNKNOWN_WS,
              {"DELETE"})]:

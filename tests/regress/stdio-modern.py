@@ -81,7 +81,8 @@ def test_modern(s):
         if "sandbox_id" in t["inputSchema"]["properties"]}
     check_eq(declared, {"inspect_sandbox": "Sandbox-Id",
                         "destroy_sandbox": "Sandbox-Id",
-                        "squash_layerstacks": "Sandbox-Id"},
+                        "squash_layerstacks": "Sandbox-Id",
+                        "export_changes": "Sandbox-Id"},
              "x-mcp-header on every sandbox_id")
 
     r = modern(s, "tools/call", {"name": "list_sandboxes", "arguments": {}})

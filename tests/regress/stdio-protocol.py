@@ -29,6 +29,13 @@ SCHEMAS = {
     "inspect_sandbox": SANDBOX_ID,
     "destroy_sandbox": SANDBOX_ID,
     "squash_layerstacks": SANDBOX_ID,
+    "export_changes": {
+        "type": "object",
+        "properties": {"sandbox_id": {"type": "string"},
+                       "dest": {"type": "string"},
+                       "format": {"type": "string", "default": "dir"}},
+        "required": ["sandbox_id", "dest"],
+        "additionalProperties": False},
 }
 # readOnly, destructive, idempotent, openWorld.
 ANNOTATIONS = {
@@ -39,6 +46,7 @@ ANNOTATIONS = {
     "inspect_sandbox": (True, False, True, False),
     "destroy_sandbox": (False, True, False, False),
     "squash_layerstacks": (False, False, True, False),
+    "export_changes": (False, True, True, False),
 }
 
 

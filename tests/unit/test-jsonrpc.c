@@ -206,7 +206,7 @@ test_methods(void)
 	r = send_msg(s, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":"
 	    "\"tools/list\",\"params\":{\"cursor\":\"x\"}}");
 	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(
-	    r, "result"), "tools")), 7);
+	    r, "result"), "tools")), 8);
 	r = send_msg(s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
 	    "\"tools/call\",\"params\":{\"name\":3}}");
 	CHECK_INT(error_code(r), JSONRPC_INVALID_PARAMS);

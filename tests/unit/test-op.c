@@ -122,7 +122,18 @@ test_list(void)
 	unit_setup();
 	list = mcp_tools_list_object(TOOLSET_MANAGEMENT, MCP_TOOLS_2025_03);
 	tools = cJSON_GetObjectItem(list, "tools");
-	CHECK_INT(cJSON_GetArraySize(tools), 7);
+	CHECK_INT(cJSON_GetArraySize(tools), 8);
+	/* export_changes, last: destructive (it writes dest) and idempotent. */
+	t = cJSON_GetArrayItem(tools, 7);
+	CHECK_STR(cJSON_GetObjectItem(t, "name")->valuestring,
+	    "export_changes");
+	ann = cJSON_GetObjectItem(t, "annotations");
+	CHECK(cJSON_IsFalse(cJSON_GetObjectItem(ann, "readOnlyHint")));
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(ann, "destructiveHint")));
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(ann, "idempotentHint")));
+	CHECK(cJSON_IsFalse(cJSON_GetObjectItem(ann, "openWorldHint")));
+	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(
+	    t, "inputSchema"), "required")), 2);
 	t = cJSON_GetArrayItem(tools, 0);
 	CHECK_STR(cJSON_GetObjectItem(t, "name")->valuestring,
 	    "list_docker_images");
@@ -193,7 +204,7 @@ test_output_schema(void)
 		    "sandbox_endpoint") != 0);
 		n++;
 	}
-	CHECK_INT(n, 17);
+	CHECK_INT(n, 18);
 	cJSON_Delete(list);
 	list = mcp_tools_list_object(TOOLSET_ALL, MCP_TOOLS_2025_03);
 	cJSON_ArrayForEach(t, cJSON_GetObjectItem(list, "tools"))
