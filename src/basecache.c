@@ -70,6 +70,8 @@ struct basecache_entry {
 
 struct basecache_walk {
 	const char		*src;
+	char			**hidden;	/* relative: left out */
+	size_t			 nhidden;
 	struct basecache_entry	*entries;
 	size_t			 n;
 	size_t			 size;
@@ -83,6 +85,8 @@ struct basecache_walk {
 
 struct basecache_build {
 	char			*src;
+	char			**hidden;
+	size_t			 nhidden;
 	char			*staging;
 	long long		 max_entries;
 	long long		 max_bytes;
@@ -167,6 +171,7 @@ basecache_walk_dir(struct basecache_walk *w, const char *rel)
 	char		*full, *path;
 	char		 target[PATH_MAX];
 	ssize_t		 n;
+	size_t		 i;
 	int		 r = 0;
 
 	xasprintf(&full, "%s%s%s", w->src, *rel != '\0' ? "/" : "", rel);
@@ -182,6 +187,14 @@ basecache_walk_dir(struct basecache_walk *w, const char *rel)
 			continue;
 		xasprintf(&path, "%s%s%s", rel, *rel != '\0' ? "/" : "",
 		    de->d_name);
+		for (i = 0; i < w->nhidden; i++) {
+			if (strcmp(path, w->hidden[i]) == 0)
+				break;
+		}
+		if (i < w->nhidden) {
+			free(path);	/* another tenant's root */
+			continue;
+		}
 		if (fstatat(dirfd(d), de->d_name, &st,
 		    AT_SYMLINK_NOFOLLOW) != 0) {
 			xasprintf(&w->error, "cannot read %s/%s: %s", w->src,
@@ -478,6 +491,8 @@ basecache_child(void *arg, int fd)
 
 	memset(&w, 0, sizeof w);
 	w.src = b->src;
+	w.hidden = b->hidden;
+	w.nhidden = b->nhidden;
 	w.max_entries = b->max_entries;
 	w.max_bytes = b->max_bytes;
 	if (basecache_walk_dir(&w, "") != 0)
@@ -551,6 +566,11 @@ basecache_child(void *arg, int fd)
 static void
 basecache_free(struct basecache_build *b)
 {
+	size_t	i;
+
+	for (i = 0; i < b->nhidden; i++)
+		free(b->hidden[i]);
+	free(b->hidden);
 	free(b->src);
 	free(b->staging);
 	free(b);
@@ -596,17 +616,21 @@ basecache_done(int status, struct evbuffer *report, void *arg)
 
 /*
  * Make sure the base for a workspace (a canonical directory) is in the
- * cache. cb(root_hash, NULL, arg) on success, or cb(NULL, cause, arg),
- * from the loop.
+ * cache, without the nhidden paths of hidden (relative, taken over: the
+ * roots of other tenants below it). cb(root_hash, NULL, arg) on success,
+ * or cb(NULL, cause, arg), from the loop.
  */
 struct basecache_build *
-basecache_ensure(const char *src, basecache_cb cb, void *arg)
+basecache_ensure(const char *src, char **hidden, size_t nhidden,
+    basecache_cb cb, void *arg)
 {
 	struct basecache_build	*b;
 	char			 rnd[9];
 
 	b = xcalloc(1, sizeof *b);
 	b->src = xstrdup(src);
+	b->hidden = hidden;
+	b->nhidden = nhidden;
 	b->cb = cb;
 	b->arg = arg;
 	b->max_entries = cfg_limit(LIMIT_BASE_MAX_ENTRIES);

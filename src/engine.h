@@ -342,7 +342,8 @@ struct cJSON	*audit_blame(const char *, const char *, struct cause *);
 struct basecache_build;
 typedef void (*basecache_cb)(const char *, const struct cause *, void *);
 char		*basecache_path(const char *);
-struct basecache_build *basecache_ensure(const char *, basecache_cb, void *);
+struct basecache_build *basecache_ensure(const char *, char **, size_t,
+		     basecache_cb, void *);
 void		 basecache_cancel(struct basecache_build *);
 
 /* sandbox.c */
@@ -376,6 +377,7 @@ struct cJSON	*workspace_roots(const char *, struct cause *);
 char		*workspace_resolve(const char *, const char *, const char *,
 		     struct cause *);
 int		 workspace_serves(const char *, const char *);
+char		**workspace_hidden(const char *, const char *, size_t *);
 
 /* runtime.c */
 void		 runtime_init(void);

@@ -1576,51 +1576,6 @@ export_done(int status, struct evbuffer *report, void *arg)
 	export_free(e);
 }
 
-/* Add root r (normalized) to what a dir export into dest leaves alone. */
-static void
-export_hide_one(struct export_args *a, const char *r)
-{
-	size_t	len = strlen(a->dest);
-
-	if (!export_under(r, a->dest) || strcmp(r, a->dest) == 0)
-		return;
-	a->hidden = xreallocarray(a->hidden, a->nhidden + 1,
-	    sizeof *a->hidden);
-	a->hidden[a->nhidden++] = xstrdup(r + (strcmp(a->dest, "/") == 0 ?
-	    1 : len + 1));
-}
-
-/*
- * The workspace and export roots below dest that do not serve tenant,
- * as written and (workspace roots) as they resolve: a sandbox's delta
- * never reaches another tenant's files through a root that holds theirs.
- */
-static void
-export_hide(struct export_args *a, const char *tenant)
-{
-	struct cfg_word	*w;
-	char		*r, *real;
-	int		 k;
-
-	for (k = 0; k < 2; k++) {
-		TAILQ_FOREACH(w, k == 0 ? &cfg->roots : &cfg->export_roots,
-		    entry) {
-			if (export_root_serves(w, tenant) ||
-			    (r = export_normalize(w->word)) == NULL)
-				continue;
-			export_hide_one(a, r);
-			free(r);
-			if (k == 0 && (real = realpath(w->word, NULL)) !=
-			    NULL) {
-				if ((r = export_normalize(real)) != NULL)
-					export_hide_one(a, r);
-				free(r);
-				free(real);
-			}
-		}
-	}
-}
-
 /*
  * Export the published changes of sandbox id (of tenant, copied from
  * workspace) to dest in format ("dir", "tar" or "tar-zst"): cb gets the
@@ -1653,7 +1608,7 @@ export_start(const char *id, const char *tenant, const char *workspace,
 	e->args.dest = d;
 	e->args.format = (enum export_format)i;
 	if (e->args.format == EXPORT_DIR)
-		export_hide(&e->args, tenant);
+		e->args.hidden = workspace_hidden(d, tenant, &e->args.nhidden);
 	e->tenant = xstrdup(tenant);
 	e->cb = cb;
 	e->arg = arg;

@@ -683,6 +683,8 @@ sandbox_create_image_cb(cJSON *reply, const char *error, int status,
     void *arg)
 {
 	struct sandbox_create	*sc = arg;
+	char			**hidden;
+	size_t			  nhidden;
 
 	if (sc->cancelled) {
 		sandbox_create_finish(sc);
@@ -702,8 +704,10 @@ sandbox_create_image_cb(cJSON *reply, const char *error, int status,
 		return;
 	}
 	sc->step = SANDBOX_CREATE_BASE;
-	sc->base = basecache_ensure(sc->workspace, sandbox_create_base_cb,
-	    sc);
+	/* Another tenant's root inside the workspace is not copied. */
+	hidden = workspace_hidden(sc->workspace, sc->tenant, &nhidden);
+	sc->base = basecache_ensure(sc->workspace, hidden, nhidden,
+	    sandbox_create_base_cb, sc);
 }
 
 /* Whether an image reference could be one (before asking Docker). */

@@ -164,6 +164,56 @@ workspace_serves(const char *p, const char *tenant)
 	return (1);
 }
 
+static char	*workspace_clean(const char *);
+
+/* Add root r (clean) to the hidden names of dir, when strictly below it. */
+static void
+workspace_hide_one(const char *dir, const char *r, char ***list, size_t *n)
+{
+	size_t	len = strlen(dir), i;
+
+	if (!workspace_under(r, dir) || strcmp(r, dir) == 0)
+		return;
+	r += strcmp(dir, "/") == 0 ? 1 : len + 1;
+	for (i = 0; i < *n; i++) {
+		if (strcmp((*list)[i], r) == 0)
+			return;
+	}
+	*list = xreallocarray(*list, *n + 1, sizeof **list);
+	(*list)[(*n)++] = xstrdup(r);
+}
+
+/*
+ * The configured workspace and export roots strictly below directory dir
+ * (clean, canonical) that do not serve tenant, as paths relative to dir,
+ * as written and as they resolve: what a copy of dir for tenant leaves
+ * out and an export into dir leaves alone. *n of them, allocated.
+ */
+char **
+workspace_hidden(const char *dir, const char *tenant, size_t *n)
+{
+	struct cfg_word	 *w;
+	char		**list = NULL, *r, *real;
+	int		  k;
+
+	*n = 0;
+	for (k = 0; k < 2; k++) {
+		TAILQ_FOREACH(w, k == 0 ? &cfg->roots : &cfg->export_roots,
+		    entry) {
+			if (workspace_root_serves(w, tenant))
+				continue;
+			r = workspace_clean(w->word);
+			workspace_hide_one(dir, r, &list, n);
+			free(r);
+			if ((real = realpath(w->word, NULL)) != NULL) {
+				workspace_hide_one(dir, real, &list, n);
+				free(real);
+			}
+		}
+	}
+	return (list);
+}
+
 /* Whether a path, taken as written, lies under a root of a tenant. */
 static int
 workspace_lexically_under(const char *p, const char *tenant)

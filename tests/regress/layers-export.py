@@ -16,7 +16,8 @@
 # - every refusal of layers.md, and dest outside the workspace root and
 #   the export roots (/etc/cron.d), a symlink at any component of dest,
 #   an export root limited to other tenants: invalid_request, nothing
-#   touched;
+#   touched; a root of another tenant inside the sandbox's workspace is
+#   neither copied into the sandbox nor written by an export back;
 # - symlinks planted in a dest tree where the delta writes, deletes or
 #   descends (dest/keep -> a host directory, ...): nothing outside dest
 #   is touched;
@@ -600,6 +601,12 @@ def test():
         return http_json(b)["result"]
     ws_a = alice(7, "create_workspace_session", {
         "sandbox_id": sid_a})["structuredContent"]["workspace_session_id"]
+    r = alice(12, "exec_command", {
+        "sandbox_id": sid_a, "workspace_session_id": ws_a,
+        "yield_time_ms": 30000, "cmd": "test ! -e hid && test -e"
+        " unchanged.txt && echo not-copied"})
+    check_eq(r["structuredContent"].get("output"), "not-copied\n",
+             "another tenant's root is not copied into alice's sandbox")
     r = alice(8, "exec_command", {
         "sandbox_id": sid_a, "workspace_session_id": ws_a,
         "yield_time_ms": 30000, "cmd": "mkdir -p hid; echo mine >"
