@@ -197,7 +197,7 @@ publish_name_cmp(const void *a, const void *b)
 static int
 publish_capture_dir(struct publish_ctx *x, int dfd, const char *rel)
 {
-	struct layer_entry	 le;
+	struct layer_entry	*le;
 	struct stat		 st, sst;
 	struct dirent		*de;
 	DIR			*d;
@@ -205,6 +205,12 @@ publish_capture_dir(struct publish_ctx *x, int dfd, const char *rel)
 	size_t			 n = 0, size = 0, i;
 	int			 r = 0, fd, sub;
 
+	/*
+	 * The walk recurses once per level a session made (a path is at
+	 * most PATH_MAX long, so some two thousand levels): its frames stay
+	 * small, the large entry is on the heap.
+	 */
+	le = xmalloc(sizeof *le);
 	if ((fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
 	    (d = fdopendir(fd)) == NULL) {
 		if (fd != -1)
@@ -212,6 +218,7 @@ publish_capture_dir(struct publish_ctx *x, int dfd, const char *rel)
 		xasprintf(&x->error, "cannot read the directory %s of the"
 		    " session: %s", *rel ? rel : "/workspace",
 		    strerror(errno));
+		free(le);
 		return (-1);
 	}
 	while ((de = readdir(d)) != NULL) {
@@ -262,17 +269,17 @@ publish_capture_dir(struct publish_ctx *x, int dfd, const char *rel)
 				publish_add(&x->cap, path, PUBLISH_OPAQUE,
 				    st.st_mode);
 			else {
-				if (layer_resolve(x->base, path, &le,
+				if (layer_resolve(x->base, path, le,
 				    &x->error) != 0) {
 					close(sub);
 					free(path);
 					r = -1;
 					break;
 				}
-				if (le.kind != LAYER_DIR)
+				if (le->kind != LAYER_DIR)
 					publish_add(&x->cap, path,
 					    PUBLISH_MKDIR, st.st_mode);
-				else if ((le.st.st_mode & 07777) !=
+				else if ((le->st.st_mode & 07777) !=
 				    (st.st_mode & 07777))
 					publish_add(&x->cap, path,
 					    PUBLISH_MKDIR, st.st_mode);
@@ -293,6 +300,7 @@ publish_capture_dir(struct publish_ctx *x, int dfd, const char *rel)
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+	free(le);
 	return (r);
 }
 

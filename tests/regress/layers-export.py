@@ -710,6 +710,23 @@ def test():
     check_in("big/6", members("zstd -dc %s | tar -tf -" % victim_tar),
              "the export after the restart")
 
+    # A chain of 1,900 directories (about as deep as a path may go):
+    # published, squashed and exported whole.
+    h = session(s, sid)
+    run(s, sid, "i=0; while [ $i -lt 1900 ]; do mkdir d && cd d;"
+        " i=$((i+1)); done; echo deep > f", h)
+    publish(s, sid, h)
+    deep = "/".join(["d"] * 1900) + "/f"
+    r = ok_result(s.call("file_read", {"sandbox_id": sid, "path": deep}),
+                  "read the deepest file")
+    check_eq(r["content"], "deep\n", "the deep chain is published")
+    ok_result(s.call("squash_layerstacks", {"sandbox_id": sid},
+                     timeout=120), "squash the deep chain")
+    dz = os.path.join(out, "deep.tar")
+    export(s, sid, dz, "tar")
+    check_in(deep, members("tar -tf %s" % dz), "the deep file is archived")
+    os.unlink(dz)
+
     # A huge sparse file: a second dir export compares its data regions,
     # not its holes.
     h = session(s, sid)
