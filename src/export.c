@@ -303,6 +303,18 @@ export_judge(const char *dest, const char *tenant, const char *workspace,
 	}
 	if (best > 0 && serves)
 		allowed = 1;
+	/* Never into a workspace root of another tenant's, however reached. */
+	TAILQ_FOREACH(w, &cfg->roots, entry) {
+		if (!allowed || export_root_serves(w, tenant))
+			continue;
+		for (i = 0; i < 2 && allowed; i++) {
+			r = i == 0 ? export_normalize(w->word) :
+			    realpath(w->word, NULL);
+			if (r != NULL && export_under(d, r))
+				allowed = 0;
+			free(r);
+		}
+	}
 	if (!allowed) {
 		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest %s is"
 		    " neither under the workspace root the sandbox was copied"

@@ -571,8 +571,9 @@ def test():
     s = Server(sets=("management", "runtime"), state=state,
                listen="127.0.0.1:0",
                config="workspace-root %s\nworkspace-root %s tenants bob\n"
-               "export-root %s tenants bob\n%s\n"
-               % (roots, hid, troot, line_a))
+               "export-root %s tenants bob\nexport-root %s\n"
+               "workspace-root %s/wsb tenants bob\n%s\n"
+               % (roots, hid, troot, out, out, line_a))
     s.initialize()
     conn, hdr = http_session(s.port, key=key_a)
     hdr["Authorization"] = "Bearer " + key_a
@@ -591,6 +592,20 @@ def test():
     check_eq(r["structuredContent"]["error"]["kind"], "invalid_request",
              "as invalid_request")
     check_eq(os.listdir(troot), [], "and nothing is written there")
+    os.makedirs(os.path.join(out, "wsb"))
+    for k, dest in enumerate((os.path.join(out, "wsb"),
+                              os.path.join(out, "wsb", "p"))):
+        st, h, b = conn.request("POST", "/mcp", {
+            "jsonrpc": "2.0", "id": 20 + k, "method": "tools/call",
+            "params": {"name": "export_changes", "arguments": {
+                "sandbox_id": sid_a, "dest": dest}}}, hdr)
+        r = http_json(b)["result"]
+        check(r["isError"] and r["structuredContent"]["error"]["kind"] ==
+              "invalid_request", "another tenant's workspace root inside an"
+              " export root is no dest (%s): %r" % (dest, r))
+    check_eq(os.listdir(os.path.join(out, "wsb")), [], "nothing written in"
+             " another tenant's workspace root")
+    os.rmdir(os.path.join(out, "wsb"))
 
     # A root of another tenant's inside alice's workspace: her export
     # back into the workspace leaves it alone, and it is no dest.
