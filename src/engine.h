@@ -376,7 +376,10 @@ void		 workspace_list_cancel(struct workspace_list *);
 struct cJSON	*workspace_roots(const char *, struct cause *);
 char		*workspace_resolve(const char *, const char *, const char *,
 		     struct cause *);
-int		 workspace_serves(const char *, const char *);
+int		 workspace_under(const char *, const char *);
+int		 workspace_root_serves(struct cfg_word *, const char *);
+char		*workspace_clean(const char *);
+int		 workspace_foreign(const char *, const char *);
 char		**workspace_hidden(const char *, const char *, size_t *);
 
 /* runtime.c */

@@ -136,67 +136,25 @@ struct export_ctx {
 
 /* ---- judging dest, on the loop ---- */
 
-/* Whether path p is r or below it (both normalized). */
-static int
-export_under(const char *p, const char *r)
-{
-	size_t	len = strlen(r);
-
-	if (strcmp(r, "/") == 0)
-		return (1);
-	return (strncmp(p, r, len) == 0 && (p[len] == '\0' || p[len] == '/'));
-}
-
 /*
- * Normalize absolute path s: one slash between components, no "." and
- * no trailing slash. NULL when it has a ".." component.
+ * Absolute path s with one slash between components, no "." and no
+ * trailing slash (workspace_clean), or NULL when it has a ".."
+ * component, which a dest may not have.
  */
 static char *
 export_normalize(const char *s)
 {
-	const char	*p = s, *e;
-	char		*out;
-	size_t		 n = 0, len;
+	const char	*p = s;
+	size_t		 len;
 
-	out = xmalloc(strlen(s) + 2);
 	while (*p != '\0') {
-		while (*p == '/')
-			p++;
-		if (*p == '\0')
-			break;
-		for (e = p; *e != '\0' && *e != '/'; e++)
-			;
-		len = e - p;
-		if (len == 2 && p[0] == '.' && p[1] == '.') {
-			free(out);
+		p += strspn(p, "/");
+		len = strcspn(p, "/");
+		if (len == 2 && p[0] == '.' && p[1] == '.')
 			return (NULL);
-		}
-		if (!(len == 1 && p[0] == '.')) {
-			out[n++] = '/';
-			memcpy(out + n, p, len);
-			n += len;
-		}
-		p = e;
+		p += len;
 	}
-	if (n == 0)
-		out[n++] = '/';
-	out[n] = '\0';
-	return (out);
-}
-
-/* Whether an export root serves a tenant: all when it names none. */
-static int
-export_root_serves(struct cfg_word *w, const char *tenant)
-{
-	struct cfg_word	*t;
-
-	if (w->tenants == NULL || strcmp(tenant, TENANT_LOCAL) == 0)
-		return (1);
-	TAILQ_FOREACH(t, w->tenants, entry) {
-		if (strcmp(t->word, tenant) == 0)
-			return (1);
-	}
-	return (0);
+	return (workspace_clean(s));
 }
 
 /* The home directory of the server's user, or NULL. */
@@ -222,6 +180,7 @@ export_judge(const char *dest, const char *tenant, const char *workspace,
 {
 	struct cfg_word	*w;
 	const char	*home, *env;
+	static char	*state_real;
 	char		*d, *r, *state;
 	size_t		 best, i;
 	int		 allowed = 0, same, serves = 0;
@@ -259,62 +218,56 @@ export_judge(const char *dest, const char *tenant, const char *workspace,
 		free(d);
 		return (NULL);
 	}
-	/* The state directory as written and as it resolves. */
+	/* The state directory as written and as it resolves (once). */
+	if (state_real == NULL && (r = realpath(cfg->state_dir, NULL)) !=
+	    NULL) {
+		state_real = export_normalize(r);
+		free(r);
+	}
 	for (i = 0; i < 2; i++) {
-		if (i == 0)
-			state = export_normalize(cfg->state_dir);
-		else if ((r = realpath(cfg->state_dir, NULL)) != NULL) {
-			state = export_normalize(r);
-			free(r);
-		} else
-			state = NULL;
-		if (state != NULL && (export_under(d, state) ||
-		    export_under(state, d))) {
+		state = i == 0 ? export_normalize(cfg->state_dir) :
+		    state_real != NULL ? xstrdup(state_real) : NULL;
+		if (state != NULL && (workspace_under(d, state) ||
+		    workspace_under(state, d))) {
 			cause_set(cause, CAUSE_INVALID, "dest", dest, "dest %s"
 			    " %s the server's state directory", d,
-			    export_under(d, state) ? "is inside" : "holds");
+			    workspace_under(d, state) ? "is inside" : "holds");
 			free(state);
 			free(d);
 			return (NULL);
 		}
 		free(state);
 	}
+	/* Never into a workspace root of another tenant's, however reached. */
+	if (workspace_foreign(d, tenant)) {
+		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest %s is in a"
+		    " workspace root that does not serve this caller", d);
+		free(d);
+		return (NULL);
+	}
 	/*
-	 * Back into the workspace the sandbox was copied from, where the
-	 * deepest workspace root holding dest serves the caller (a root
-	 * limited to others hides what is under it); or under an export
-	 * root, the deepest one holding dest deciding the same way.
+	 * Back into the workspace the sandbox was copied from, or under an
+	 * export root, the deepest one holding dest deciding (a root
+	 * limited to others hides what is under it).
 	 */
 	if (workspace != NULL && (r = export_normalize(workspace)) != NULL) {
-		allowed = export_under(d, r) && workspace_serves(d, tenant);
+		allowed = workspace_under(d, r);
 		free(r);
 	}
 	best = 0;
 	TAILQ_FOREACH(w, &cfg->export_roots, entry) {
 		if ((r = export_normalize(w->word)) == NULL)
 			continue;
-		if (export_under(d, r) && strlen(r) >= best) {
+		if (workspace_under(d, r) && strlen(r) >= best) {
 			if (strlen(r) > best)
 				serves = 0;
 			best = strlen(r);
-			serves |= export_root_serves(w, tenant);
+			serves |= workspace_root_serves(w, tenant);
 		}
 		free(r);
 	}
 	if (best > 0 && serves)
 		allowed = 1;
-	/* Never into a workspace root of another tenant's, however reached. */
-	TAILQ_FOREACH(w, &cfg->roots, entry) {
-		if (!allowed || export_root_serves(w, tenant))
-			continue;
-		for (i = 0; i < 2 && allowed; i++) {
-			r = i == 0 ? export_normalize(w->word) :
-			    realpath(w->word, NULL);
-			if (r != NULL && export_under(d, r))
-				allowed = 0;
-			free(r);
-		}
-	}
 	if (!allowed) {
 		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest %s is"
 		    " neither under the workspace root the sandbox was copied"
@@ -328,23 +281,6 @@ export_judge(const char *dest, const char *tenant, const char *workspace,
 }
 
 /* ---- the child: opening dest ---- */
-
-/* The report of an export that could not be made (kind: invalid, error). */
-static int
-export_report_error(int fd, const char *kind, const char *message)
-{
-	cJSON	*rep;
-	char	*text;
-	int	 r;
-
-	rep = cJSON_CreateObject();
-	cJSON_AddStringToObject(rep, kind, message);
-	text = util_json_print(rep);
-	cJSON_Delete(rep);
-	r = job_write_all(fd, text, strlen(text));
-	free(text);
-	return (r == 0 ? 0 : 1);
-}
 
 /*
  * Open the directory at absolute path (normalized) from /, one
@@ -505,8 +441,8 @@ export_hidden(struct export_ctx *x, const char *path, int holds)
 	size_t			 i;
 
 	for (i = 0; i < a->nhidden; i++) {
-		if (export_under(path, a->hidden[i]) ||
-		    (holds && export_under(a->hidden[i], path)))
+		if (workspace_under(path, a->hidden[i]) ||
+		    (holds && workspace_under(a->hidden[i], path)))
 			return (1);
 	}
 	return (0);
@@ -1387,12 +1323,12 @@ export_child(void *arg, int fd)
 	x.outfd = -1;
 	named[0] = '\0';
 	if ((dfd = export_open_dest(a, &x, &leaf, &msg)) == -1) {
-		r = export_report_error(fd, "invalid", msg);
+		r = job_report_error(fd, "invalid", msg) == 0 ? 0 : 1;
 		free(msg);
 		return (r);
 	}
 	if ((ls = export_snapshot(a->sandbox, &hold, &msg)) == NULL) {
-		export_report_error(fd, "error", msg);
+		job_report_error(fd, "error", msg);
 		free(msg);
 		close(dfd);
 		return (1);
@@ -1491,7 +1427,7 @@ export_child(void *arg, int fd)
 	goto out;
 
 fail:
-	export_report_error(fd, "error", msg != NULL ? msg :
+	job_report_error(fd, "error", msg != NULL ? msg :
 	    "the export failed");
 	free(msg);
 	if (*named != '\0')

@@ -47,6 +47,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -637,6 +638,26 @@ job_cancel(struct job *j)
 	}
 	if (j->pid > 0 && !(j->flags & JOB_REAPED))
 		kill(j->pid, SIGKILL);
+}
+
+/*
+ * A child's report that is one message under kind ({"error": ...}, say):
+ * 0, or -1 when it could not be written.
+ */
+int
+job_report_error(int fd, const char *kind, const char *message)
+{
+	cJSON	*rep;
+	char	*text;
+	int	 r;
+
+	rep = cJSON_CreateObject();
+	cJSON_AddStringToObject(rep, kind, message);
+	text = util_json_print(rep);
+	cJSON_Delete(rep);
+	r = job_write_all(fd, text, strlen(text));
+	free(text);
+	return (r == 0 ? 0 : -1);
 }
 
 /* Write all of buf to a descriptor (children report this way). */

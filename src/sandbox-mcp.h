@@ -328,6 +328,7 @@ void		 job_on_line(struct job *, void (*)(const char *, void *),
 void		 job_cancel(struct job *);
 void		 job_early(struct job *);
 int		 job_write_all(int, const void *, size_t);
+int		 job_report_error(int, const char *, const char *);
 
 /* cgroup.c */
 int		 cgroup_write(const char *, const char *, const char *);

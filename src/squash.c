@@ -847,23 +847,6 @@ squash_plan(struct layer_stack *head, struct squash_leases *sl,
 	return (n);
 }
 
-/* The report of a squash that could not be made, or -1. */
-static int
-squash_report_error(int fd, const char *kind, const char *message)
-{
-	cJSON	*rep;
-	char	*text;
-	int	 r;
-
-	rep = cJSON_CreateObject();
-	cJSON_AddStringToObject(rep, kind, message);
-	text = util_json_print(rep);
-	cJSON_Delete(rep);
-	r = job_write_all(fd, text, strlen(text));
-	free(text);
-	return (r == 0 ? 0 : -1);
-}
-
 /*
  * Under the writer lock: the head as it is now must end with the head
  * the runs were planned on (publishes only add on top); the next
@@ -1019,21 +1002,21 @@ squash_child(void *arg, int fd)
 	free(path);
 	if (sq == -1 || flock(sq, LOCK_EX | LOCK_NB) != 0) {
 		if (sq != -1 && errno == EWOULDBLOCK)
-			return (squash_report_error(fd, "conflict", "another"
+			return (job_report_error(fd, "conflict", "another"
 			    " squash of this sandbox's stack is running; try"
 			    " again when it is done") == 0 ? 0 : 1);
-		return (squash_report_error(fd, "error", "cannot take the"
+		return (job_report_error(fd, "error", "cannot take the"
 		    " squash lock of the stack") == 0 ? 0 : 1);
 	}
 	if (squash_leases_read(a->sandbox, &sl, &cause) != 0) {
 		squash_unlock(&sq);
-		squash_report_error(fd, "error", cause);
+		job_report_error(fd, "error", cause);
 		free(cause);
 		return (1);
 	}
 	if ((x.head = layer_stack_read(a->sandbox, &cause)) == NULL) {
 		squash_unlock(&sq);
-		squash_report_error(fd, "error", cause);
+		job_report_error(fd, "error", cause);
 		free(cause);
 		squash_leases_free(&sl);
 		return (1);
@@ -1051,7 +1034,7 @@ squash_child(void *arg, int fd)
 	ro[0] = x.head->paths[x.head->n - 1];
 	if (confine_enter(rw, 1, ro, 1, &cause) != 0) {
 		squash_unlock(&sq);
-		squash_report_error(fd, "error", cause);
+		job_report_error(fd, "error", cause);
 		free(cause);
 		free(dir);
 		goto out;
@@ -1067,7 +1050,7 @@ squash_child(void *arg, int fd)
 			xasprintf(&cause, "cannot open layer %s: %s",
 			    x.head->ids[i], strerror(errno));
 			squash_unlock(&sq);
-			squash_report_error(fd, "error", cause);
+			job_report_error(fd, "error", cause);
 			free(cause);
 			goto out;
 		}
@@ -1076,14 +1059,14 @@ squash_child(void *arg, int fd)
 		layer_new_id(x.head->version + 1, 'S', runs[i].id);
 		if (squash_build(&x, &runs[i]) != 0) {
 			squash_unlock(&sq);
-			squash_report_error(fd, "error", x.error);
+			job_report_error(fd, "error", x.error);
 			goto out;
 		}
 	}
 	version = x.head->version;
 	if (nruns > 0 && squash_commit(&x, runs, nruns, &version) != 0) {
 		squash_unlock(&sq);
-		squash_report_error(fd, "error", x.error);
+		job_report_error(fd, "error", x.error);
 		goto out;
 	}
 
@@ -1182,10 +1165,10 @@ squash_gc_child(void *arg, int fd)
 	int			 lock, ldfd, lfd, keep, unread;
 
 	if ((lock = layer_lock(a->sandbox)) == -1)
-		return (squash_report_error(fd, "error", "cannot take the"
+		return (job_report_error(fd, "error", "cannot take the"
 		    " stack's writer lock") == 0 ? 0 : 1);
 	if ((head = layer_stack_read(a->sandbox, &cause)) == NULL) {
-		squash_report_error(fd, "error", cause);
+		job_report_error(fd, "error", cause);
 		free(cause);
 		layer_unlock(lock);
 		return (1);

@@ -72,7 +72,7 @@ struct workspace_list {
 };
 
 /* Whether canonical path p is root r or below it. */
-static int
+int
 workspace_under(const char *p, const char *r)
 {
 	size_t	len = strlen(r);
@@ -83,7 +83,7 @@ workspace_under(const char *p, const char *r)
 }
 
 /* Whether a configured root serves a tenant: all when it names none. */
-static int
+int
 workspace_root_serves(struct cfg_word *w, const char *tenant)
 {
 	struct cfg_word	*t;
@@ -149,22 +149,31 @@ workspace_root_of(const char *p, const char *tenant)
 }
 
 /*
- * Whether the deepest workspace root holding canonical path p serves
- * tenant (a root limited to others hides what is under it): for an
- * export back into a workspace.
+ * Whether a workspace root that does not serve tenant holds path p
+ * (clean), as the root is written or as it resolves: what is under it is
+ * another tenant's, however p was reached.
  */
 int
-workspace_serves(const char *p, const char *tenant)
+workspace_foreign(const char *p, const char *tenant)
 {
-	char	*r;
+	struct cfg_word	*w;
+	char		*r;
+	int		 k, in = 0;
 
-	if ((r = workspace_root_decides(p, tenant, 1)) == NULL)
-		return (0);
-	free(r);
-	return (1);
+	TAILQ_FOREACH(w, &cfg->roots, entry) {
+		if (workspace_root_serves(w, tenant))
+			continue;
+		for (k = 0; k < 2 && !in; k++) {
+			r = k == 0 ? workspace_clean(w->word) :
+			    realpath(w->word, NULL);
+			in = r != NULL && workspace_under(p, r);
+			free(r);
+		}
+		if (in)
+			return (1);
+	}
+	return (0);
 }
-
-static char	*workspace_clean(const char *);
 
 /* Add root r (clean) to the hidden names of dir, when strictly below it. */
 static void
@@ -230,7 +239,7 @@ workspace_lexically_under(const char *p, const char *tenant)
  * An absolute path with its "." and ".." components taken as text, and
  * no empty ones ("/" stays "/"): allocated.
  */
-static char *
+char *
 workspace_clean(const char *path)
 {
 	char		*out;
