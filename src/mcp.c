@@ -957,6 +957,7 @@ mcp_receive(struct mcp_session *s, const char *buf, size_t len,
 {
 	struct mcp_reply	*reply;
 	cJSON			*msg, *item;
+	const char		*dup;
 	char			*nulfree;
 
 	reply = xcalloc(1, sizeof *reply);
@@ -978,7 +979,12 @@ mcp_receive(struct mcp_session *s, const char *buf, size_t len,
 	else if ((msg = cJSON_ParseWithLength(buf, len)) == NULL)
 		reply->single = jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
 		    "parse error: the message is not valid JSON");
-	else if (cJSON_IsArray(msg)) {
+	else if ((dup = util_json_duplicate(msg)) != NULL) {
+		reply->single = jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
+		    "invalid request: member \"%.100s\" is given twice in"
+		    " one object", dup);
+		cJSON_Delete(msg);
+	} else if (cJSON_IsArray(msg)) {
 		if (cJSON_GetArraySize(msg) == 0)
 			reply->single = jsonrpc_error(NULL,
 			    JSONRPC_INVALID_REQUEST,

@@ -306,8 +306,11 @@ rest_value(const struct op_entry *oe, const char *name, const char *v)
 		break;
 	case OP_ARG_ARRAY:
 	case OP_ARG_OBJECT:
-		if ((j = cJSON_Parse(v)) != NULL)
+		/* One with a member given twice stays text: refused by type. */
+		if ((j = cJSON_Parse(v)) != NULL &&
+		    util_json_duplicate(j) == NULL)
 			return (j);
+		cJSON_Delete(j);
 		break;
 	default:
 		break;
@@ -428,7 +431,7 @@ rest_body(struct http_conn *c, void *arg)
 	struct http_msg		*req = transport_http_msg(c);
 	cJSON			*body = NULL, *v, *given;
 	size_t			 len = evbuffer_get_length(req->body);
-	const char		*text, *ct, *end, *start;
+	const char		*text, *ct, *end, *start, *dup;
 	char			*marked;
 	size_t			 blen;
 	int			 n;
@@ -461,6 +464,13 @@ rest_body(struct http_conn *c, void *arg)
 			return;
 		}
 		free(marked);
+		if ((dup = util_json_duplicate(body)) != NULL) {
+			rest_error(c, 400, CAUSE_INVALID, NULL, NULL, NULL,
+			    "member \"%.100s\" is given twice (in the body)",
+			    dup);
+			cJSON_Delete(body);
+			return;
+		}
 		/* Bounded before the merge, which looks each one up. */
 		if ((n = cJSON_GetArraySize(body)) > REST_BODY_ARGS_MAX) {
 			cJSON_Delete(body);

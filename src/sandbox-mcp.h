@@ -251,6 +251,7 @@ char		*util_log_safe(const char *, char *, size_t);
 int		 util_tenant_name_valid(const char *);
 int		 util_tenant_sees(const char *, const char *);
 char		*util_json_mark_nuls(const char *, size_t);
+const char	*util_json_duplicate(const struct cJSON *);
 
 /* state.c */
 enum state_place {

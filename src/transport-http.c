@@ -1231,9 +1231,12 @@ transport_http_origin_host(const char *origin)
 
 /*
  * Whether an Origin may call us (DNS-rebinding guard): an allow-origin
- * one; on a loopback listener, also a loopback one, when the request
- * names a loopback host itself and no trusted proxy forwards it (a page
- * on the client's localhost calling a public name is cross-origin).
+ * one; on a loopback listener with keys, also a loopback one, when the
+ * request names a loopback host itself and no trusted proxy forwards it
+ * (a page on the client's localhost calling a public name is
+ * cross-origin). Without keys a page proves nothing, and any page a
+ * developer's browser loads from a local dev server is on a loopback
+ * origin: only the origins listed are let in.
  */
 static int
 transport_http_origin_ok(struct http_conn *c, const char *origin)
@@ -1248,7 +1251,7 @@ transport_http_origin_ok(struct http_conn *c, const char *origin)
 		if (strcasecmp(w->word, origin) == 0)
 			return (1);
 	}
-	if (!http.loopback || c->forwarded)
+	if (!http.loopback || c->forwarded || TAILQ_EMPTY(&cfg->apikeys))
 		return (0);
 	host = transport_http_request_host(c, buf, sizeof buf, &fwd);
 	if (host == NULL || fwd || !transport_http_loopback_name(host,

@@ -539,3 +539,43 @@ util_json_mark_nuls(const char *buf, size_t len)
 	*o = '\0';
 	return (out);
 }
+
+static int
+util_json_name_cmp(const void *a, const void *b)
+{
+	return (strcmp(*(const char *const *)a, *(const char *const *)b));
+}
+
+/*
+ * The name of a member given twice in one object, at any depth of a
+ * parsed message, or NULL. cJSON keeps both and answers lookups with the
+ * first; a gateway in front with a last-wins parser would read another
+ * tool or sandbox than the one run, so such a message is refused whole.
+ * cJSON bounds the depth; a large object is sorted, not compared pairwise.
+ */
+const char *
+util_json_duplicate(const cJSON *j)
+{
+	const cJSON	 *c;
+	const char	**names, *dup = NULL;
+	size_t		  n = 0, i;
+
+	if (!cJSON_IsObject(j) && !cJSON_IsArray(j))
+		return (NULL);
+	for (c = j->child; c != NULL; c = c->next) {
+		if ((dup = util_json_duplicate(c)) != NULL)
+			return (dup);
+		n++;
+	}
+	if (!cJSON_IsObject(j) || n < 2)
+		return (NULL);
+	names = xreallocarray(NULL, n, sizeof *names);
+	for (i = 0, c = j->child; c != NULL; c = c->next)
+		names[i++] = c->string != NULL ? c->string : "";
+	qsort(names, n, sizeof *names, util_json_name_cmp);
+	for (i = 1; i < n && dup == NULL; i++)
+		if (strcmp(names[i - 1], names[i]) == 0)
+			dup = names[i];
+	free(names);
+	return (dup);
+}

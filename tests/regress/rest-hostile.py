@@ -3,8 +3,9 @@
 # forward route, on a server with no API keys (the case where a page is
 # the only guard):
 # - a browser's form (no preflight: an urlencoded or text/plain type,
-#   the arguments in the query) runs no tool: a Content-Type, when
-#   given, must be JSON's even with no body;
+#   the arguments in the query), even from a page the operator lets in,
+#   runs no tool: a Content-Type, when given, must be JSON's even with
+#   no body;
 # - an Origin naming this server by another of its names (a forwarded
 #   page on localhost:PORT calling 127.0.0.1:PORT) is a page of ours and
 #   refused, for reads and writes;
@@ -48,7 +49,8 @@ def test():
     os.makedirs(os.path.join(base, "outside", "exists"))
     os.symlink("/etc", os.path.join(roots, "etc-link"))
     s = Server(sets=("management", "runtime"),
-               config="workspace-root %s\n" % roots,
+               config="workspace-root %s\n"
+               "allow-origin http://localhost:5173\n" % roots,
                listen="127.0.0.1:0", stdio=False)
     state = s.state
     cleanup(lambda: remove_our_containers(state))
