@@ -123,11 +123,12 @@ static size_t			 nsexec_argv_len;
  * Build the command filter once (in the server): EPERM for mounting,
  * namespaces, modules, kexec, bpf, perf events, keyrings, the kernel log,
  * the clock, raw I/O ports, another process's descriptors and memory
- * advice, and device nodes; ENOSYS for clone3, whose flags a filter
- * cannot read, so the C library falls back to clone, whose namespace
- * flags it can, and for io_uring, whose operations a filter cannot see
- * at all, so that programs fall back to the calls it can. Also remember
- * where our command line is, for session inits to blank.
+ * advice, and device nodes (by mknod, or by a rename leaving a
+ * whiteout); ENOSYS for clone3, whose flags a filter cannot read, so the
+ * C library falls back to clone, whose namespace flags it can, and for
+ * io_uring, whose operations a filter cannot see at all, so that programs
+ * fall back to the calls it can. Also remember where our command line
+ * is, for session inits to blank.
  */
 void
 nsexec_init(int argc, char **argv)
@@ -162,6 +163,14 @@ nsexec_init(int argc, char **argv)
 		    devices[i])) != 0)
 			fatalx("seccomp_rule_add mknod failed");
 	}
+	/*
+	 * A rename that leaves a whiteout makes a character device (0:0)
+	 * at the old name: a device node by another door.
+	 */
+	if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(renameat2),
+	    1, SCMP_A4(SCMP_CMP_MASKED_EQ, RENAME_WHITEOUT,
+	    RENAME_WHITEOUT)) != 0)
+		fatalx("seccomp_rule_add renameat2 failed");
 	for (i = 0; i < sizeof absent / sizeof absent[0]; i++) {
 		if ((sys = seccomp_syscall_resolve_name(absent[i])) ==
 		    __NR_SCMP_ERROR)

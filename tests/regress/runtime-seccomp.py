@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # The command filter: io_uring is not there (ENOSYS, as on a kernel built
 # without it, in both network profiles), device nodes cannot be made
-# while fifos still can, and the kernel log, the clock and the host name
+# while fifos still can (nor, by a rename leaving a whiteout behind, a
+# character device 0:0), and the kernel log, the clock and the host name
 # are refused; what a shell, busybox and a build do still works.
 #
 # The probe is a small static program built here and copied into the
@@ -18,6 +19,7 @@ PROBE = r"""
 #include <sys/syscall.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -51,6 +53,19 @@ main(void)
 	try("socket_vsock", socket(40 /* AF_VSOCK */, SOCK_STREAM, 0));
 	try("socket_alg", socket(38 /* AF_ALG */, SOCK_SEQPACKET, 0));
 	try("socket_unix", socket(AF_UNIX, SOCK_STREAM, 0));
+	/*
+	 * A rename that leaves a whiteout behind makes a character device
+	 * (0:0) at the old name, in any directory of a file system that
+	 * has them (/tmp here): a device node by another door. A plain
+	 * rename still works.
+	 */
+	close(open("/tmp/wh-src", O_CREAT | O_WRONLY, 0644));
+	try("renameat2_whiteout", syscall(SYS_renameat2, AT_FDCWD,
+	    "/tmp/wh-src", AT_FDCWD, "/tmp/wh-dst", 4 /* RENAME_WHITEOUT */));
+	try("renameat2_whiteout_more", syscall(SYS_renameat2, AT_FDCWD,
+	    "/tmp/wh-src", AT_FDCWD, "/tmp/wh-dst", 4 | 1 /* NOREPLACE */));
+	try("renameat2_plain", syscall(SYS_renameat2, AT_FDCWD,
+	    "/tmp/wh-src", AT_FDCWD, "/tmp/wh-dst", 0));
 	return (0);
 }
 """
@@ -94,7 +109,10 @@ def test():
             "kcmp": "Operation not permitted",
             "socket_vsock": "Address family not supported by protocol",
             "socket_alg": "Address family not supported by protocol",
-            "socket_unix": "ok"}
+            "socket_unix": "ok",
+            "renameat2_whiteout": "Operation not permitted",
+            "renameat2_whiteout_more": "Operation not permitted",
+            "renameat2_plain": "ok"}
     for wsid in (None, iso):
         r = run("./probe", wsid)
         got = dict(line.split(": ", 1) if ": " in line else
@@ -116,6 +134,12 @@ def test():
              " device: %r" % out)
     check_eq(out[3:5], ["rc=1", "fifo"], "a fifo is made")
     check_eq(out[5], "file", "a file is made")
+    # No character device anywhere a command can write (the probe's
+    # renames included).
+    for wsid in (None, iso):
+        r = run("find / -xdev -type c 2>/dev/null | grep -v '^/dev/';"
+                " find /tmp /workspace -type c; echo end", wsid)
+        check_eq(r["output"], "end\n", "no device node was made")
     r = run("hostname smcp-other 2>&1; hostname")
     check("smcp-other" not in r["output"], "the host name is kept: %r"
           % r["output"])
