@@ -276,10 +276,12 @@ int		 squash_managed_sessions(const char *, struct cJSON *);
 
 /* export.c */
 struct export;
+#define EXPORT_KEEP_SETID	0x01	/* set-id bits kept in an archive */
+#define EXPORT_GIT_CONFIG	0x02	/* what git runs under .git/ too */
 typedef void (*export_cb)(struct cJSON *, const struct cause *, void *);
 int		 export_child(void *, int);
 struct export	*export_start(const char *, const char *, const char *,
-		     const char *, const char *, export_cb, void *,
+		     const char *, const char *, int, export_cb, void *,
 		     struct cause *);
 void		 export_forget(const char *);
 

@@ -95,6 +95,7 @@ struct export_args {
 	char			*sandbox;
 	char			*dest;		/* judged, normalized */
 	enum export_format	 format;
+	int			 flags;		/* EXPORT_* */
 	char			**hidden;	/* under dest, not the caller's */
 	size_t			 nhidden;
 };
@@ -132,6 +133,8 @@ struct export_ctx {
 	unsigned long long	 skipped;
 	unsigned long long	 whiteouts;
 	unsigned long long	 bytes;
+	cJSON			*left_out;	/* paths, the first few */
+	unsigned long long	 nleft_out;
 };
 
 /* ---- judging dest, on the loop ---- */
@@ -427,6 +430,85 @@ export_open_dest(struct export_args *a, struct export_ctx *x,
 	return (fd);
 }
 
+/* ---- the child: what git would run ---- */
+
+/* Whether component [p, p + len) names a git directory. */
+static int
+export_git_dir_name(const char *p, size_t len)
+{
+	return ((len == 4 && strncasecmp(p, ".git", 4) == 0) ||
+	    (len > 4 && strncasecmp(p + len - 4, ".git", 4) == 0));
+}
+
+/*
+ * Whether path (of the delta; dir: a directory) is something git runs or
+ * reads as its configuration, under a git directory (.git, or NAME.git,
+ * a bare repository's usual name) at any depth: config and
+ * config.worktree (core.fsmonitor, core.hooksPath, aliases, filters and
+ * pagers name programs), hooks/, info/attributes (which drivers run on
+ * which files), commondir (where the rest is read from), and a .git that
+ * is a file (it names a git directory elsewhere, which may be the
+ * sandbox's). A sandbox that writes them would run its programs on the
+ * host the next time someone uses git in dest. Nested repositories
+ * (.git/modules/NAME/config) are under the same rule.
+ */
+static int
+export_git_runs(const char *path, int dir)
+{
+	const char	*p, *e, *p1 = NULL, *p2 = NULL;
+	size_t		 len, l1 = 0, l2 = 0;
+	int		 in = 0, at, last;
+
+	for (p = path; *p != '\0'; p = last ? e : e + 1) {
+		if ((e = strchr(p, '/')) == NULL)
+			e = p + strlen(p);
+		len = e - p;
+		last = *e == '\0';
+		/* Right in a git directory, or in one of its nested ones. */
+		at = (p1 != NULL && export_git_dir_name(p1, l1)) ||
+		    (in && p2 != NULL && ((l2 == 7 && strncmp(p2, "modules",
+		    7) == 0) || (l2 == 9 && strncmp(p2, "worktrees", 9) ==
+		    0)));
+		if (at && len == 5 && strncmp(p, "hooks", 5) == 0)
+			return (1);
+		if (last && at && ((len == 6 && strncmp(p, "config", 6) ==
+		    0) || (len == 15 && strncmp(p, "config.worktree", 15) ==
+		    0) || (len == 9 && strncmp(p, "commondir", 9) == 0)))
+			return (1);
+		if (last && in && len == 10 && strncmp(p, "attributes",
+		    10) == 0 && l1 == 4 && strncmp(p1, "info", 4) == 0)
+			return (1);
+		if (last && !dir && len == 4 && strncasecmp(p, ".git", 4) == 0)
+			return (1);
+		if (export_git_dir_name(p, len))
+			in = 1;
+		p2 = p1;
+		l2 = l1;
+		p1 = p;
+		l1 = len;
+	}
+	return (0);
+}
+
+#define EXPORT_LEFT_OUT_LISTED	100
+
+/*
+ * Whether the export leaves path out (what git runs, unless asked for):
+ * the first few such paths go into the result.
+ */
+static int
+export_left_out(struct export_ctx *x, const char *path, int dir)
+{
+	if ((x->args->flags & EXPORT_GIT_CONFIG) ||
+	    !export_git_runs(path, dir))
+		return (0);
+	if (x->left_out == NULL)
+		x->left_out = cJSON_CreateArray();
+	if (x->nleft_out++ < EXPORT_LEFT_OUT_LISTED)
+		cJSON_AddItemToArray(x->left_out, cJSON_CreateString(path));
+	return (1);
+}
+
 /* ---- the child: a dir export ---- */
 
 /*
@@ -589,7 +671,7 @@ export_dir_whiteout(struct fold *f, int out, const char *name,
 	struct export_ctx	*x = f->arg;
 	struct stat		 st;
 
-	if (export_hidden(x, path, 1) ||
+	if (export_hidden(x, path, 1) || export_left_out(x, path, 1) ||
 	    fstatat(out, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		return (0);		/* not ours, or nothing to delete */
 	if (tree_remove(out, name) != 0) {
@@ -731,7 +813,8 @@ static int
 export_dir_leaf(struct fold *f, int src, const char *name,
     const struct stat *st, int out, const char *path)
 {
-	if (export_hidden(f->arg, path, 1))
+	if (export_hidden(f->arg, path, 1) || export_left_out(f->arg, path,
+	    0))
 		return (0);
 	if (S_ISREG(st->st_mode))
 		return (export_dir_file(f, src, name, st, out, path));
@@ -748,7 +831,7 @@ export_dir_mkdir(struct fold *f, int src, const char *name,
 	struct stat		 now;
 	int			 fd;
 
-	if (export_hidden(x, path, 0))
+	if (export_hidden(x, path, 0) || export_left_out(x, path, 1))
 		return (0);
 	if (fstatat(out, name, &now, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISDIR(now.st_mode))
@@ -785,8 +868,10 @@ export_dir_enter(struct fold *f, int out, const char *name, const char *path)
 {
 	int	cfd;
 
-	if (export_hidden(f->arg, path, 0))
-		return (FOLD_SKIP);
+	if (export_hidden(f->arg, path, 0) || (!(((struct export_ctx *)
+	    f->arg)->args->flags & EXPORT_GIT_CONFIG) &&
+	    export_git_runs(path, 1)))
+		return (FOLD_SKIP);	/* (said when it was made) */
 	if ((cfd = openat(out, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		xasprintf(&f->error, "cannot open the directory %s in dest:"
@@ -837,7 +922,9 @@ export_dir_clear(struct fold *f, int out, char **kept, size_t nkept,
 			xasprintf(&child, "%s/%s", path, de->d_name);
 		else
 			child = xstrdup(de->d_name);
-		hidden = export_hidden(x, child, 1);
+		hidden = export_hidden(x, child, 1) ||
+		    (!(x->args->flags & EXPORT_GIT_CONFIG) &&
+		    export_git_runs(child, 1));
 		free(child);
 		if (hidden)
 			continue;
@@ -962,7 +1049,12 @@ export_entry(struct export_ctx *x, const char *path, const struct stat *st)
 
 	archive_entry_clear(e);
 	archive_entry_update_pathname_utf8(e, path);
-	archive_entry_set_mode(e, st->st_mode);
+	/*
+	 * Unpacked as root (GNU tar's default for root), a set-id bit
+	 * would install a program the sandbox wrote as set-id root.
+	 */
+	archive_entry_set_mode(e, (x->args->flags & EXPORT_KEEP_SETID) ?
+	    st->st_mode : st->st_mode & ~(mode_t)(S_ISUID | S_ISGID));
 	archive_entry_set_uid(e, st->st_uid);
 	archive_entry_set_gid(e, st->st_gid);
 	archive_entry_set_mtime(e, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
@@ -1005,6 +1097,8 @@ export_ar_whiteout(struct fold *f, int out, const char *name,
 	char		*dir, *wh;
 	int		 r;
 
+	if (export_left_out(f->arg, path, 1))
+		return (0);
 	memset(&st, 0, sizeof st);
 	clock_gettime(CLOCK_REALTIME, &st.st_mtim);
 	dir = xstrdup(path);
@@ -1141,6 +1235,8 @@ export_ar_leaf(struct fold *f, int src, const char *name,
 	char			 target[PATH_MAX];
 	ssize_t			 n;
 
+	if (export_left_out(x, path, 0))
+		return (0);
 	if (S_ISREG(st->st_mode))
 		return (export_ar_file(f, src, name, path));
 	if (!S_ISLNK(st->st_mode))
@@ -1167,6 +1263,8 @@ export_ar_dir(struct fold *f, int src, const char *name,
 	struct export_ctx	*x = f->arg;
 	struct archive_entry	*e;
 
+	if (export_left_out(x, path, 1))
+		return (0);
 	e = export_entry(x, path, st);
 	archive_entry_set_size(e, 0);
 	if (archive_write_header(x->ar, e) != ARCHIVE_OK)
@@ -1179,6 +1277,10 @@ export_ar_dir(struct fold *f, int src, const char *name,
 static int
 export_ar_enter(struct fold *f, int out, const char *name, const char *path)
 {
+	struct export_ctx	*x = f->arg;
+
+	if (!(x->args->flags & EXPORT_GIT_CONFIG) && export_git_runs(path, 1))
+		return (FOLD_SKIP);	/* (said when it was met) */
 	return (AT_FDCWD);	/* an archive has no output directories */
 }
 
@@ -1293,6 +1395,12 @@ export_result(struct export_ctx *x, struct layer_stack *ls, cJSON *live)
 		cJSON_AddNumberToObject(rep, "whiteouts_emitted",
 		    (double)x->whiteouts);
 	cJSON_AddNumberToObject(rep, "bytes_written", (double)x->bytes);
+	if (x->nleft_out > 0) {
+		cJSON_AddItemToObject(rep, "left_out", x->left_out);
+		x->left_out = NULL;
+		cJSON_AddNumberToObject(rep, "left_out_count",
+		    (double)x->nleft_out);
+	}
 	if (cJSON_GetArraySize(live) > 0)
 		cJSON_AddItemToObject(rep, "live_workspace_sessions", live);
 	else
@@ -1434,6 +1542,7 @@ fail:
 		unlinkat(dfd, named, 0);
 out:
 	cJSON_Delete(live);
+	cJSON_Delete(x.left_out);
 	if (x.ar != NULL)
 		archive_write_free(x.ar);
 	if (x.entry != NULL)
@@ -1532,7 +1641,7 @@ export_done(int status, struct evbuffer *report, void *arg)
  */
 struct export *
 export_start(const char *id, const char *tenant, const char *workspace,
-    const char *dest, const char *format, export_cb cb, void *arg,
+    const char *dest, const char *format, int flags, export_cb cb, void *arg,
     struct cause *cause)
 {
 	struct export	*e;
@@ -1555,6 +1664,7 @@ export_start(const char *id, const char *tenant, const char *workspace,
 	e->args.sandbox = xstrdup(id);
 	e->args.dest = d;
 	e->args.format = (enum export_format)i;
+	e->args.flags = flags;
 	if (e->args.format == EXPORT_DIR)
 		e->args.hidden = workspace_hidden(d, tenant, &e->args.nhidden);
 	e->tenant = xstrdup(tenant);

@@ -72,6 +72,9 @@
 	" \"skipped_unchanged\": " OP_EXPORT_COUNT ","			\
 	" \"whiteouts_emitted\": " OP_EXPORT_COUNT ","			\
 	" \"bytes_written\": " OP_EXPORT_COUNT ","			\
+	" \"left_out\": {\"type\": \"array\","			\
+	"  \"items\": {\"type\": \"string\"}, \"maxItems\": 100},"	\
+	" \"left_out_count\": " OP_EXPORT_COUNT ","			\
 	" \"live_workspace_sessions\": {\"type\": \"array\","	\
 	"  \"items\": {\"type\": \"string\"}}},"			\
 	" \"required\": [\"manifest_version\", \"format\","		\
@@ -114,6 +117,16 @@ static const struct op_arg op_export_args[] = {
 	{ "format", OP_ARG_STRING, 0, -1, "\"dir\"", "dir (apply the"
 	  " changes to the directory dest), tar (a pax archive) or tar-zst"
 	  " (the same, zstd-compressed)." },
+	{ "include_git_config", OP_ARG_BOOLEAN, 0, -1, "false", "Also export"
+	  " what git runs or reads as configuration inside a git directory"
+	  " (.git/config, .git/hooks/, info/attributes, a .git file). Left"
+	  " out by default, and listed in left_out: a hook or a"
+	  " core.fsmonitor the sandbox wrote would run on the host the next"
+	  " time someone uses git in dest." },
+	{ "keep_setid", OP_ARG_BOOLEAN, 0, -1, "false", "Keep set-user-ID"
+	  " and set-group-ID bits in a tar or tar-zst. Stripped by default:"
+	  " unpacked as root, a file the sandbox made as root with mode 4755"
+	  " would be a set-id root program. A dir export never keeps them." },
 	{ NULL, 0, 0, -1, NULL, NULL }
 };
 
@@ -128,7 +141,10 @@ const struct op_entry op_export_changes_entry = {
 	    " .wh..wh..opq), replaced atomically. dest must be under the"
 	    " workspace root the sandbox was copied from or an export root"
 	    " of the server; no symlink on the way to it is followed. Live"
-	    " workspace sessions' unpublished changes are not exported.",
+	    " workspace sessions' unpublished changes are not exported. What"
+	    " git runs inside a git directory (.git/config, .git/hooks/) is"
+	    " left out unless include_git_config, and set-id bits are"
+	    " stripped unless keep_setid.",
 	.set = TOOLSET_MANAGEMENT,
 	.flags = OP_DESTRUCTIVE | OP_IDEMPOTENT,
 	.args = op_export_args,
@@ -218,7 +234,10 @@ op_export_sb(cJSON *result, const struct cause *cause, void *arg)
 	/* Not cancelled: the export is bounded, and answers when done. */
 	if (export_start(id, op_call_tenant(oc), cJSON_IsString(root) ?
 	    root->valuestring : NULL, op_arg_string(oc, "dest"),
-	    format != NULL ? format : "dir", op_squash_cb, oc, &c) == NULL) {
+	    format != NULL ? format : "dir", (cJSON_IsTrue(op_arg(oc,
+	    "keep_setid")) ? EXPORT_KEEP_SETID : 0) | (cJSON_IsTrue(op_arg(oc,
+	    "include_git_config")) ? EXPORT_GIT_CONFIG : 0), op_squash_cb, oc,
+	    &c) == NULL) {
 		op_call_fail(oc, &c);
 		cause_clear(&c);
 	}

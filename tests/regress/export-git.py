@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+# What an export hands the host, against the real Docker Engine:
+# - a sandbox appends core.fsmonitor to .git/config, adds an executable
+#   .git/hooks/post-checkout, points a nested .git file at a git
+#   directory of its own (sub/.git -> evil.git, with its own config and
+#   hooks) and changes .git/info/attributes; a dir export into the
+#   workspace it came from writes none of them (left_out lists them),
+#   and the operator's git status, checkout and a status in sub/ run
+#   nothing; work-tree files (.gitattributes included) are exported;
+#   tar and tar-zst hold none of them either;
+# - include_git_config exports them, as asked;
+# - a file the sandbox made as root with mode 4755 (and a 2755
+#   directory) unpacks from a tar or tar-zst, as root, with no set-id
+#   bit; keep_setid keeps them in the archive.
+
+import hashlib
+import os
+import shutil
+import subprocess
+
+from lib import (IMAGE, Server, check, check_eq, check_in, cleanup, main,
+                 ok_result, remove_our_containers, tmpdir)
+
+
+def git(cwd, *args, home):
+    env = {"PATH": os.environ["PATH"], "HOME": home,
+           "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t",
+           "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.org"}
+    return subprocess.run(["git"] + list(args), cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def test():
+    roots = tmpdir()
+    ws = os.path.join(roots, "ws")
+    home = tmpdir()
+    mark = tmpdir()
+    os.makedirs(os.path.join(ws, "src"))
+    with open(os.path.join(ws, "src", "a.txt"), "w") as f:
+        f.write("base\n")
+    r = git(ws, "init", "-q", "-b", "main", home=home)
+    check_eq(r.returncode, 0, "git init: %s" % r.stderr)
+    git(ws, "add", "-A", home=home)
+    r = git(ws, "commit", "-q", "-m", "base", home=home)
+    check_eq(r.returncode, 0, "git commit: %s" % r.stderr)
+    git(ws, "branch", "other", home=home)
+    config_before = sha(os.path.join(ws, ".git", "config"))
+    hooks_before = sorted(os.listdir(os.path.join(ws, ".git", "hooks")))
+
+    out = tmpdir()
+    s = Server(sets=("management", "runtime"),
+               config="workspace-root %s\nexport-root %s\n" % (roots, out))
+    state = s.state
+    cleanup(lambda: remove_our_containers(state))
+    s.initialize()
+    sid = ok_result(s.call("create_sandbox", {
+        "image": IMAGE, "workspace_root": ws}, timeout=120), "create")["id"]
+
+    # The hostile changes, published as a sessionless command would.
+    ran = os.path.join(mark, "RAN")
+    hook = "#!/bin/sh\ntouch %s\n" % ran
+    cmd = ("cd /workspace &&"
+           " printf '[core]\\n\\tfsmonitor = \"touch %s; false\"\\n'"
+           " >> .git/config &&"
+           " printf '%s' > .git/hooks/post-checkout &&"
+           " chmod 755 .git/hooks/post-checkout &&"
+           " printf '* filter=evil\\n' > .git/info/attributes &&"
+           " mkdir -p sub evil.git/hooks evil.git/objects evil.git/refs &&"
+           " printf 'gitdir: ../evil.git\\n' > sub/.git &&"
+           " printf 'ref: refs/heads/main\\n' > evil.git/HEAD &&"
+           " printf '[core]\\n\\tfsmonitor = \"touch %s; false\"\\n'"
+           " > evil.git/config &&"
+           " printf '%s' > evil.git/hooks/pre-commit &&"
+           " echo agent > src/a.txt && echo '*.c diff' > .gitattributes &&"
+           " echo s > suid && chmod 4755 suid &&"
+           " mkdir sgid && chmod 2755 sgid && echo x > sgid/f"
+           % (ran, hook.replace("\n", "\\n"), ran,
+              hook.replace("\n", "\\n")))
+    r = ok_result(s.call("exec_command", {"sandbox_id": sid, "cmd": cmd,
+                                          "yield_time_ms": 60000},
+                         timeout=90), "hostile changes")
+    check_eq(r.get("exit_code"), 0, "the changes: %r" % r["output"])
+
+    # ---- dir, back into the workspace it came from ----
+    r = ok_result(s.call("export_changes", {
+        "sandbox_id": sid, "dest": ws}, timeout=120), "dir export")
+    left = r.get("left_out", [])
+    for p in (".git/config", ".git/hooks", ".git/info/attributes",
+              "sub/.git", "evil.git/config", "evil.git/hooks"):
+        check_in(p, left, "left_out names %s" % p)
+    check_eq(r.get("left_out_count"), len(left), "left_out_count")
+    check_eq(sha(os.path.join(ws, ".git", "config")), config_before,
+             ".git/config untouched")
+    check_eq(sorted(os.listdir(os.path.join(ws, ".git", "hooks"))),
+             hooks_before, ".git/hooks untouched")
+    check(not os.path.exists(os.path.join(ws, "sub", ".git")),
+          "no .git file naming the sandbox's git directory")
+    check(not os.path.exists(os.path.join(ws, "evil.git", "config")),
+          "no config in a bare repository's directory")
+    with open(os.path.join(ws, "src", "a.txt")) as f:
+        check_eq(f.read(), "agent\n", "the work tree is exported")
+    check(os.path.exists(os.path.join(ws, ".gitattributes")),
+          "work-tree .gitattributes exported")
+    for args, where in ((["status"], ws), (["checkout", "-q", "other"], ws),
+                        (["checkout", "-q", "main"], ws),
+                        (["status"], os.path.join(ws, "sub"))):
+        git(where, *args, home=home)
+    check(not os.path.exists(ran), "git on the host ran nothing the"
+          " sandbox wrote")
+
+    # ---- archives: none of it, and no set-id bits ----
+    for fmt, name in (("tar", "x.tar"), ("tar-zst", "x.tar.zst")):
+        dest = os.path.join(out, name)
+        r = ok_result(s.call("export_changes", {
+            "sandbox_id": sid, "dest": dest, "format": fmt}, timeout=120),
+            fmt)
+        check_in(".git/config", r.get("left_out", []), fmt + " left_out")
+        names = subprocess.run(["bsdtar", "-tf", dest], check=True,
+                               capture_output=True,
+                               text=True).stdout.split("\n")
+        for n in (".git/config", ".git/hooks/post-checkout", "sub/.git",
+                  "evil.git/config", ".git/info/attributes"):
+            check(n not in names, "%s not in the %s" % (n, fmt))
+        check_in("src/a.txt", names, "work tree in the " + fmt)
+        ext = tmpdir()
+        subprocess.run(["tar", "-xpf", dest, "-C", ext], check=True)
+        check_eq(os.lstat(os.path.join(ext, "suid")).st_mode & 0o7777,
+                 0o755, fmt + ": no set-uid bit once unpacked as root")
+        check_eq(os.lstat(os.path.join(ext, "sgid")).st_mode & 0o7777,
+                 0o755, fmt + ": no set-gid bit on the directory")
+
+    # ---- asked for: include_git_config, keep_setid ----
+    dest = os.path.join(out, "keep.tar")
+    r = ok_result(s.call("export_changes", {
+        "sandbox_id": sid, "dest": dest, "format": "tar",
+        "keep_setid": True, "include_git_config": True}, timeout=120),
+        "tar, kept")
+    check("left_out" not in r, "nothing left out when asked: %r" % r)
+    ext = tmpdir()
+    subprocess.run(["tar", "-xpf", dest, "-C", ext], check=True)
+    check_eq(os.lstat(os.path.join(ext, "suid")).st_mode & 0o7777, 0o4755,
+             "keep_setid keeps the set-uid bit")
+    check(os.path.exists(os.path.join(ext, ".git", "hooks",
+                                      "post-checkout")),
+          "include_git_config brings the hook")
+    copy = os.path.join(out, "copy")
+    shutil.copytree(ws, copy, symlinks=True)
+    r = ok_result(s.call("export_changes", {
+        "sandbox_id": sid, "dest": copy, "include_git_config": True},
+        timeout=120), "dir, with git's configuration")
+    with open(os.path.join(copy, ".git", "config")) as f:
+        check_in("fsmonitor", f.read(), "the sandbox's .git/config, asked")
+    check_eq(os.lstat(os.path.join(copy, "suid")).st_mode & 0o7777, 0o755,
+             "a dir export never keeps set-id bits")
+
+
+main(test)
