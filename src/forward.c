@@ -30,7 +30,8 @@
  * or a proxy reusing the connection never hands the next request (and
  * its API key) to the sandbox; the answer's head is rewritten to be the
  * connection's last. Only a 101 to an upgrade the client asked for
- * makes the connection a tunnel both ways. The client's connection stays
+ * makes the connection a tunnel both ways, and only bytes sent after it
+ * go through: any before it close the connection. The client's connection stays
  * the transport's (its limits, timers and close); this file has its
  * bytes while the forward lasts (transport_http_raw).
  */
@@ -174,13 +175,16 @@ forward_up(void *arg)
 	    (p = evbuffer_pullup(in, 2)) != NULL && p[0] == '\r' &&
 	    p[1] == '\n')
 		evbuffer_drain(in, 2);
+	/*
+	 * Nothing after the request is the sandbox's, not even behind an
+	 * upgrade it may yet take: a client speaks in a tunnel only once it
+	 * has the 101, so bytes before it are a request of its own (or a
+	 * proxy's next client's), credentials and all.
+	 */
 	if (f->left == 0 && evbuffer_get_length(in) != 0) {
-		/* Held while an upgrade waits for its answer. */
-		if (f->upgrade && f->head) {
-			transport_http_reading(f->c, 0);
-			return;
-		}
-		transport_http_close(f->c, "a further request on a forward");
+		transport_http_close(f->c, f->upgrade ? "a request after an"
+		    " upgrade's, before its answer" : "a further request on a"
+		    " forward");
 		return;
 	}
 	if (evbuffer_get_length(out) > FORWARD_HIGH)

@@ -3,7 +3,8 @@
 # headers:
 # - a forward carries one request: a client (or a pooling proxy) that
 #   reuses the connection after the sandbox's keep-alive answer never
-#   hands its next request, API key included, to the sandbox;
+#   hands its next request, API key included, to the sandbox, nor does
+#   one that pipelines it behind an upgrade the sandbox then takes;
 # - the sandbox's answer is the connection's last (Connection: close)
 #   and its page may connect only to its own origin (CSP), and a page
 #   of the server's own origin may not drive /mcp;
@@ -96,6 +97,41 @@ def test():
     check(c.closed(10), "closed after a refused upgrade")
     got = docker("exec", sid, "cat", "/tmp/got2")
     check(secret not in got, "nothing after a refused upgrade: %r" % got)
+
+    # A request pipelined behind an upgrade's, sent before its answer,
+    # never reaches the sandbox, even once the sandbox takes the
+    # upgrade: the connection closes instead.
+    switch = ("HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket"
+              "\\r\\nConnection: Upgrade\\r\\n\\r\\n")
+    for port in (9104, 9105):
+        docker("exec", "-d", sid, "sh", "-c",
+               "(sleep 1; printf '%s'; sleep 20) | nc -l -p %d > /tmp/got%d"
+               % (switch, port, port))
+    time.sleep(0.5)
+    upgrade = ("GET /sandboxes/%s/forward/%%d/ws HTTP/1.1\r\n"
+               "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+               "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+               % (sid, key))
+    c = Http(s.port)
+    c.send_raw((upgrade % 9104 + "GET /next HTTP/1.1\r\nHost: x\r\n"
+                "Authorization: Bearer %s\r\n\r\n" % secret).encode())
+    check(c.closed(10), "a request pipelined behind an upgrade: closed")
+    got = docker("exec", sid, "cat", "/tmp/got9104")
+    check("/next" not in got and secret not in got,
+          "the pipelined request never reached the sandbox: %r" % got)
+    # An upgrade used as it should be (bytes only after the 101) works.
+    c = Http(s.port)
+    c.send_raw((upgrade % 9105).encode())
+    while b"\r\n\r\n" not in c.buf:
+        c._fill()
+    check(c.buf.startswith(b"HTTP/1.1 101 "), "101: %r" % c.buf[:40])
+    c.send_raw(b"hello-tunnel")
+    deadline = time.monotonic() + 10
+    got = ""
+    while "hello-tunnel" not in got and time.monotonic() < deadline:
+        got = docker("exec", sid, "cat", "/tmp/got9105")
+    check_in("hello-tunnel", got, "the tunnel carries bytes sent after"
+             " the 101")
 
     st, h, b = Http(s.port).request("GET", "/sandboxes/%s/forward/+9100/"
                                     % sid, None, auth)
