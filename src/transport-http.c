@@ -218,6 +218,7 @@ static int	transport_http_modern_version(struct http_conn *);
 static void	transport_http_modern(struct http_conn *, const char *,
 		    size_t);
 static void	transport_http_cors(struct http_conn *, struct evbuffer *);
+static int	transport_http_origin_ours(const char *);
 static void	transport_http_sse_start(struct http_conn *);
 static void	transport_http_sse_keepalive(struct http_conn *);
 static void	transport_http_stream_detach(struct http_conn *);
@@ -1236,7 +1237,10 @@ transport_http_origin_host(const char *origin)
  * (a page on the client's localhost calling a public name is
  * cross-origin). Without keys a page proves nothing, and any page a
  * developer's browser loads from a local dev server is on a loopback
- * origin: only the origins listed are let in.
+ * origin: only the origins listed are let in, and the server's own (a
+ * client naming it, as the conformance suite's DNS-rebinding check
+ * does; a page of the forward route under it says so in Sec-Fetch-Site
+ * and is refused for that).
  */
 static int
 transport_http_origin_ok(struct http_conn *c, const char *origin)
@@ -1251,7 +1255,7 @@ transport_http_origin_ok(struct http_conn *c, const char *origin)
 		if (strcasecmp(w->word, origin) == 0)
 			return (1);
 	}
-	if (!http.loopback || c->forwarded || TAILQ_EMPTY(&cfg->apikeys))
+	if (!http.loopback || c->forwarded)
 		return (0);
 	host = transport_http_request_host(c, buf, sizeof buf, &fwd);
 	if (host == NULL || fwd || !transport_http_loopback_name(host,
@@ -1259,6 +1263,8 @@ transport_http_origin_ok(struct http_conn *c, const char *origin)
 		return (0);
 	if ((hp = transport_http_origin_host(origin)) == NULL)
 		return (0);
+	if (TAILQ_EMPTY(&cfg->apikeys))
+		return (transport_http_origin_ours(origin));
 	len = transport_http_host_len(hp);
 	return (transport_http_loopback_name(hp, len) &&
 	    transport_http_port_ok(hp + len));

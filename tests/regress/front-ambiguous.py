@@ -9,8 +9,9 @@
 #   both are the same valid key;
 # - a listener without keys refuses a page of http://localhost:3000
 #   (a local dev server's page in a developer's browser), on /mcp and
-#   /v1, unless allow-origin lists it; with keys a loopback page still
-#   may (it must hold a key).
+#   /v1, unless allow-origin lists it (the server's own origin stays a
+#   client's on /mcp, refused to a page that says it is one); with keys
+#   a loopback page still may (it must hold a key).
 
 import json
 import os
@@ -162,6 +163,22 @@ def test():
                                       "POST"})
         check(st >= 400 and "access-control-allow-origin" not in hh,
               "keyless preflight from %s: %r" % (origin, st))
+    # The server's own origin, named by a client (the conformance
+    # suite's DNS-rebinding check does so) is served on /mcp; a page of
+    # the forward route under it says so and is refused, and /v1 takes
+    # no page of its own origin either.
+    own = "http://127.0.0.1:%d" % n.port
+    st, hh, b = Http(n.port).request("POST", "/mcp", init, {"Origin": own},
+                                     host="127.0.0.1:%d" % n.port)
+    check_eq(st, 200, "keyless /mcp, a client naming the server's origin")
+    st, hh, b = Http(n.port).request("POST", "/mcp", init, {
+        "Origin": own, "Sec-Fetch-Site": "same-origin"},
+        host="127.0.0.1:%d" % n.port)
+    check_eq(st, 403, "keyless /mcp, a page of the server's own origin")
+    st, hh, b = Http(n.port).request("GET", "/v1/sandboxes", None,
+                                     {"Origin": own},
+                                     host="127.0.0.1:%d" % n.port)
+    check_eq(st, 403, "keyless /v1, the server's own origin")
     # No Origin (a program, not a page) is served as before.
     st, hh, b = Http(n.port).request("POST", "/mcp", init)
     check_eq(st, 200, "keyless, no Origin")
