@@ -278,10 +278,17 @@ int		 squash_managed_sessions(const char *, struct cJSON *);
 struct export;
 #define EXPORT_KEEP_SETID	0x01	/* set-id bits kept in an archive */
 #define EXPORT_GIT_CONFIG	0x02	/* what git runs under .git/ too */
+struct export_opts {
+	const char		*dest;
+	const char		*format;	/* dir, tar, tar-zst */
+	int			 flags;		/* EXPORT_* */
+	unsigned long long	 max_bytes;	/* 0: the disk's size */
+	unsigned long long	 max_entries;	/* 0: the disk's inodes */
+};
 typedef void (*export_cb)(struct cJSON *, const struct cause *, void *);
 int		 export_child(void *, int);
 struct export	*export_start(const char *, const char *, const char *,
-		     const char *, const char *, int, export_cb, void *,
+		     const struct export_opts *, export_cb, void *,
 		     struct cause *);
 void		 export_forget(const char *);
 

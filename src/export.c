@@ -55,6 +55,7 @@
 
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -65,6 +66,7 @@
 #include <limits.h>
 #include <locale.h>
 #include <pwd.h>
+#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +98,8 @@ struct export_args {
 	char			*dest;		/* judged, normalized */
 	enum export_format	 format;
 	int			 flags;		/* EXPORT_* */
+	unsigned long long	 max_bytes;	/* 0: the disk's size */
+	unsigned long long	 max_entries;	/* 0: the disk's inodes */
 	char			**hidden;	/* under dest, not the caller's */
 	size_t			 nhidden;
 };
@@ -135,6 +139,29 @@ struct export_ctx {
 	unsigned long long	 bytes;
 	cJSON			*left_out;	/* paths, the first few */
 	unsigned long long	 nleft_out;
+	unsigned long long	 hardlinks;
+	void			*links;		/* export_link, by inode */
+	unsigned long long	 entries;	/* charged, of max_entries */
+	unsigned long long	 data;		/* charged, of max_bytes */
+	unsigned long long	 max_bytes;
+	unsigned long long	 max_entries;
+	const char		*over;		/* the limit passed */
+	int			 made;		/* dir: dest's parent, dest made */
+};
+
+/*
+ * A file of the delta that other names share (its layer's inode): where
+ * its first name went, so that the others become links to it and not
+ * copies (a sandbox's one file with 20,000 names is one inode on the
+ * host too).
+ */
+struct export_link {
+	dev_t		 dev;		/* in the layer */
+	ino_t		 ino;
+	char		*path;		/* its first name, in the delta */
+	dev_t		 ddev;		/* dir: that name's inode in dest */
+	ino_t		 dino;
+	int		 placed;	/* dir: dino is ours to link to */
 };
 
 /* ---- judging dest, on the loop ---- */
@@ -410,10 +437,12 @@ export_open_dest(struct export_args *a, struct export_ctx *x,
 			close(pfd);
 			return (-1);
 		}
+		x->made = pfd;	/* an export that fails takes it back */
 	}
 	fd = openat(pfd, *leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
-	close(pfd);
+	if (x->made != pfd)
+		close(pfd);
 	if (fd == -1 || fstat(fd, &st) != 0) {
 		xasprintf(msg, "cannot open %s: %s", a->dest, strerror(errno));
 		if (fd != -1)
@@ -429,6 +458,153 @@ export_open_dest(struct export_args *a, struct export_ctx *x,
 	x->gid = st.st_gid;
 	return (fd);
 }
+
+/* ---- the child: shared inodes and the limits ---- */
+
+static int
+export_link_cmp(const void *a, const void *b)
+{
+	const struct export_link	*la = a, *lb = b;
+
+	if (la->dev != lb->dev)
+		return (la->dev < lb->dev ? -1 : 1);
+	if (la->ino != lb->ino)
+		return (la->ino < lb->ino ? -1 : 1);
+	return (0);
+}
+
+/* The record of a shared inode of the layers, or NULL. */
+static struct export_link *
+export_link_find(void *links, const struct stat *st)
+{
+	struct export_link	  key, **found;
+
+	if (st->st_nlink < 2)
+		return (NULL);
+	key.dev = st->st_dev;
+	key.ino = st->st_ino;
+	found = tfind(&key, &links, export_link_cmp);
+	return (found != NULL ? *found : NULL);
+}
+
+/* Remember the first name of a shared inode of the layers. */
+static struct export_link *
+export_link_add(void **links, const struct stat *st, const char *path)
+{
+	struct export_link	*l, **found;
+
+	l = xcalloc(1, sizeof *l);
+	l->dev = st->st_dev;
+	l->ino = st->st_ino;
+	l->path = xstrdup(path);
+	found = tsearch(l, links, export_link_cmp);
+	if (found == NULL)
+		fatalx("tsearch failed");
+	return (*found);
+}
+
+static void
+export_link_free(void *p)
+{
+	struct export_link	*l = p;
+
+	free(l->path);
+	free(l);
+}
+
+/*
+ * Charge one entry, holding bytes of data, against the export's limits:
+ * -1 with f->error once either is passed.
+ */
+static int
+export_charge(struct fold *f, unsigned long long bytes)
+{
+	struct export_ctx	*x = f->arg;
+
+	x->entries++;
+	x->data += bytes;
+	if (x->entries > x->max_entries) {
+		x->over = "max_entries";
+		xasprintf(&f->error, "the export holds more than %llu entries"
+		    " (max_entries; by default as many as the sandbox's disk"
+		    " has inodes): nothing was written", x->max_entries);
+		return (-1);
+	}
+	if (x->data > x->max_bytes) {
+		x->over = "max_bytes";
+		xasprintf(&f->error, "the export holds more than %llu bytes of"
+		    " data (max_bytes; by default the size of the sandbox's"
+		    " disk): nothing was written", x->max_bytes);
+		return (-1);
+	}
+	return (0);
+}
+
+/* The data of a non-directory of the layers, as its disk holds it. */
+static unsigned long long
+export_data(const struct stat *st)
+{
+	unsigned long long	n = (unsigned long long)st->st_blocks * 512;
+
+	if (!S_ISREG(st->st_mode))
+		return (0);
+	return (n < (unsigned long long)st->st_size ? n :
+	    (unsigned long long)st->st_size);
+}
+
+/*
+ * A dir export counts the whole delta first, with what it would write,
+ * so that one past a limit writes nothing at all.
+ */
+static int
+export_count_whiteout(struct fold *f, int out, const char *name,
+    const char *path)
+{
+	return (export_charge(f, 0));
+}
+
+static int
+export_count_leaf(struct fold *f, int src, const char *name,
+    const struct stat *st, int out, const char *path)
+{
+	struct export_ctx	*x = f->arg;
+
+	if (st->st_nlink > 1) {
+		if (export_link_find(x->links, st) != NULL)
+			return (export_charge(f, 0));
+		export_link_add(&x->links, st, path);
+	}
+	return (export_charge(f, export_data(st)));
+}
+
+static int
+export_count_dir(struct fold *f, int src, const char *name,
+    const struct stat *st, int opaque, int out, const char *path)
+{
+	return (export_charge(f, 0));
+}
+
+static int
+export_count_enter(struct fold *f, int out, const char *name,
+    const char *path)
+{
+	return (AT_FDCWD);
+}
+
+static void
+export_count_leave(struct fold *f, int cfd, const struct timespec *times,
+    const char *path)
+{
+}
+
+static const struct fold_ops export_count_ops = {
+	.whiteout = export_count_whiteout,
+	.leaf = export_count_leaf,
+	.dir = export_count_dir,
+	.enter = export_count_enter,
+	.leave = export_count_leave,
+	.clear = NULL,
+};
 
 /* ---- the child: what git would run ---- */
 
@@ -683,16 +859,90 @@ export_dir_whiteout(struct fold *f, int out, const char *name,
 	return (0);
 }
 
+/*
+ * Another name of an inode this export already put in dest: a link to
+ * that name, made aside and renamed into place, when that name still
+ * holds what the export put there. 1 when done, 0 to write a copy
+ * instead, -1 with f->error.
+ */
+static int
+export_dir_link(struct fold *f, struct export_link *l, int out,
+    const char *name, const char *path)
+{
+	struct export_ctx	*x = f->arg;
+	struct stat		 st, now;
+	char			*parent, *leaf, tmp[64];
+	int			 pfd, have;
+
+	parent = xstrdup(l->path);
+	if ((leaf = strrchr(parent, '/')) != NULL) {
+		*leaf++ = '\0';
+		pfd = tree_open(x->outfd, parent, O_RDONLY | O_DIRECTORY);
+	} else {
+		leaf = parent;
+		pfd = dup(x->outfd);
+	}
+	if (pfd == -1 || fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    !S_ISREG(st.st_mode) || st.st_dev != l->ddev ||
+	    st.st_ino != l->dino) {
+		if (pfd != -1)
+			close(pfd);
+		free(parent);
+		return (0);	/* not what was put there: a copy */
+	}
+	have = fstatat(out, name, &now, AT_SYMLINK_NOFOLLOW) == 0;
+	if (have && now.st_dev == l->ddev && now.st_ino == l->dino) {
+		close(pfd);
+		free(parent);
+		x->skipped++;
+		return (1);
+	}
+	if (have && export_room(f, out, name, &now, path) != 0) {
+		close(pfd);
+		free(parent);
+		return (-1);
+	}
+	export_temp_name(tmp, sizeof tmp);
+	if (linkat(pfd, leaf, out, tmp, 0) != 0) {
+		close(pfd);
+		free(parent);
+		return (0);
+	}
+	close(pfd);
+	free(parent);
+	/* What was linked is what the export had put there. */
+	if (fstatat(out, tmp, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    st.st_dev != l->ddev || st.st_ino != l->dino) {
+		unlinkat(out, tmp, 0);
+		return (0);
+	}
+	if (renameat(out, tmp, out, name) != 0) {
+		xasprintf(&f->error, "cannot link %s in dest: %s", path,
+		    strerror(errno));
+		unlinkat(out, tmp, 0);
+		return (-1);
+	}
+	x->hardlinks++;
+	return (1);
+}
+
 static int
 export_dir_file(struct fold *f, int src, const char *name,
     const struct stat *lst, int out, const char *path)
 {
 	struct export_ctx	*x = f->arg;
 	struct export_copy	 c;
+	struct export_link	*l = NULL;
 	struct stat		 st, now;
 	char			 named[64];
 	mode_t			 mode;
-	int			 sfd, dfd, same = 0, have;
+	int			 sfd, dfd, same = 0, have, r;
+
+	if (lst->st_nlink > 1 && (l = export_link_find(x->links, lst)) !=
+	    NULL && l->placed) {
+		if ((r = export_dir_link(f, l, out, name, path)) != 0)
+			return (r == 1 ? 0 : -1);
+	}
 
 	if ((sfd = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC)) == -1 || fstat(sfd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -729,6 +979,13 @@ export_dir_file(struct fold *f, int src, const char *name,
 	if (same) {
 		close(sfd);
 		x->skipped++;
+		/* Linked to only when no other name shares it. */
+		if (lst->st_nlink > 1 && l == NULL && now.st_nlink == 1) {
+			l = export_link_add(&x->links, lst, path);
+			l->ddev = now.st_dev;
+			l->dino = now.st_ino;
+			l->placed = 1;
+		}
 		return (0);
 	}
 	if (have && export_room(f, out, name, &now, path) != 0) {
@@ -758,6 +1015,12 @@ export_dir_file(struct fold *f, int src, const char *name,
 		close(dfd);
 		close(sfd);
 		return (-1);
+	}
+	if (lst->st_nlink > 1 && l == NULL && fstat(dfd, &now) == 0) {
+		l = export_link_add(&x->links, lst, path);
+		l->ddev = now.st_dev;
+		l->dino = now.st_ino;
+		l->placed = 1;
 	}
 	close(dfd);
 	close(sfd);
@@ -1072,6 +1335,8 @@ export_ar_marker(struct fold *f, const char *dir, const char *name,
 	char			*path;
 	int			 r;
 
+	if (export_charge(f, 0) != 0)
+		return (-1);
 	memset(&w, 0, sizeof w);
 	w.st_mode = S_IFREG | 0644;
 	w.st_mtim = st->st_mtim;
@@ -1182,6 +1447,7 @@ export_ar_file(struct fold *f, int src, const char *name, const char *path)
 	struct export_ctx	*x = f->arg;
 	struct archive_entry	*e;
 	struct export_feed	 fe;
+	struct export_link	*l;
 	struct stat		 st;
 	int			 fd, r;
 
@@ -1193,6 +1459,26 @@ export_ar_file(struct fold *f, int src, const char *name, const char *path)
 			close(fd);
 		return (-1);
 	}
+	/* Another name of a file already in the archive: a link entry. */
+	if (st.st_nlink > 1 && (l = export_link_find(x->links, &st)) !=
+	    NULL) {
+		close(fd);
+		if (export_charge(f, 0) != 0)
+			return (-1);
+		e = export_entry(x, path, &st);
+		archive_entry_update_hardlink_utf8(e, l->path);
+		archive_entry_set_size(e, 0);
+		if (archive_write_header(x->ar, e) != ARCHIVE_OK)
+			return (export_ar_error(f, path));
+		x->hardlinks++;
+		return (0);
+	}
+	if (export_charge(f, export_data(&st)) != 0) {
+		close(fd);
+		return (-1);
+	}
+	if (st.st_nlink > 1)
+		export_link_add(&x->links, &st, path);
 	e = export_entry(x, path, &st);
 	archive_entry_set_size(e, st.st_size);
 	if ((off_t)st.st_blocks * 512 < st.st_size &&
@@ -1247,6 +1533,8 @@ export_ar_leaf(struct fold *f, int src, const char *name,
 		return (-1);
 	}
 	target[n] = '\0';
+	if (export_charge(f, 0) != 0)
+		return (-1);
 	e = export_entry(x, path, st);
 	archive_entry_update_symlink_utf8(e, target);
 	archive_entry_set_size(e, 0);
@@ -1265,6 +1553,8 @@ export_ar_dir(struct fold *f, int src, const char *name,
 
 	if (export_left_out(x, path, 1))
 		return (0);
+	if (export_charge(f, 0) != 0)
+		return (-1);
 	e = export_entry(x, path, st);
 	archive_entry_set_size(e, 0);
 	if (archive_write_header(x->ar, e) != ARCHIVE_OK)
@@ -1384,6 +1674,9 @@ export_result(struct export_ctx *x, struct layer_stack *ls, cJSON *live)
 	cJSON_AddNumberToObject(rep, "layers_exported", (double)(ls->n - 1));
 	cJSON_AddNumberToObject(rep, "files_written", (double)x->files);
 	cJSON_AddNumberToObject(rep, "symlinks_written", (double)x->symlinks);
+	if (x->hardlinks > 0)
+		cJSON_AddNumberToObject(rep, "hardlinks_written",
+		    (double)x->hardlinks);
 	if (x->format == EXPORT_DIR) {
 		cJSON_AddNumberToObject(rep, "deletes_applied",
 		    (double)x->deletes);
@@ -1408,6 +1701,32 @@ export_result(struct export_ctx *x, struct layer_stack *ls, cJSON *live)
 	return (rep);
 }
 
+/*
+ * The export's limits: as asked, or the size and the inodes of the file
+ * system the sandbox's stack is on (its disk), which an export of what
+ * it holds, shared inodes written once, never passes.
+ */
+static void
+export_limits(struct export_args *a, struct export_ctx *x, int top)
+{
+	struct statvfs	sv;
+
+	memset(&sv, 0, sizeof sv);
+	if (fstatvfs(top, &sv) != 0)
+		memset(&sv, 0, sizeof sv);
+	x->max_bytes = a->max_bytes;
+	if (x->max_bytes == 0)
+		x->max_bytes = (unsigned long long)sv.f_blocks * sv.f_frsize;
+	x->max_entries = a->max_entries;
+	if (x->max_entries == 0)
+		x->max_entries = sv.f_files != 0 ?
+		    (unsigned long long)sv.f_files : x->max_bytes / 4096;
+	if (x->max_bytes == 0)
+		x->max_bytes = 1;	/* nothing known: nothing passes */
+	if (x->max_entries == 0)
+		x->max_entries = 1;
+}
+
 int
 export_child(void *arg, int fd)
 {
@@ -1417,7 +1736,7 @@ export_child(void *arg, int fd)
 	struct layer_stack	*ls = NULL;
 	struct fold		 f;
 	const char		*leaf, *ro[2];
-	char			*msg = NULL, *stack, named[64];
+	char			*msg = NULL, *stack, named[64], num[32];
 	size_t			*run = NULL, below[1], i;
 	cJSON			*live, *rep;
 	int			 dfd, ofd = -1, r = 1, *roots = NULL;
@@ -1429,6 +1748,7 @@ export_child(void *arg, int fd)
 	x.format = a->format;
 	x.args = a;
 	x.outfd = -1;
+	x.made = -1;
 	named[0] = '\0';
 	if ((dfd = export_open_dest(a, &x, &leaf, &msg)) == -1) {
 		r = job_report_error(fd, "invalid", msg) == 0 ? 0 : 1;
@@ -1455,6 +1775,7 @@ export_child(void *arg, int fd)
 			goto fail;
 		}
 	}
+	export_limits(a, &x, roots[0]);
 	if (a->format != EXPORT_DIR) {
 		/*
 		 * libarchive converts names with iconv, whose configuration
@@ -1490,7 +1811,6 @@ export_child(void *arg, int fd)
 			goto fail;
 	}
 
-	f.ops = a->format == EXPORT_DIR ? &export_dir_ops : &export_ar_ops;
 	f.arg = &x;
 	f.roots = roots;
 	f.ls = ls;
@@ -1498,6 +1818,24 @@ export_child(void *arg, int fd)
 	for (i = 0; i + 1 < ls->n; i++)
 		run[i] = i;
 	below[0] = ls->n - 1;
+	/*
+	 * A dir export is counted whole before anything is written (one past
+	 * a limit touches nothing); an archive counts as it goes, and one
+	 * past a limit never takes dest's name.
+	 */
+	if (a->format == EXPORT_DIR && ls->n > 1) {
+		f.ops = &export_count_ops;
+		if (fold_dir(&f, "", run, ls->n - 1, below, 1, 0,
+		    AT_FDCWD) != 0) {
+			msg = f.error;
+			f.error = NULL;
+			goto fail;
+		}
+		tdestroy(x.links, export_link_free);
+		x.links = NULL;
+		x.entries = x.data = 0;
+	}
+	f.ops = a->format == EXPORT_DIR ? &export_dir_ops : &export_ar_ops;
 	if (ls->n > 1 && fold_dir(&f, "", run, ls->n - 1, below, 1, 0,
 	    a->format == EXPORT_DIR ? dfd : AT_FDCWD) != 0) {
 		msg = f.error;
@@ -1535,14 +1873,33 @@ export_child(void *arg, int fd)
 	goto out;
 
 fail:
-	job_report_error(fd, "error", msg != NULL ? msg :
-	    "the export failed");
+	if (x.over != NULL) {
+		/* A limit passed: the caller's to raise. */
+		rep = cJSON_CreateObject();
+		cJSON_AddStringToObject(rep, "limit", msg);
+		cJSON_AddStringToObject(rep, "argument", x.over);
+		snprintf(num, sizeof num, "%llu", strcmp(x.over,
+		    "max_bytes") == 0 ? x.max_bytes : x.max_entries);
+		cJSON_AddStringToObject(rep, "value", num);
+		free(msg);
+		msg = util_json_print(rep);
+		cJSON_Delete(rep);
+		job_write_all(fd, msg, strlen(msg));
+	} else
+		job_report_error(fd, "error", msg != NULL ? msg :
+		    "the export failed");
 	free(msg);
 	if (*named != '\0')
 		unlinkat(dfd, named, 0);
+	/* A dest this export made and left empty goes with it. */
+	if (x.made != -1)
+		unlinkat(x.made, leaf, AT_REMOVEDIR);
 out:
+	if (x.made != -1)
+		close(x.made);
 	cJSON_Delete(live);
 	cJSON_Delete(x.left_out);
+	tdestroy(x.links, export_link_free);
 	if (x.ar != NULL)
 		archive_write_free(x.ar);
 	if (x.entry != NULL)
@@ -1590,7 +1947,7 @@ export_done(int status, struct evbuffer *report, void *arg)
 	struct export	*e = arg;
 	struct cause	 cause = { 0 };
 	size_t		 len = evbuffer_get_length(report);
-	cJSON		*rep, *v, *ev;
+	cJSON		*rep, *v, *ev, *what, *value;
 	double		 rss;
 
 	rep = len > 0 ? cJSON_ParseWithLength((const char *)evbuffer_pullup(
@@ -1603,6 +1960,11 @@ export_done(int status, struct evbuffer *report, void *arg)
 	else if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "invalid")))
 		cause_set(&cause, CAUSE_INVALID, "dest", e->args.dest, "%s",
 		    v->valuestring);
+	else if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "limit")) &&
+	    cJSON_IsString(what = cJSON_GetObjectItem(rep, "argument")) &&
+	    cJSON_IsString(value = cJSON_GetObjectItem(rep, "value")))
+		cause_set(&cause, CAUSE_INVALID, what->valuestring,
+		    value->valuestring, "%s", v->valuestring);
 	else if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "error")) ||
 	    !cJSON_IsNumber(cJSON_GetObjectItem(rep, "manifest_version")))
 		cause_set(&cause, CAUSE_FAILED, "sandbox_id", e->args.sandbox,
@@ -1635,16 +1997,16 @@ export_done(int status, struct evbuffer *report, void *arg)
 
 /*
  * Export the published changes of sandbox id (of tenant, copied from
- * workspace) to dest in format ("dir", "tar" or "tar-zst"): cb gets the
- * result of export_changes or a cause. NULL (and cause) when dest or
- * format is refused before anything is touched.
+ * workspace) as o says (dest, format "dir", "tar" or "tar-zst", flags,
+ * limits): cb gets the result of export_changes or a cause. NULL (and
+ * cause) when dest or format is refused before anything is touched.
  */
 struct export *
 export_start(const char *id, const char *tenant, const char *workspace,
-    const char *dest, const char *format, int flags, export_cb cb, void *arg,
-    struct cause *cause)
+    const struct export_opts *o, export_cb cb, void *arg, struct cause *cause)
 {
 	struct export	*e;
+	const char	*format = o->format, *dest = o->dest;
 	size_t		 i;
 	char		*d;
 
@@ -1664,7 +2026,9 @@ export_start(const char *id, const char *tenant, const char *workspace,
 	e->args.sandbox = xstrdup(id);
 	e->args.dest = d;
 	e->args.format = (enum export_format)i;
-	e->args.flags = flags;
+	e->args.flags = o->flags;
+	e->args.max_bytes = o->max_bytes;
+	e->args.max_entries = o->max_entries;
 	if (e->args.format == EXPORT_DIR)
 		e->args.hidden = workspace_hidden(d, tenant, &e->args.nhidden);
 	e->tenant = xstrdup(tenant);

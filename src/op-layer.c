@@ -72,6 +72,7 @@
 	" \"skipped_unchanged\": " OP_EXPORT_COUNT ","			\
 	" \"whiteouts_emitted\": " OP_EXPORT_COUNT ","			\
 	" \"bytes_written\": " OP_EXPORT_COUNT ","			\
+	" \"hardlinks_written\": " OP_EXPORT_COUNT ","			\
 	" \"left_out\": {\"type\": \"array\","			\
 	"  \"items\": {\"type\": \"string\"}, \"maxItems\": 100},"	\
 	" \"left_out_count\": " OP_EXPORT_COUNT ","			\
@@ -127,6 +128,14 @@ static const struct op_arg op_export_args[] = {
 	  " and set-group-ID bits in a tar or tar-zst. Stripped by default:"
 	  " unpacked as root, a file the sandbox made as root with mode 4755"
 	  " would be a set-id root program. A dir export never keeps them." },
+	{ "max_bytes", OP_ARG_INTEGER, 0, 1, NULL, "Refuse the export, writing"
+	  " nothing, when its files hold more bytes of data than this (names"
+	  " that share a file count once: they are written as hard links)."
+	  " Default: the size of the sandbox's disk." },
+	{ "max_entries", OP_ARG_INTEGER, 0, 1, NULL, "Refuse the export,"
+	  " writing nothing, when it has more entries (files, links,"
+	  " directories, deletions) than this. Default: the number of inodes"
+	  " of the sandbox's disk." },
 	{ NULL, 0, 0, -1, NULL, NULL }
 };
 
@@ -210,10 +219,11 @@ op_squash_exec(struct op_call *oc)
 static void
 op_export_sb(cJSON *result, const struct cause *cause, void *arg)
 {
-	struct op_call	*oc = arg;
-	const char	*id = op_arg_string(oc, "sandbox_id");
-	struct cause	 c = { 0 };
-	const char	*format = op_arg_string(oc, "format");
+	struct op_call		*oc = arg;
+	const char		*id = op_arg_string(oc, "sandbox_id");
+	struct cause		 c = { 0 };
+	const char		*format = op_arg_string(oc, "format");
+	struct export_opts	 o;
 	cJSON		*record, *state, *root;
 
 	if (result == NULL) {
@@ -231,13 +241,22 @@ op_export_sb(cJSON *result, const struct cause *cause, void *arg)
 		return;
 	}
 	root = cJSON_GetObjectItem(record, "workspace_root");
+	memset(&o, 0, sizeof o);
+	o.dest = op_arg_string(oc, "dest");
+	o.format = format != NULL ? format : "dir";
+	if (cJSON_IsTrue(op_arg(oc, "keep_setid")))
+		o.flags |= EXPORT_KEEP_SETID;
+	if (cJSON_IsTrue(op_arg(oc, "include_git_config")))
+		o.flags |= EXPORT_GIT_CONFIG;
+	if (op_arg(oc, "max_bytes") != NULL)
+		o.max_bytes = (unsigned long long)op_arg_integer(oc,
+		    "max_bytes");
+	if (op_arg(oc, "max_entries") != NULL)
+		o.max_entries = (unsigned long long)op_arg_integer(oc,
+		    "max_entries");
 	/* Not cancelled: the export is bounded, and answers when done. */
 	if (export_start(id, op_call_tenant(oc), cJSON_IsString(root) ?
-	    root->valuestring : NULL, op_arg_string(oc, "dest"),
-	    format != NULL ? format : "dir", (cJSON_IsTrue(op_arg(oc,
-	    "keep_setid")) ? EXPORT_KEEP_SETID : 0) | (cJSON_IsTrue(op_arg(oc,
-	    "include_git_config")) ? EXPORT_GIT_CONFIG : 0), op_squash_cb, oc,
-	    &c) == NULL) {
+	    root->valuestring : NULL, &o, op_squash_cb, oc, &c) == NULL) {
 		op_call_fail(oc, &c);
 		cause_clear(&c);
 	}
