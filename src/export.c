@@ -213,7 +213,7 @@ export_judge(const char *dest, const char *tenant, const char *workspace,
 	static char	*state_real;
 	char		*d, *r, *state;
 	size_t		 best, i;
-	int		 allowed = 0, same, serves = 0;
+	int		 allowed = 0, same, serves = 0, k;
 
 	if (dest[0] != '/') {
 		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest must be an"
@@ -268,10 +268,14 @@ export_judge(const char *dest, const char *tenant, const char *workspace,
 		}
 		free(state);
 	}
-	/* Never into a workspace root of another tenant's, however reached. */
-	if (workspace_foreign(d, tenant)) {
-		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest %s is in a"
-		    " workspace root that does not serve this caller", d);
+	/*
+	 * Never into a workspace or export root of another tenant's, however
+	 * reached.
+	 */
+	if ((k = workspace_foreign(d, tenant)) != 0) {
+		cause_set(cause, CAUSE_INVALID, "dest", dest, "dest %s is in %s"
+		    " root that does not serve this caller", d, k == 1 ?
+		    "a workspace" : "an export");
 		free(d);
 		return (NULL);
 	}

@@ -149,28 +149,33 @@ workspace_root_of(const char *p, const char *tenant)
 }
 
 /*
- * Whether a workspace root that does not serve tenant holds path p
- * (clean), as the root is written or as it resolves: what is under it is
- * another tenant's, however p was reached.
+ * Whether a workspace or export root that does not serve tenant holds
+ * path p (clean), as the root is written or as it resolves: what is under
+ * it is another tenant's, however p was reached (a root of everyone's
+ * above it, or another root). Returns 1 for a workspace root, 2 for an
+ * export root, else 0.
  */
 int
 workspace_foreign(const char *p, const char *tenant)
 {
 	struct cfg_word	*w;
 	char		*r;
-	int		 k, in = 0;
+	int		 k, i, in = 0;
 
-	TAILQ_FOREACH(w, &cfg->roots, entry) {
-		if (workspace_root_serves(w, tenant))
-			continue;
-		for (k = 0; k < 2 && !in; k++) {
-			r = k == 0 ? workspace_clean(w->word) :
-			    realpath(w->word, NULL);
-			in = r != NULL && workspace_under(p, r);
-			free(r);
+	for (i = 0; i < 2; i++) {
+		TAILQ_FOREACH(w, i == 0 ? &cfg->roots : &cfg->export_roots,
+		    entry) {
+			if (workspace_root_serves(w, tenant))
+				continue;
+			for (k = 0; k < 2 && !in; k++) {
+				r = k == 0 ? workspace_clean(w->word) :
+				    realpath(w->word, NULL);
+				in = r != NULL && workspace_under(p, r);
+				free(r);
+			}
+			if (in)
+				return (i + 1);
 		}
-		if (in)
-			return (1);
 	}
 	return (0);
 }

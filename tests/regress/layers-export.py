@@ -18,7 +18,9 @@
 #   the export roots (/etc/cron.d), a symlink at any component of dest,
 #   an export root limited to other tenants: invalid_request, nothing
 #   touched; a root of another tenant inside the sandbox's workspace is
-#   neither copied into the sandbox nor written by an export back;
+#   neither copied into the sandbox nor written by an export back, and
+#   an export root of another tenant inside it is no dest in any format,
+#   at it or under it;
 # - symlinks planted in a dest tree where the delta writes, deletes or
 #   descends (dest/keep -> a host directory, ...): nothing outside dest
 #   is touched;
@@ -569,12 +571,20 @@ def test():
     with open(os.path.join(hid, "secret.txt"), "w") as f:
         f.write("not alice's\n")
     hid_before = snapshot(hid)
+    # An export root of bob's inside alice's workspace (which serves
+    # everyone): no dest for alice, whichever rule would admit it.
+    bobout = os.path.join(ws, "bobout")
+    os.makedirs(os.path.join(bobout, "sub"), exist_ok=True)
+    with open(os.path.join(bobout, "bob.txt"), "w") as f:
+        f.write("bob's\n")
+    bobout_before = snapshot(bobout)
     s = Server(sets=("management", "runtime"), state=state,
                listen="127.0.0.1:0",
                config="workspace-root %s\nworkspace-root %s tenants bob\n"
                "export-root %s tenants bob\nexport-root %s\n"
-               "workspace-root %s/wsb tenants bob\n%s\n"
-               % (roots, hid, troot, out, out, line_a))
+               "workspace-root %s/wsb tenants bob\n"
+               "export-root %s tenants bob\n%s\n"
+               % (roots, hid, troot, out, out, bobout, line_a))
     s.initialize()
     conn, hdr = http_session(s.port, key=key_a)
     hdr["Authorization"] = "Bearer " + key_a
@@ -625,8 +635,9 @@ def test():
              "another tenant's root is not copied into alice's sandbox")
     r = alice(8, "exec_command", {
         "sandbox_id": sid_a, "workspace_session_id": ws_a,
-        "yield_time_ms": 30000, "cmd": "mkdir -p hid; echo mine >"
-        " hid/secret.txt; echo new > hid/new.txt; echo a > alice.txt"})
+        "yield_time_ms": 30000, "cmd": "mkdir -p hid bobout; echo mine >"
+        " hid/secret.txt; echo new > hid/new.txt; echo a > alice.txt;"
+        " echo alice > bobout/bob.txt"})
     check(not r["isError"], "alice's command: %r" % r)
     r = alice(9, "publish_workspace_session", {
         "sandbox_id": sid_a, "workspace_session_id": ws_a})
@@ -643,8 +654,24 @@ def test():
     check(r["isError"] and r["structuredContent"]["error"]["kind"] ==
           "invalid_request", "another tenant's root is no dest: %r" % r)
     check_eq(snapshot(hid), hid_before, "and stays untouched")
+    for k, (dest, fmt) in enumerate(((bobout, "dir"),
+                                     (os.path.join(bobout, "sub"), "dir"),
+                                     (os.path.join(bobout, "new"), "dir"),
+                                     (os.path.join(bobout, "x.tar"), "tar"),
+                                     (os.path.join(bobout, "bob.txt"),
+                                      "tar-zst"))):
+        r = alice(30 + k, "export_changes", {"sandbox_id": sid_a,
+                                             "dest": dest, "format": fmt})
+        check(r["isError"] and r["structuredContent"]["error"]["kind"] ==
+              "invalid_request", "an export root of another tenant inside"
+              " the workspace is no dest (%s %s): %r" % (fmt, dest, r))
+        check_in("export root", r["structuredContent"]["error"]["message"],
+                 "the message says which root")
+    check_eq(snapshot(bobout), bobout_before, "another tenant's export"
+             " root inside the workspace stays untouched")
     s.kill()
     shutil.rmtree(hid)
+    shutil.rmtree(bobout)
     os.unlink(os.path.join(ws, "alice.txt"))
 
     # ---- an export while a squash runs ----
