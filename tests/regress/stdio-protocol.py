@@ -33,7 +33,12 @@ SCHEMAS = {
         "type": "object",
         "properties": {"sandbox_id": {"type": "string"},
                        "dest": {"type": "string"},
-                       "format": {"type": "string", "default": "dir"}},
+                       "format": {"type": "string", "default": "dir"},
+                       "include_git_config": {"type": "boolean",
+                                              "default": False},
+                       "keep_setid": {"type": "boolean", "default": False},
+                       "max_bytes": {"type": "integer", "minimum": 1},
+                       "max_entries": {"type": "integer", "minimum": 1}},
         "required": ["sandbox_id", "dest"],
         "additionalProperties": False},
 }
