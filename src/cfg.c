@@ -184,6 +184,7 @@ static int	cfg_kw_trusted_proxy(struct cfg_parse *, int, char **);
 static int	cfg_kw_workspace_root(struct cfg_parse *, int, char **);
 static int	cfg_kw_export_root(struct cfg_parse *, int, char **);
 static int	cfg_kw_result_text(struct cfg_parse *, int, char **);
+static int	cfg_kw_sandbox_host_port(struct cfg_parse *, int, char **);
 
 /* Looked up in order (a short table): new directives go at the end. */
 static const struct cfg_keyword {
@@ -204,6 +205,7 @@ static const struct cfg_keyword {
 	{ "workspace-root", 1, 3, cfg_kw_workspace_root },
 	{ "result-text", 1, 1, cfg_kw_result_text },
 	{ "export-root", 1, 3, cfg_kw_export_root },
+	{ "sandbox-host-port", 1, 1, cfg_kw_sandbox_host_port },
 };
 
 /* A configuration holding the defaults. */
@@ -222,6 +224,7 @@ cfg_new(void)
 	TAILQ_INIT(&c->apikeys);
 	TAILQ_INIT(&c->origins);
 	TAILQ_INIT(&c->proxies);
+	TAILQ_INIT(&c->host_ports);
 	TAILQ_INIT(&c->public_hosts);
 	c->profile.nano_cpus = 1000000000ULL;
 	c->profile.memory_high = 384LL * 1024 * 1024;
@@ -260,6 +263,7 @@ cfg_free(struct cfg *c)
 	cfg_words_free(&c->export_roots);
 	cfg_words_free(&c->origins);
 	cfg_words_free(&c->proxies);
+	cfg_words_free(&c->host_ports);
 	cfg_words_free(&c->public_hosts);
 	while ((k = TAILQ_FIRST(&c->apikeys)) != NULL) {
 		TAILQ_REMOVE(&c->apikeys, k, entry);
@@ -799,6 +803,30 @@ cfg_kw_trusted_proxy(struct cfg_parse *p, int argc, char **argv)
 	}
 	if (!cfg_words_has(&p->cfg->proxies, argv[0]))
 		cfg_words_add(&p->cfg->proxies, argv[0]);
+	return (0);
+}
+
+/*
+ * sandbox-host-port PORT: a TCP port of the host that sandboxes may
+ * connect to through their network's gateway (none by default).
+ */
+static int
+cfg_kw_sandbox_host_port(struct cfg_parse *p, int argc, char **argv)
+{
+	const char	*errstr = NULL;
+
+	if (argv[0][strspn(argv[0], "0123456789")] != '\0' ||
+	    strlen(argv[0]) > 5)
+		errstr = "not a number";
+	else
+		strtonum(argv[0], 1, 65535, &errstr);
+	if (errstr != NULL) {
+		cfg_error(p, "sandbox-host-port must be a port from 1 to"
+		    " 65535: %s", argv[0]);
+		return (-1);
+	}
+	if (!cfg_words_has(&p->cfg->host_ports, argv[0]))
+		cfg_words_add(&p->cfg->host_ports, argv[0]);
 	return (0);
 }
 

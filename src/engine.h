@@ -274,6 +274,13 @@ void		 squash_reclaim(const char *, const char *, int);
 void		 squash_forget(const char *);
 int		 squash_managed_sessions(const char *, struct cJSON *);
 
+/* tenantnet.c */
+typedef void (*tenantnet_cb)(const char *, const char *, void *);
+void		 tenantnet_name(const char *, char *, size_t);
+void		 tenantnet_ensure(const char *, struct tspan *, tenantnet_cb,
+		     void *);
+void		 tenantnet_release(const char *);
+
 /* export.c */
 struct export;
 #define EXPORT_KEEP_SETID	0x01	/* set-id bits kept in an archive */

@@ -155,6 +155,7 @@ struct cfg {
 	long long		 limits[LIMIT__COUNT];
 	int			 result_text;	/* text content for all */
 	struct cfg_words	 public_hosts;
+	struct cfg_words	 host_ports;	/* sandboxes may reach */
 };
 
 

@@ -84,6 +84,7 @@ struct sandbox_create {
 	char			*workspace;
 	char			*root_hash;
 	char			*tenant;
+	char			*network;	/* the tenant's */
 	int			 count;
 	struct sandbox_member	*m;
 	int			 pending;
@@ -348,6 +349,7 @@ sandbox_create_free(struct sandbox_create *sc)
 	free(sc->workspace);
 	free(sc->root_hash);
 	free(sc->tenant);
+	free(sc->network);
 	cause_clear(&sc->cause);
 	free(sc);
 }
@@ -362,6 +364,9 @@ sandbox_create_finish(struct sandbox_create *sc)
 	if (sc->cause.kind != CAUSE_NONE) {
 		telemetry_span_attr_str(sc->span, "error", sc->cause.message);
 		telemetry_span_end(sc->span, "error");
+		/* A network made for this create alone goes with it. */
+		if (sc->network != NULL)
+			tenantnet_release(sc->tenant);
 		sc->cb(NULL, &sc->cause, sc->arg);
 		sandbox_create_free(sc);
 		return;
@@ -534,19 +539,29 @@ sandbox_container_config(struct sandbox_create *sc, const char *id)
 	cJSON_AddItemToArray(v, cJSON_CreateString("no-new-privileges"));
 	v = cJSON_AddObjectToObject(hc, "RestartPolicy");
 	cJSON_AddStringToObject(v, "Name", "no");
+	/* The tenant's own network (tenantnet.c). */
+	cJSON_AddStringToObject(hc, "NetworkMode", sc->network);
 	return (c);
 }
 
-/* Records are in place: create every container at once. */
+/* The tenant's network is there, or could not be made. */
 static void
-sandbox_create_containers(struct sandbox_create *sc)
+sandbox_create_network_cb(const char *name, const char *error, void *arg)
 {
+	struct sandbox_create	*sc = arg;
 	struct sandbox_member	*mb;
 	cJSON			*body;
 	char			*path;
 	int			 i;
 
-	sc->step = SANDBOX_CREATE_CONTAINERS;
+	if (name == NULL) {
+		sandbox_create_error(sc, CAUSE_FAILED, "sandbox_id",
+		    sc->m[0].id, "%s", error);
+		sandbox_create_rollback(sc);
+		return;
+	}
+	free(sc->network);
+	sc->network = xstrdup(name);
 	sc->pending = sc->count;
 	for (i = 0; i < sc->count; i++) {
 		mb = &sc->m[i];
@@ -557,6 +572,14 @@ sandbox_create_containers(struct sandbox_create *sc)
 		free(path);
 		cJSON_Delete(body);
 	}
+}
+
+/* Records are in place: the tenant's network, then every container. */
+static void
+sandbox_create_containers(struct sandbox_create *sc)
+{
+	sc->step = SANDBOX_CREATE_CONTAINERS;
+	tenantnet_ensure(sc->tenant, sc->span, sandbox_create_network_cb, sc);
 }
 
 /*
@@ -1058,7 +1081,7 @@ static void
 sandbox_destroy_state_cb(const char *error, void *arg)
 {
 	struct sandbox_destroy	*sd = arg;
-	cJSON			*result, *attrs;
+	cJSON			*result, *attrs, *tenant;
 
 	if (error != NULL) {
 		sandbox_destroy_failed(sd, error);
@@ -1067,6 +1090,10 @@ sandbox_destroy_state_cb(const char *error, void *arg)
 	attrs = cJSON_CreateObject();
 	cJSON_AddStringToObject(attrs, "sandbox_id", sd->id);
 	telemetry_event(NULL, NULL, sd->span, "sandbox.destroyed", attrs);
+	/* Its tenant's last sandbox: the network goes too. */
+	tenant = cJSON_GetObjectItem(sd->record, "tenant");
+	tenantnet_release(cJSON_IsString(tenant) ? tenant->valuestring :
+	    TENANT_LOCAL);
 	telemetry_span_end(sd->span, "completed");
 	result = sandbox_record_public(sd->record);
 	sandbox_record_state_set(result, "stopped", NULL);

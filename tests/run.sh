@@ -36,9 +36,10 @@ rundir=$(mktemp -d "${TMPDIR:-/tmp}/smcp-run.XXXXXX") || exit 1
 TMPDIR=$rundir
 export TMPDIR
 
-# leftovers: mounts under the run's directory and loop devices whose
-# backing file is there (a lazily unmounted disk goes with the last
-# process holding it: wait a little for that).
+# leftovers: mounts under the run's directory, loop devices whose
+# backing file is there, and tenants' networks of its state directories
+# (a lazily unmounted disk goes with the last process holding it: wait a
+# little for that).
 leftovers() {
 	tries=0
 	while :; do
@@ -51,10 +52,18 @@ leftovers() {
 			"$rundir"/*) left="$left $f: $(cat "$f")" ;;
 			esac
 		done
+		# A tenant's network of a state directory of this run (each
+		# bridge holds one of Docker's few address pools).
+		nets=$(docker network ls --filter label=io.sandbox-mcp.state-dir \
+		    --format '{{.Name}} {{.Label "io.sandbox-mcp.state-dir"}}' \
+		    2>/dev/null | awk -v top="$rundir" \
+		    'index($2, top "/") == 1 { print $1 }')
+		[ -n "$nets" ] && left="$left networks: $nets"
 		[ -z "$left" ] && return 0
 		tries=$((tries + 1))
 		if [ $tries -ge 100 ]; then
 			echo "left behind by the suite: $left"
+			[ -n "$nets" ] && docker network rm $nets >/dev/null 2>&1
 			return 1
 		fi
 		sleep 0.1

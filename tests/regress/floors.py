@@ -23,8 +23,8 @@ FLOORS = {
         docker-events docker-http http job notice nsexec state sweep
         telemetry trash tree""",
     "engine": """audit basecache command export files gitignore layer merge
-        publish runtime sandbox session squash transcript workspace
-        zygote""",
+        publish runtime sandbox session squash tenantnet transcript
+        workspace zygote""",
     "door": "op op-files op-layer op-runtime op-sandbox",
     "surface": "auth forward jsonrpc mcp mcp-tools rest transport-http"
         " transport-stdio",

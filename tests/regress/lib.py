@@ -575,6 +575,14 @@ def our_containers(state):
 
 
 def remove_our_containers(state):
+    """The containers of a state directory, and its tenants' networks
+    (a killed server leaves both behind; the bridges' firewall rules
+    name interfaces that are gone with them)."""
     names = list(our_containers(state))
     if names:
         docker("rm", "-f", *names, check_rc=False)
+    nets = docker("network", "ls", "-q", "--filter",
+                  "label=io.sandbox-mcp.state-dir=" + state,
+                  check_rc=False).split()
+    if nets:
+        docker("network", "rm", *nets, check_rc=False)

@@ -1,0 +1,535 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp Authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * tenantnet.c: a network of each tenant's own. The sandboxes of one
+ * tenant (of one state directory) share a Docker bridge network, made
+ * when the tenant's first sandbox is created and removed once none of its
+ * containers is left; Docker keeps bridge networks apart from each other,
+ * so no sandbox reaches another tenant's. Nor does it reach the host's
+ * own listeners (this server, dockerd, anything bound to 0.0.0.0) through
+ * its bridge: the host's INPUT chain jumps to SANDBOX-MCP-INPUT, which
+ * drops what comes in on a tenant's bridge but answers to connections
+ * the host made (the forward route's) and the ports the operator opens
+ * (sandbox-host-port). The rules are set by iptables(8), run by a child;
+ * the loop only reads its report.
+ */
+
+#include "config.h"
+
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+
+#include "engine.h"
+#include "sandbox-mcp.h"
+
+#define TENANTNET_PREFIX	"smcp-"
+#define TENANTNET_LABEL		"io.sandbox-mcp."
+#define TENANTNET_CHAIN		"SANDBOX-MCP-INPUT"
+#define TENANTNET_IFNAME	16		/* IFNAMSIZ */
+
+static const char *tenantnet_iptables[] = { "/usr/sbin/iptables",
+    "/sbin/iptables" };
+
+/* One ensure: the network, then its bridge's rules. */
+struct tenantnet_req {
+	char		*tenant;
+	char		*name;
+	char		 bridge[TENANTNET_IFNAME];
+	struct tspan	*span;
+	int		 tries;
+	tenantnet_cb	 cb;
+	void		*arg;
+};
+
+/* Bridges whose rules this process has set. */
+struct tenantnet_walled {
+	char				 bridge[TENANTNET_IFNAME];
+	LIST_ENTRY(tenantnet_walled)	 entry;
+};
+static LIST_HEAD(, tenantnet_walled) tenantnet_walls =
+    LIST_HEAD_INITIALIZER(tenantnet_walls);
+
+static void	tenantnet_lookup(struct tenantnet_req *);
+
+/*
+ * The network of tenant, in buf: "smcp-", 12 hex digits of the state
+ * directory's hash (two servers on one host keep their tenants apart),
+ * "-", the tenant (a valid tenant name is a valid network name).
+ */
+void
+tenantnet_name(const char *tenant, char *buf, size_t len)
+{
+	unsigned char	h[32];
+
+	util_sha256(cfg->state_dir, strlen(cfg->state_dir), h);
+	snprintf(buf, len, TENANTNET_PREFIX "%02x%02x%02x%02x%02x%02x-%s",
+	    h[0], h[1], h[2], h[3], h[4], h[5], tenant);
+}
+
+static void
+tenantnet_req_done(struct tenantnet_req *r, const char *error)
+{
+	if (error != NULL)
+		telemetry_span_attr_str(r->span, "error", error);
+	telemetry_span_end(r->span, error != NULL ? "error" : "completed");
+	r->cb(error != NULL ? NULL : r->name, error, r->arg);
+	free(r->tenant);
+	free(r->name);
+	free(r);
+}
+
+static int
+tenantnet_walled(const char *bridge)
+{
+	struct tenantnet_walled	*w;
+
+	LIST_FOREACH(w, &tenantnet_walls, entry) {
+		if (strcmp(w->bridge, bridge) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* Child side: run iptables with argv (NULL-terminated); its status. */
+static int
+tenantnet_run(const char *const *argv, int quiet)
+{
+	pid_t	pid;
+	int	status, null;
+
+	if ((pid = fork()) == -1)
+		return (-1);
+	if (pid == 0) {
+		if (quiet && (null = open("/dev/null", O_WRONLY)) != -1)
+			dup2(null, STDERR_FILENO);
+		closefrom(STDERR_FILENO + 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) == -1) {
+		if (errno != EINTR)
+			return (-1);
+	}
+	return (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/*
+ * Child side: rule (the words after "iptables -w 10 -X CHAIN") is in the
+ * chain, checked with -C first, added with op (-I or -A) when missing.
+ */
+static int
+tenantnet_rule(const char *ipt, const char *op, const char *const *rule)
+{
+	const char	*argv[32];
+	size_t		 n = 0, i;
+
+	argv[n++] = ipt;
+	argv[n++] = "-w";
+	argv[n++] = "10";
+	argv[n++] = "-C";
+	argv[n++] = strcmp(op, "-I-INPUT") == 0 ? "INPUT" : TENANTNET_CHAIN;
+	for (i = 0; rule[i] != NULL && n < 30; i++)
+		argv[n++] = rule[i];
+	argv[n] = NULL;
+	if (tenantnet_run(argv, 1) == 0)
+		return (0);
+	argv[3] = strcmp(op, "-A") == 0 ? "-A" : "-I";
+	return (tenantnet_run(argv, 0) == 0 ? 0 : -1);
+}
+
+struct tenantnet_wall {
+	char	bridge[TENANTNET_IFNAME];
+	int	remove;		/* take the bridge's rules away instead */
+};
+
+/*
+ * Child side: the bridge's rules in SANDBOX-MCP-INPUT (made, and jumped
+ * to from the top of INPUT, when missing): what comes in on the bridge
+ * is dropped but for answers to the host's connections and the opened
+ * ports. Or, with remove, each of those rules taken away.
+ */
+static int
+tenantnet_wall_child(void *arg, int fd)
+{
+	struct tenantnet_wall	*w = arg;
+	struct cfg_word		*p;
+	const char		*ipt = NULL, *argv[16];
+	const char		*jump[] = { "-j", TENANTNET_CHAIN, NULL };
+	const char		*est[] = { "-i", w->bridge, "-m", "conntrack",
+	    "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN", NULL };
+	const char		*drop[] = { "-i", w->bridge, "-j", "DROP", NULL };
+	const char		*port[] = { "-i", w->bridge, "-p", "tcp",
+	    "--dport", NULL, "-j", "RETURN", NULL };
+	size_t			 i;
+	char			 msg[256];
+
+	for (i = 0; i < sizeof tenantnet_iptables /
+	    sizeof tenantnet_iptables[0]; i++) {
+		if (access(tenantnet_iptables[i], X_OK) == 0) {
+			ipt = tenantnet_iptables[i];
+			break;
+		}
+	}
+	if (ipt == NULL) {
+		job_report_error(fd, "error", "iptables is not installed"
+		    " (Debian package iptables): a tenant's network cannot be"
+		    " walled off from the host");
+		return (1);
+	}
+	if (w->remove) {
+		argv[0] = ipt;
+		argv[1] = "-w";
+		argv[2] = "10";
+		argv[3] = "-D";
+		argv[4] = TENANTNET_CHAIN;
+		for (i = 0; drop[i] != NULL; i++)
+			argv[5 + i] = drop[i];
+		argv[5 + i] = NULL;
+		while (tenantnet_run(argv, 1) == 0)
+			;
+		for (i = 0; est[i] != NULL; i++)
+			argv[5 + i] = est[i];
+		argv[5 + i] = NULL;
+		while (tenantnet_run(argv, 1) == 0)
+			;
+		TAILQ_FOREACH(p, &cfg->host_ports, entry) {
+			port[5] = p->word;
+			for (i = 0; port[i] != NULL; i++)
+				argv[5 + i] = port[i];
+			argv[5 + i] = NULL;
+			while (tenantnet_run(argv, 1) == 0)
+				;
+		}
+		return (0);
+	}
+	argv[0] = ipt;
+	argv[1] = "-w";
+	argv[2] = "10";
+	argv[3] = "-N";
+	argv[4] = TENANTNET_CHAIN;
+	argv[5] = NULL;
+	tenantnet_run(argv, 1);		/* it may be there already */
+	/* Answers first, then the opened ports, then the drop. */
+	if (tenantnet_rule(ipt, "-A", drop) != 0 ||
+	    tenantnet_rule(ipt, "-I", est) != 0 ||
+	    tenantnet_rule(ipt, "-I-INPUT", jump) != 0) {
+		snprintf(msg, sizeof msg, "iptables could not set the rules of"
+		    " bridge %s", w->bridge);
+		job_report_error(fd, "error", msg);
+		return (1);
+	}
+	TAILQ_FOREACH(p, &cfg->host_ports, entry) {
+		port[5] = p->word;
+		if (tenantnet_rule(ipt, "-I", port) != 0) {
+			snprintf(msg, sizeof msg, "iptables could not open port"
+			    " %s to bridge %s", p->word, w->bridge);
+			job_report_error(fd, "error", msg);
+			return (1);
+		}
+	}
+	return (0);
+}
+
+static void
+tenantnet_wall_done(int status, struct evbuffer *report, void *arg)
+{
+	struct tenantnet_req	*r = arg;
+	struct tenantnet_walled	*w;
+	size_t			 len = evbuffer_get_length(report);
+	cJSON			*rep, *v;
+	char			*error = NULL;
+
+	if (status != 0) {
+		rep = len != 0 ? cJSON_ParseWithLength((const char *)
+		    evbuffer_pullup(report, len), len) : NULL;
+		v = cJSON_GetObjectItem(rep, "error");
+		xasprintf(&error, "the network of tenant %s: %s", r->tenant,
+		    cJSON_IsString(v) ? v->valuestring : "iptables failed");
+		cJSON_Delete(rep);
+		tenantnet_req_done(r, error);
+		free(error);
+		return;
+	}
+	if (!tenantnet_walled(r->bridge)) {
+		w = xcalloc(1, sizeof *w);
+		strlcpy(w->bridge, r->bridge, sizeof w->bridge);
+		LIST_INSERT_HEAD(&tenantnet_walls, w, entry);
+	}
+	tenantnet_req_done(r, NULL);
+}
+
+/* The network is there: wall its bridge off, once a process. */
+static void
+tenantnet_wall(struct tenantnet_req *r, cJSON *net)
+{
+	struct tenantnet_wall	 w;
+	cJSON			*id, *opt;
+
+	opt = cJSON_GetObjectItem(cJSON_GetObjectItem(net, "Options"),
+	    "com.docker.network.bridge.name");
+	id = cJSON_GetObjectItem(net, "Id");
+	if (cJSON_IsString(opt) && strlen(opt->valuestring) <
+	    TENANTNET_IFNAME && opt->valuestring[strspn(opt->valuestring,
+	    "abcdefghijklmnopqrstuvwxyz0123456789-_.")] == '\0')
+		strlcpy(r->bridge, opt->valuestring, sizeof r->bridge);
+	else if (cJSON_IsString(id) && strlen(id->valuestring) >= 12 &&
+	    id->valuestring[strspn(id->valuestring, "0123456789abcdef")] ==
+	    '\0')
+		snprintf(r->bridge, sizeof r->bridge, "br-%.12s",
+		    id->valuestring);
+	else {
+		tenantnet_req_done(r, "the Docker Engine describes the"
+		    " tenant's network without an id");
+		return;
+	}
+	/* A remote engine's bridges are not this host's to wall. */
+	if (cfg->docker_socket == NULL || tenantnet_walled(r->bridge)) {
+		tenantnet_req_done(r, NULL);
+		return;
+	}
+	memset(&w, 0, sizeof w);
+	strlcpy(w.bridge, r->bridge, sizeof w.bridge);
+	/* The child has its copy once forked. */
+	job_fork("tenantnet", tenantnet_wall_child, &w, tenantnet_wall_done,
+	    r);
+}
+
+static void
+tenantnet_created_cb(cJSON *reply, const char *error, int status,
+    void *arg)
+{
+	struct tenantnet_req	*r = arg;
+
+	/* 409: made meanwhile (by another process): look it up. */
+	if (error != NULL && status != 409) {
+		tenantnet_req_done(r, error);
+		return;
+	}
+	tenantnet_lookup(r);
+}
+
+static void
+tenantnet_inspect_cb(cJSON *reply, const char *error, int status,
+    void *arg)
+{
+	struct tenantnet_req	*r = arg;
+	cJSON			*body, *labels, *opts;
+
+	if (status == 404 && r->tries++ < 3) {
+		body = cJSON_CreateObject();
+		cJSON_AddStringToObject(body, "Name", r->name);
+		cJSON_AddStringToObject(body, "Driver", "bridge");
+		cJSON_AddTrueToObject(body, "CheckDuplicate");
+		labels = cJSON_AddObjectToObject(body, "Labels");
+		cJSON_AddStringToObject(labels, TENANTNET_LABEL "state-dir",
+		    cfg->state_dir);
+		cJSON_AddStringToObject(labels, TENANTNET_LABEL "tenant",
+		    r->tenant);
+		opts = cJSON_AddObjectToObject(body, "Options");
+		cJSON_AddStringToObject(opts,
+		    "com.docker.network.bridge.enable_icc", "true");
+		docker_call("POST", "/networks/create", "network_create", body,
+		    r->span, tenantnet_created_cb, r);
+		cJSON_Delete(body);
+		return;
+	}
+	if (error != NULL) {
+		tenantnet_req_done(r, error);
+		return;
+	}
+	tenantnet_wall(r, reply);
+}
+
+static void
+tenantnet_lookup(struct tenantnet_req *r)
+{
+	char	*path, *esc;
+
+	esc = util_url_escape(r->name, 1);
+	xasprintf(&path, "/networks/%s", esc);
+	docker_call("GET", path, "network_inspect", NULL, r->span,
+	    tenantnet_inspect_cb, r);
+	free(path);
+	free(esc);
+}
+
+/*
+ * Make sure tenant's network is there and walled off from the host: cb
+ * gets its name, or NULL and why not.
+ */
+void
+tenantnet_ensure(const char *tenant, struct tspan *parent, tenantnet_cb cb,
+    void *arg)
+{
+	struct tenantnet_req	*r;
+	char			 name[256];
+
+	tenantnet_name(tenant, name, sizeof name);
+	r = xcalloc(1, sizeof *r);
+	r->tenant = xstrdup(tenant);
+	r->name = xstrdup(name);
+	r->cb = cb;
+	r->arg = arg;
+	r->span = telemetry_span_begin(NULL, parent, "tenantnet.ensure", NULL);
+	telemetry_span_attr_str(r->span, "network", name);
+	tenantnet_lookup(r);
+}
+
+/* A release: the network, while no container is on it, goes. */
+struct tenantnet_rel {
+	char	*name;
+	char	 bridge[TENANTNET_IFNAME];
+};
+
+static void
+tenantnet_rel_free(struct tenantnet_rel *rel)
+{
+	free(rel->name);
+	free(rel);
+}
+
+static void
+tenantnet_unwall_done(int status, struct evbuffer *report, void *arg)
+{
+	if (status != 0)
+		log_warnx("the rules of a removed tenant network stay");
+}
+
+static void
+tenantnet_removed_cb(cJSON *reply, const char *error, int status, void *arg)
+{
+	struct tenantnet_rel	*rel = arg;
+	struct tenantnet_walled	*w;
+	struct tenantnet_wall	 wall;
+
+	/* Refused: a container joined meanwhile; it stays. */
+	if (error != NULL) {
+		if (status != 404)
+			log_debug("network %s stays: %s", rel->name, error);
+		tenantnet_rel_free(rel);
+		return;
+	}
+	log_info("network %s removed: its tenant has no sandbox left",
+	    rel->name);
+	LIST_FOREACH(w, &tenantnet_walls, entry) {
+		if (strcmp(w->bridge, rel->bridge) == 0) {
+			LIST_REMOVE(w, entry);
+			free(w);
+			break;
+		}
+	}
+	if (cfg->docker_socket != NULL && rel->bridge[0] != '\0') {
+		memset(&wall, 0, sizeof wall);
+		strlcpy(wall.bridge, rel->bridge, sizeof wall.bridge);
+		wall.remove = 1;
+		/* The child has its copy once forked. */
+		job_fork("tenantnet", tenantnet_wall_child, &wall,
+		    tenantnet_unwall_done, NULL);
+	}
+	tenantnet_rel_free(rel);
+}
+
+static void
+tenantnet_remove(struct tenantnet_rel *rel)
+{
+	char	*path, *esc;
+
+	esc = util_url_escape(rel->name, 1);
+	xasprintf(&path, "/networks/%s", esc);
+	docker_call("DELETE", path, "network_remove", NULL, NULL,
+	    tenantnet_removed_cb, rel);
+	free(path);
+	free(esc);
+}
+
+/* The containers on the network, stopped ones too: none, and it goes. */
+static void
+tenantnet_members_cb(cJSON *reply, const char *error, int status, void *arg)
+{
+	struct tenantnet_rel	*rel = arg;
+
+	if (error != NULL || !cJSON_IsArray(reply) ||
+	    cJSON_GetArraySize(reply) > 0) {
+		tenantnet_rel_free(rel);
+		return;
+	}
+	tenantnet_remove(rel);
+}
+
+static void
+tenantnet_release_cb(cJSON *reply, const char *error, int status, void *arg)
+{
+	struct tenantnet_rel	*rel = arg;
+	cJSON			*id, *filters, *v;
+	char			*path, *esc, *text;
+
+	if (error != NULL) {
+		tenantnet_rel_free(rel);	/* gone already, or unknown */
+		return;
+	}
+	id = cJSON_GetObjectItem(reply, "Id");
+	if (cJSON_IsString(id) && strlen(id->valuestring) >= 12 &&
+	    id->valuestring[strspn(id->valuestring, "0123456789abcdef")] ==
+	    '\0')
+		snprintf(rel->bridge, sizeof rel->bridge, "br-%.12s",
+		    id->valuestring);
+	filters = cJSON_CreateObject();
+	v = cJSON_AddArrayToObject(filters, "network");
+	cJSON_AddItemToArray(v, cJSON_CreateString(rel->name));
+	text = util_json_print(filters);
+	cJSON_Delete(filters);
+	esc = util_url_escape(text, 1);
+	free(text);
+	xasprintf(&path, "/containers/json?all=1&filters=%s", esc);
+	docker_call("GET", path, "network_members", NULL, NULL,
+	    tenantnet_members_cb, rel);
+	free(path);
+	free(esc);
+}
+
+/*
+ * A sandbox of tenant is gone: when no container, running or stopped, is
+ * left on the tenant's network, the network and its rules go. (Docker
+ * itself refuses to remove a network a running container is on, so a
+ * create racing this keeps it; one that finds it gone makes it again.)
+ */
+void
+tenantnet_release(const char *tenant)
+{
+	struct tenantnet_rel	*rel;
+	char			 name[256], *path, *esc;
+
+	tenantnet_name(tenant, name, sizeof name);
+	rel = xcalloc(1, sizeof *rel);
+	rel->name = xstrdup(name);
+	esc = util_url_escape(name, 1);
+	xasprintf(&path, "/networks/%s", esc);
+	docker_call("GET", path, "network_inspect", NULL, NULL,
+	    tenantnet_release_cb, rel);
+	free(path);
+	free(esc);
+}
