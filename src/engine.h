@@ -279,6 +279,7 @@ typedef void (*tenantnet_cb)(const char *, const char *, void *);
 void		 tenantnet_name(const char *, char *, size_t);
 void		 tenantnet_ensure(const char *, struct tspan *, tenantnet_cb,
 		     void *);
+void		 tenantnet_done(const char *, int);
 void		 tenantnet_release(const char *);
 
 /* export.c */

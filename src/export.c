@@ -621,34 +621,32 @@ export_git_dir_name(const char *p, size_t len)
 }
 
 /*
- * Whether path (of the delta; dir: a directory) is something git runs or
- * reads as its configuration, under a git directory (.git, or NAME.git,
- * a bare repository's usual name) at any depth: config and
- * config.worktree (core.fsmonitor, core.hooksPath, aliases, filters and
- * pagers name programs), hooks/, info/attributes (which drivers run on
- * which files), commondir (where the rest is read from), and a .git that
- * is a file (it names a git directory elsewhere, which may be the
- * sandbox's). A sandbox that writes them would run its programs on the
- * host the next time someone uses git in dest. Nested repositories
- * (.git/modules/NAME/config) are under the same rule.
+ * Whether path (of the delta; dir: a directory) is, by its name, something
+ * git runs or reads as its configuration, in a git directory (.git, or
+ * NAME.git, a bare repository's usual name): config and config.worktree
+ * (core.fsmonitor, core.hooksPath, aliases, filters and pagers name
+ * programs), hooks/, info/attributes (which drivers run on which files),
+ * commondir (where the rest is read from); the same anywhere under its
+ * modules/ and worktrees/ (a submodule's name may hold slashes); and a
+ * .git that is not a directory (it names a git directory elsewhere,
+ * which may be the sandbox's). With deletion, a git directory itself: its
+ * deletion would take the host's hooks and configuration along with the
+ * history, and let the sandbox's bare repository stand in its place.
  */
 static int
-export_git_runs(const char *path, int dir)
+export_git_name(const char *path, int dir, int deletion)
 {
-	const char	*p, *e, *p1 = NULL, *p2 = NULL;
-	size_t		 len, l1 = 0, l2 = 0;
-	int		 in = 0, at, last;
+	const char	*p, *e, *p1 = NULL;
+	size_t		 len, l1 = 0;
+	int		 in = 0, nested = 0, at, last;
 
 	for (p = path; *p != '\0'; p = last ? e : e + 1) {
 		if ((e = strchr(p, '/')) == NULL)
 			e = p + strlen(p);
 		len = e - p;
 		last = *e == '\0';
-		/* Right in a git directory, or in one of its nested ones. */
-		at = (p1 != NULL && export_git_dir_name(p1, l1)) ||
-		    (in && p2 != NULL && ((l2 == 7 && strncmp(p2, "modules",
-		    7) == 0) || (l2 == 9 && strncmp(p2, "worktrees", 9) ==
-		    0)));
+		/* Right in a git directory, or under its nested ones. */
+		at = nested || (p1 != NULL && export_git_dir_name(p1, l1));
 		if (at && len == 5 && strncmp(p, "hooks", 5) == 0)
 			return (1);
 		if (last && at && ((len == 6 && strncmp(p, "config", 6) ==
@@ -660,14 +658,86 @@ export_git_runs(const char *path, int dir)
 			return (1);
 		if (last && !dir && len == 4 && strncasecmp(p, ".git", 4) == 0)
 			return (1);
+		if (last && deletion && export_git_dir_name(p, len))
+			return (1);
+		if (p1 != NULL && export_git_dir_name(p1, l1) &&
+		    ((len == 7 && strncmp(p, "modules", 7) == 0) ||
+		    (len == 9 && strncmp(p, "worktrees", 9) == 0)))
+			nested = 1;
 		if (export_git_dir_name(p, len))
 			in = 1;
-		p2 = p1;
-		l2 = l1;
 		p1 = p;
 		l1 = len;
 	}
 	return (0);
+}
+
+/*
+ * Whether directory dir (of the delta, "" for the top) holds HEAD in any
+ * layer of the stack, or (out not AT_FDCWD: a dir export's directory of
+ * it in dest) in dest: git takes such a directory for a repository, bare,
+ * whatever its name.
+ */
+static int
+export_holds_head(struct fold *f, const char *dir, int out)
+{
+	struct stat	st;
+	size_t		i;
+	int		fd, r = 0;
+
+	if (out != AT_FDCWD && fstatat(out, "HEAD", &st,
+	    AT_SYMLINK_NOFOLLOW) == 0)
+		return (1);
+	for (i = 0; i < f->ls->n && !r; i++) {
+		fd = *dir == '\0' ? dup(f->roots[i]) : tree_open(f->roots[i],
+		    dir, O_RDONLY | O_DIRECTORY);
+		if (fd == -1)
+			continue;
+		r = fstatat(fd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0;
+		close(fd);
+	}
+	return (r);
+}
+
+/*
+ * Whether path is something git runs (export_git_name), or one of those
+ * names (config, config.worktree, commondir, hooks, info/attributes) in a
+ * directory git takes for a repository because it holds HEAD. out: the
+ * directory of path's parent in dest (dir export), or AT_FDCWD.
+ */
+static int
+export_git_runs(struct fold *f, const char *path, int dir, int out,
+    int deletion)
+{
+	const char	*base;
+	char		*parent, *slash;
+	int		 r = 0, up = 0;
+
+	if (export_git_name(path, dir, deletion))
+		return (1);
+	base = (base = strrchr(path, '/')) != NULL ? base + 1 : path;
+	if (strcmp(base, "attributes") == 0 && base - path >= 5 &&
+	    strncmp(base - 5, "info/", 5) == 0 && (base - path == 5 ||
+	    base[-6] == '/'))
+		up = 2;
+	else if (strcmp(base, "config") == 0 || strcmp(base,
+	    "config.worktree") == 0 || strcmp(base, "commondir") == 0 ||
+	    strcmp(base, "hooks") == 0)
+		up = 1;
+	if (up == 0)
+		return (0);
+	parent = xstrdup(path);
+	while (up-- > 0) {
+		if ((slash = strrchr(parent, '/')) != NULL)
+			*slash = '\0';
+		else
+			*parent = '\0';
+	}
+	/* Two levels up, dest's directory of path is not at hand. */
+	r = export_holds_head(f, parent, strcmp(base, "attributes") == 0 ?
+	    AT_FDCWD : out);
+	free(parent);
+	return (r);
 }
 
 #define EXPORT_LEFT_OUT_LISTED	100
@@ -677,16 +747,29 @@ export_git_runs(const char *path, int dir)
  * the first few such paths go into the result.
  */
 static int
-export_left_out(struct export_ctx *x, const char *path, int dir)
+export_left_out(struct fold *f, const char *path, int dir, int out,
+    int deletion)
 {
+	struct export_ctx	*x = f->arg;
+
 	if ((x->args->flags & EXPORT_GIT_CONFIG) ||
-	    !export_git_runs(path, dir))
+	    !export_git_runs(f, path, dir, out, deletion))
 		return (0);
 	if (x->left_out == NULL)
 		x->left_out = cJSON_CreateArray();
 	if (x->nleft_out++ < EXPORT_LEFT_OUT_LISTED)
 		cJSON_AddItemToArray(x->left_out, cJSON_CreateString(path));
 	return (1);
+}
+
+/* Whether the export leaves path alone, without saying so again. */
+static int
+export_git_skip(struct fold *f, const char *path, int out)
+{
+	struct export_ctx	*x = f->arg;
+
+	return (!(x->args->flags & EXPORT_GIT_CONFIG) &&
+	    export_git_runs(f, path, 1, out, 0));
 }
 
 /* ---- the child: a dir export ---- */
@@ -851,7 +934,7 @@ export_dir_whiteout(struct fold *f, int out, const char *name,
 	struct export_ctx	*x = f->arg;
 	struct stat		 st;
 
-	if (export_hidden(x, path, 1) || export_left_out(x, path, 1) ||
+	if (export_hidden(x, path, 1) || export_left_out(f, path, 1, out, 1) ||
 	    fstatat(out, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		return (0);		/* not ours, or nothing to delete */
 	if (tree_remove(out, name) != 0) {
@@ -984,13 +1067,32 @@ export_dir_file(struct fold *f, int src, const char *name,
 		close(sfd);
 		x->skipped++;
 		/* Linked to only when no other name shares it. */
-		if (lst->st_nlink > 1 && l == NULL && now.st_nlink == 1) {
+		if (lst->st_nlink > 1 && l == NULL) {
 			l = export_link_add(&x->links, lst, path);
-			l->ddev = now.st_dev;
-			l->dino = now.st_ino;
-			l->placed = 1;
+			if (now.st_nlink == 1) {
+				l->ddev = now.st_dev;
+				l->dino = now.st_ino;
+				l->placed = 1;
+			}
 		}
 		return (0);
+	}
+	/*
+	 * Another name of an inode already seen, written as a copy after all
+	 * (its first name is on another file system of dest, or no longer
+	 * what was put there): counted, as the count before could not.
+	 */
+	if (l != NULL) {
+		x->data += export_data(lst);
+		if (x->data > x->max_bytes) {
+			x->over = "max_bytes";
+			xasprintf(&f->error, "the export holds more than %llu"
+			    " bytes of data (max_bytes) once names that could"
+			    " not be linked in dest are copies: it stopped at"
+			    " %s", x->max_bytes, path);
+			close(sfd);
+			return (-1);
+		}
 	}
 	if (have && export_room(f, out, name, &now, path) != 0) {
 		close(sfd);
@@ -1020,8 +1122,14 @@ export_dir_file(struct fold *f, int src, const char *name,
 		close(sfd);
 		return (-1);
 	}
-	if (lst->st_nlink > 1 && l == NULL && fstat(dfd, &now) == 0) {
-		l = export_link_add(&x->links, lst, path);
+	if (lst->st_nlink > 1 && (l == NULL || !l->placed) &&
+	    fstat(dfd, &now) == 0) {
+		if (l == NULL)
+			l = export_link_add(&x->links, lst, path);
+		else {
+			free(l->path);
+			l->path = xstrdup(path);
+		}
 		l->ddev = now.st_dev;
 		l->dino = now.st_ino;
 		l->placed = 1;
@@ -1080,7 +1188,7 @@ static int
 export_dir_leaf(struct fold *f, int src, const char *name,
     const struct stat *st, int out, const char *path)
 {
-	if (export_hidden(f->arg, path, 1) || export_left_out(f->arg, path,
+	if (export_hidden(f->arg, path, 1) || export_left_out(f, path, 0, out,
 	    0))
 		return (0);
 	if (S_ISREG(st->st_mode))
@@ -1098,7 +1206,7 @@ export_dir_mkdir(struct fold *f, int src, const char *name,
 	struct stat		 now;
 	int			 fd;
 
-	if (export_hidden(x, path, 0) || export_left_out(x, path, 1))
+	if (export_hidden(x, path, 0) || export_left_out(f, path, 1, out, 0))
 		return (0);
 	if (fstatat(out, name, &now, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISDIR(now.st_mode))
@@ -1135,9 +1243,7 @@ export_dir_enter(struct fold *f, int out, const char *name, const char *path)
 {
 	int	cfd;
 
-	if (export_hidden(f->arg, path, 0) || (!(((struct export_ctx *)
-	    f->arg)->args->flags & EXPORT_GIT_CONFIG) &&
-	    export_git_runs(path, 1)))
+	if (export_hidden(f->arg, path, 0) || export_git_skip(f, path, out))
 		return (FOLD_SKIP);	/* (said when it was made) */
 	if ((cfd = openat(out, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
@@ -1190,8 +1296,7 @@ export_dir_clear(struct fold *f, int out, char **kept, size_t nkept,
 		else
 			child = xstrdup(de->d_name);
 		hidden = export_hidden(x, child, 1) ||
-		    (!(x->args->flags & EXPORT_GIT_CONFIG) &&
-		    export_git_runs(child, 1));
+		    export_git_skip(f, child, out);
 		free(child);
 		if (hidden)
 			continue;
@@ -1366,7 +1471,7 @@ export_ar_whiteout(struct fold *f, int out, const char *name,
 	char		*dir, *wh;
 	int		 r;
 
-	if (export_left_out(f->arg, path, 1))
+	if (export_left_out(f, path, 1, AT_FDCWD, 1))
 		return (0);
 	memset(&st, 0, sizeof st);
 	clock_gettime(CLOCK_REALTIME, &st.st_mtim);
@@ -1525,7 +1630,7 @@ export_ar_leaf(struct fold *f, int src, const char *name,
 	char			 target[PATH_MAX];
 	ssize_t			 n;
 
-	if (export_left_out(x, path, 0))
+	if (export_left_out(f, path, 0, AT_FDCWD, 0))
 		return (0);
 	if (S_ISREG(st->st_mode))
 		return (export_ar_file(f, src, name, path));
@@ -1555,7 +1660,7 @@ export_ar_dir(struct fold *f, int src, const char *name,
 	struct export_ctx	*x = f->arg;
 	struct archive_entry	*e;
 
-	if (export_left_out(x, path, 1))
+	if (export_left_out(f, path, 1, AT_FDCWD, 0))
 		return (0);
 	if (export_charge(f, 0) != 0)
 		return (-1);
@@ -1571,9 +1676,7 @@ export_ar_dir(struct fold *f, int src, const char *name,
 static int
 export_ar_enter(struct fold *f, int out, const char *name, const char *path)
 {
-	struct export_ctx	*x = f->arg;
-
-	if (!(x->args->flags & EXPORT_GIT_CONFIG) && export_git_runs(path, 1))
+	if (export_git_skip(f, path, AT_FDCWD))
 		return (FOLD_SKIP);	/* (said when it was met) */
 	return (AT_FDCWD);	/* an archive has no output directories */
 }
@@ -1835,9 +1938,9 @@ export_child(void *arg, int fd)
 			f.error = NULL;
 			goto fail;
 		}
+		/* The total stays: a link that must be a copy adds to it. */
 		tdestroy(x.links, export_link_free);
 		x.links = NULL;
-		x.entries = x.data = 0;
 	}
 	f.ops = a->format == EXPORT_DIR ? &export_dir_ops : &export_ar_ops;
 	if (ls->n > 1 && fold_dir(&f, "", run, ls->n - 1, below, 1, 0,

@@ -269,6 +269,17 @@ forward_head(struct forward *f, struct evbuffer *in)
 			    " malformed head");
 			return (-1);
 		}
+		/*
+		 * A 101 before the request's body has all gone: what the
+		 * client sends next could be another request, and the
+		 * tunnel would take it.
+		 */
+		if (status == 101 && f->upgrade && f->left > 0) {
+			free(head);
+			transport_http_close(f->c, "the sandbox took an upgrade"
+			    " before its request's body was sent");
+			return (-1);
+		}
 		if ((status == 101 && f->upgrade) ||
 		    (status >= 100 && status < 200 && status != 101)) {
 			evbuffer_add(out, head, n);

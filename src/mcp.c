@@ -957,7 +957,7 @@ mcp_receive(struct mcp_session *s, const char *buf, size_t len,
 {
 	struct mcp_reply	*reply;
 	cJSON			*msg, *item;
-	const char		*dup;
+	const char		*dup, *end = NULL;
 	char			*nulfree;
 
 	reply = xcalloc(1, sizeof *reply);
@@ -976,10 +976,16 @@ mcp_receive(struct mcp_session *s, const char *buf, size_t len,
 	if (!util_utf8_valid(buf, len))
 		reply->single = jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
 		    "parse error: the message is not valid UTF-8");
-	else if ((msg = cJSON_ParseWithLength(buf, len)) == NULL)
+	else if ((msg = cJSON_ParseWithLengthOpts(buf, len, &end, 0)) ==
+	    NULL)
 		reply->single = jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
 		    "parse error: the message is not valid JSON");
-	else if ((dup = util_json_duplicate(msg)) != NULL) {
+	else if (!util_json_blank(end, buf + len)) {
+		/* A second document is a second reading of the message. */
+		reply->single = jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
+		    "parse error: something follows the message's JSON value");
+		cJSON_Delete(msg);
+	} else if ((dup = util_json_duplicate(msg)) != NULL) {
 		reply->single = jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
 		    "invalid request: member \"%.100s\" is given twice in"
 		    " one object", dup);

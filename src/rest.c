@@ -287,6 +287,8 @@ rest_value(const struct op_entry *oe, const char *name, const char *v)
 {
 	const struct op_arg	*a;
 	cJSON			*j;
+	const char		*text, *end;
+	char			*marked;
 
 	for (a = oe->args; a->name != NULL; a++) {
 		if (strcmp(a->name, name) == 0)
@@ -306,27 +308,27 @@ rest_value(const struct op_entry *oe, const char *name, const char *v)
 		break;
 	case OP_ARG_ARRAY:
 	case OP_ARG_OBJECT:
-		/* One with a member given twice stays text: refused by type. */
-		if ((j = cJSON_Parse(v)) != NULL &&
-		    util_json_duplicate(j) == NULL)
+		/*
+		 * One value, whole, as the body's is: with a member given
+		 * twice or anything after it, it stays text and is refused by
+		 * type; an escaped NUL becomes the mark the door refuses.
+		 */
+		marked = util_json_mark_nuls(v, strlen(v));
+		text = marked != NULL ? marked : v;
+		end = NULL;
+		if ((j = cJSON_ParseWithOpts(text, &end, 0)) != NULL &&
+		    util_json_blank(end, text + strlen(text)) &&
+		    util_json_duplicate(j) == NULL) {
+			free(marked);
 			return (j);
+		}
+		free(marked);
 		cJSON_Delete(j);
 		break;
 	default:
 		break;
 	}
 	return (cJSON_CreateString(v));
-}
-
-/* Whether [p, end) is white space only (what may follow the body). */
-static int
-rest_blank(const char *p, const char *end)
-{
-	for (; p < end; p++) {
-		if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
-			return (0);
-	}
-	return (1);
 }
 
 /*
@@ -456,7 +458,7 @@ rest_body(struct http_conn *c, void *arg)
 		end = NULL;
 		if (!util_utf8_valid(text, len) || (body =
 		    cJSON_ParseWithLengthOpts(start, blen, &end, 0)) == NULL ||
-		    !cJSON_IsObject(body) || !rest_blank(end, start + blen)) {
+		    !cJSON_IsObject(body) || !util_json_blank(end, start + blen)) {
 			free(marked);
 			cJSON_Delete(body);
 			rest_error(c, 400, CAUSE_INVALID, NULL, NULL, NULL,

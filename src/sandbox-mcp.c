@@ -105,8 +105,9 @@ help(void)
  * The capabilities the server uses, root's by default: mounts (the
  * sandboxes' disks on loop devices, overlays, the helpers' roots) and
  * namespaces (entering a container's through /proc/PID/ns) need
- * CAP_SYS_ADMIN, CAP_SYS_PTRACE and CAP_SYS_CHROOT; writing cgroup files
- * and the state directory, and giving commands Docker's default set, the
+ * CAP_SYS_ADMIN, CAP_SYS_PTRACE and CAP_SYS_CHROOT; the tenants' firewall
+ * rules (iptables, tenantnet.c) CAP_NET_ADMIN; writing cgroup files and
+ * the state directory, and giving commands Docker's default set, the
  * rest.
  */
 static const struct {
@@ -128,6 +129,7 @@ static const struct {
 	{ CAP_SETFCAP, "CAP_SETFCAP" },
 	{ CAP_KILL, "CAP_KILL" },
 	{ CAP_NET_RAW, "CAP_NET_RAW" },
+	{ CAP_NET_ADMIN, "CAP_NET_ADMIN" },
 	{ CAP_NET_BIND_SERVICE, "CAP_NET_BIND_SERVICE" },
 	{ CAP_AUDIT_WRITE, "CAP_AUDIT_WRITE" }
 };

@@ -253,6 +253,7 @@ int		 util_tenant_name_valid(const char *);
 int		 util_tenant_sees(const char *, const char *);
 char		*util_json_mark_nuls(const char *, size_t);
 const char	*util_json_duplicate(const struct cJSON *);
+int		 util_json_blank(const char *, const char *);
 
 /* state.c */
 enum state_place {

@@ -84,7 +84,13 @@ struct sandbox_create {
 	char			*workspace;
 	char			*root_hash;
 	char			*tenant;
-	char			*network;	/* the tenant's */
+	char			*network;	/* the tenant's, its id */
+	char			*net_error;
+	int			 net_pending;	/* its ensure runs */
+	int			 net_ensured;	/* and has answered */
+	int			 containers_wait; /* for the network */
+	int			 dead;		/* answered: freed by the
+						   network's answer */
 	int			 count;
 	struct sandbox_member	*m;
 	int			 pending;
@@ -340,6 +346,10 @@ sandbox_create_free(struct sandbox_create *sc)
 {
 	int	i;
 
+	if (sc->net_pending) {
+		sc->dead = 1;	/* the network's answer frees it */
+		return;
+	}
 	for (i = 0; i < sc->count; i++) {
 		free(sc->m[i].container_id);
 		cJSON_Delete(sc->m[i].record);
@@ -348,8 +358,13 @@ sandbox_create_free(struct sandbox_create *sc)
 	free(sc->image);
 	free(sc->workspace);
 	free(sc->root_hash);
+	/* A network made for a create that failed goes with it. */
+	if (sc->net_ensured)
+		tenantnet_done(sc->tenant, sc->cause.kind != CAUSE_NONE &&
+		    sc->network != NULL);
 	free(sc->tenant);
 	free(sc->network);
+	free(sc->net_error);
 	cause_clear(&sc->cause);
 	free(sc);
 }
@@ -364,9 +379,6 @@ sandbox_create_finish(struct sandbox_create *sc)
 	if (sc->cause.kind != CAUSE_NONE) {
 		telemetry_span_attr_str(sc->span, "error", sc->cause.message);
 		telemetry_span_end(sc->span, "error");
-		/* A network made for this create alone goes with it. */
-		if (sc->network != NULL)
-			tenantnet_release(sc->tenant);
 		sc->cb(NULL, &sc->cause, sc->arg);
 		sandbox_create_free(sc);
 		return;
@@ -544,24 +556,22 @@ sandbox_container_config(struct sandbox_create *sc, const char *id)
 	return (c);
 }
 
-/* The tenant's network is there, or could not be made. */
+/* The network is there (or not) and the records too: the containers. */
 static void
-sandbox_create_network_cb(const char *name, const char *error, void *arg)
+sandbox_create_containers_go(struct sandbox_create *sc)
 {
-	struct sandbox_create	*sc = arg;
 	struct sandbox_member	*mb;
 	cJSON			*body;
 	char			*path;
 	int			 i;
 
-	if (name == NULL) {
+	if (sc->network == NULL) {
 		sandbox_create_error(sc, CAUSE_FAILED, "sandbox_id",
-		    sc->m[0].id, "%s", error);
+		    sc->m[0].id, "%s", sc->net_error != NULL ? sc->net_error :
+		    "the tenant's network could not be made");
 		sandbox_create_rollback(sc);
 		return;
 	}
-	free(sc->network);
-	sc->network = xstrdup(name);
 	sc->pending = sc->count;
 	for (i = 0; i < sc->count; i++) {
 		mb = &sc->m[i];
@@ -574,12 +584,41 @@ sandbox_create_network_cb(const char *name, const char *error, void *arg)
 	}
 }
 
-/* Records are in place: the tenant's network, then every container. */
+/* Records are in place: every container, once the network is. */
 static void
 sandbox_create_containers(struct sandbox_create *sc)
 {
 	sc->step = SANDBOX_CREATE_CONTAINERS;
-	tenantnet_ensure(sc->tenant, sc->span, sandbox_create_network_cb, sc);
+	if (sc->net_pending) {
+		sc->containers_wait = 1;
+		return;
+	}
+	sandbox_create_containers_go(sc);
+}
+
+/*
+ * The tenant's network is there (its id), or could not be made: asked
+ * for at the start, beside the image and the base.
+ */
+static void
+sandbox_create_network_cb(const char *id, const char *error, void *arg)
+{
+	struct sandbox_create	*sc = arg;
+
+	sc->net_pending = 0;
+	sc->net_ensured = 1;
+	if (id != NULL)
+		sc->network = xstrdup(id);
+	else
+		sc->net_error = xstrdup(error);
+	if (sc->dead) {
+		sandbox_create_free(sc);
+		return;
+	}
+	if (sc->containers_wait) {
+		sc->containers_wait = 0;
+		sandbox_create_containers_go(sc);
+	}
 }
 
 /*
@@ -727,6 +766,9 @@ sandbox_create_image_cb(cJSON *reply, const char *error, int status,
 		return;
 	}
 	sc->step = SANDBOX_CREATE_BASE;
+	/* The tenant's network meanwhile (asked for once the image is). */
+	sc->net_pending = 1;
+	tenantnet_ensure(sc->tenant, sc->span, sandbox_create_network_cb, sc);
 	/* Another tenant's root inside the workspace is not copied. */
 	hidden = workspace_hidden(sc->workspace, sc->tenant, &nhidden);
 	sc->base = basecache_ensure(sc->workspace, hidden, nhidden,

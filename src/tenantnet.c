@@ -54,16 +54,30 @@
 static const char *tenantnet_iptables[] = { "/usr/sbin/iptables",
     "/sbin/iptables" };
 
-/* One ensure: the network, then its bridge's rules. */
-struct tenantnet_req {
-	char		*tenant;
-	char		*name;
-	char		 bridge[TENANTNET_IFNAME];
-	struct tspan	*span;
-	int		 tries;
-	tenantnet_cb	 cb;
-	void		*arg;
+/* One waiting for an ensure. */
+struct tenantnet_waiter {
+	tenantnet_cb			 cb;
+	void				*arg;
+	TAILQ_ENTRY(tenantnet_waiter)	 entry;
 };
+
+/*
+ * One ensure of a tenant's network, then its bridge's rules; those who
+ * ask meanwhile wait for the same answer (two creates of one tenant never
+ * make two networks of one name).
+ */
+struct tenantnet_req {
+	char				*tenant;
+	char				*name;
+	char				*id;
+	char				 bridge[TENANTNET_IFNAME];
+	struct tspan			*span;
+	int				 tries;
+	TAILQ_HEAD(, tenantnet_waiter)	 waiters;
+	LIST_ENTRY(tenantnet_req)	 entry;
+};
+static LIST_HEAD(, tenantnet_req) tenantnet_reqs =
+    LIST_HEAD_INITIALIZER(tenantnet_reqs);
 
 /* Bridges whose rules this process has set. */
 struct tenantnet_walled {
@@ -73,7 +87,28 @@ struct tenantnet_walled {
 static LIST_HEAD(, tenantnet_walled) tenantnet_walls =
     LIST_HEAD_INITIALIZER(tenantnet_walls);
 
+/* Tenants with creates between ensure and done: their network stays. */
+struct tenantnet_busy {
+	char				*tenant;
+	unsigned int			 n;
+	LIST_ENTRY(tenantnet_busy)	 entry;
+};
+static LIST_HEAD(, tenantnet_busy) tenantnet_busies =
+    LIST_HEAD_INITIALIZER(tenantnet_busies);
+
 static void	tenantnet_lookup(struct tenantnet_req *);
+
+static struct tenantnet_busy *
+tenantnet_busy_find(const char *tenant)
+{
+	struct tenantnet_busy	*b;
+
+	LIST_FOREACH(b, &tenantnet_busies, entry) {
+		if (strcmp(b->tenant, tenant) == 0)
+			return (b);
+	}
+	return (NULL);
+}
 
 /*
  * The network of tenant, in buf: "smcp-", 12 hex digits of the state
@@ -93,12 +128,20 @@ tenantnet_name(const char *tenant, char *buf, size_t len)
 static void
 tenantnet_req_done(struct tenantnet_req *r, const char *error)
 {
+	struct tenantnet_waiter	*w;
+
 	if (error != NULL)
 		telemetry_span_attr_str(r->span, "error", error);
 	telemetry_span_end(r->span, error != NULL ? "error" : "completed");
-	r->cb(error != NULL ? NULL : r->name, error, r->arg);
+	LIST_REMOVE(r, entry);
+	while ((w = TAILQ_FIRST(&r->waiters)) != NULL) {
+		TAILQ_REMOVE(&r->waiters, w, entry);
+		w->cb(error != NULL ? NULL : r->id, error, w->arg);
+		free(w);
+	}
 	free(r->tenant);
 	free(r->name);
+	free(r->id);
 	free(r);
 }
 
@@ -292,20 +335,22 @@ tenantnet_wall(struct tenantnet_req *r, cJSON *net)
 	opt = cJSON_GetObjectItem(cJSON_GetObjectItem(net, "Options"),
 	    "com.docker.network.bridge.name");
 	id = cJSON_GetObjectItem(net, "Id");
-	if (cJSON_IsString(opt) && strlen(opt->valuestring) <
-	    TENANTNET_IFNAME && opt->valuestring[strspn(opt->valuestring,
-	    "abcdefghijklmnopqrstuvwxyz0123456789-_.")] == '\0')
-		strlcpy(r->bridge, opt->valuestring, sizeof r->bridge);
-	else if (cJSON_IsString(id) && strlen(id->valuestring) >= 12 &&
-	    id->valuestring[strspn(id->valuestring, "0123456789abcdef")] ==
-	    '\0')
-		snprintf(r->bridge, sizeof r->bridge, "br-%.12s",
-		    id->valuestring);
-	else {
+	if (!cJSON_IsString(id) || strlen(id->valuestring) < 12 ||
+	    id->valuestring[strspn(id->valuestring, "0123456789abcdef")] !=
+	    '\0') {
 		tenantnet_req_done(r, "the Docker Engine describes the"
 		    " tenant's network without an id");
 		return;
 	}
+	free(r->id);
+	r->id = xstrdup(id->valuestring);
+	if (cJSON_IsString(opt) && strlen(opt->valuestring) <
+	    TENANTNET_IFNAME && opt->valuestring[strspn(opt->valuestring,
+	    "abcdefghijklmnopqrstuvwxyz0123456789-_.")] == '\0')
+		strlcpy(r->bridge, opt->valuestring, sizeof r->bridge);
+	else
+		snprintf(r->bridge, sizeof r->bridge, "br-%.12s",
+		    id->valuestring);
 	/* A remote engine's bridges are not this host's to wall. */
 	if (cfg->docker_socket == NULL || tenantnet_walled(r->bridge)) {
 		tenantnet_req_done(r, NULL);
@@ -333,67 +378,135 @@ tenantnet_created_cb(cJSON *reply, const char *error, int status,
 }
 
 static void
-tenantnet_inspect_cb(cJSON *reply, const char *error, int status,
-    void *arg)
+tenantnet_dropped_cb(cJSON *reply, const char *error, int status, void *arg)
+{
+}
+
+/*
+ * The networks whose name is the tenant's (the filter matches parts of
+ * names: only whole ones count). None: make it. Several (two processes
+ * made one each at once): the oldest is the tenant's, and the others go
+ * while no container is on them.
+ */
+static void
+tenantnet_list_cb(cJSON *reply, const char *error, int status, void *arg)
 {
 	struct tenantnet_req	*r = arg;
-	cJSON			*body, *labels, *opts;
+	cJSON			*n, *name, *created, *best = NULL, *bc = NULL;
+	cJSON			*body, *labels, *opts, *id;
+	char			*path;
 
-	if (status == 404 && r->tries++ < 3) {
-		body = cJSON_CreateObject();
-		cJSON_AddStringToObject(body, "Name", r->name);
-		cJSON_AddStringToObject(body, "Driver", "bridge");
-		cJSON_AddTrueToObject(body, "CheckDuplicate");
-		labels = cJSON_AddObjectToObject(body, "Labels");
-		cJSON_AddStringToObject(labels, TENANTNET_LABEL "state-dir",
-		    cfg->state_dir);
-		cJSON_AddStringToObject(labels, TENANTNET_LABEL "tenant",
-		    r->tenant);
-		opts = cJSON_AddObjectToObject(body, "Options");
-		cJSON_AddStringToObject(opts,
-		    "com.docker.network.bridge.enable_icc", "true");
-		docker_call("POST", "/networks/create", "network_create", body,
-		    r->span, tenantnet_created_cb, r);
-		cJSON_Delete(body);
+	if (error != NULL || !cJSON_IsArray(reply)) {
+		tenantnet_req_done(r, error != NULL ? error : "the Docker"
+		    " Engine's list of networks is not an array");
 		return;
 	}
-	if (error != NULL) {
-		tenantnet_req_done(r, error);
+	cJSON_ArrayForEach(n, reply) {
+		name = cJSON_GetObjectItem(n, "Name");
+		created = cJSON_GetObjectItem(n, "Created");
+		if (!cJSON_IsString(name) || strcmp(name->valuestring,
+		    r->name) != 0)
+			continue;
+		if (best == NULL || (cJSON_IsString(created) &&
+		    cJSON_IsString(bc) && strcmp(created->valuestring,
+		    bc->valuestring) < 0)) {
+			best = n;
+			bc = created;
+		}
+	}
+	cJSON_ArrayForEach(n, reply) {
+		name = cJSON_GetObjectItem(n, "Name");
+		id = cJSON_GetObjectItem(n, "Id");
+		if (n == best || !cJSON_IsString(name) || strcmp(
+		    name->valuestring, r->name) != 0 || !cJSON_IsString(id) ||
+		    id->valuestring[strspn(id->valuestring,
+		    "0123456789abcdef")] != '\0')
+			continue;
+		xasprintf(&path, "/networks/%s", id->valuestring);
+		docker_call("DELETE", path, "network_remove", NULL, r->span,
+		    tenantnet_dropped_cb, NULL);
+		free(path);
+	}
+	if (best != NULL) {
+		tenantnet_wall(r, best);
 		return;
 	}
-	tenantnet_wall(r, reply);
+	if (r->tries++ >= 3) {
+		tenantnet_req_done(r, "the tenant's network could not be made");
+		return;
+	}
+	body = cJSON_CreateObject();
+	cJSON_AddStringToObject(body, "Name", r->name);
+	cJSON_AddStringToObject(body, "Driver", "bridge");
+	cJSON_AddTrueToObject(body, "CheckDuplicate");
+	labels = cJSON_AddObjectToObject(body, "Labels");
+	cJSON_AddStringToObject(labels, TENANTNET_LABEL "state-dir",
+	    cfg->state_dir);
+	cJSON_AddStringToObject(labels, TENANTNET_LABEL "tenant", r->tenant);
+	opts = cJSON_AddObjectToObject(body, "Options");
+	cJSON_AddStringToObject(opts, "com.docker.network.bridge.enable_icc",
+	    "true");
+	docker_call("POST", "/networks/create", "network_create", body,
+	    r->span, tenantnet_created_cb, r);
+	cJSON_Delete(body);
 }
 
 static void
 tenantnet_lookup(struct tenantnet_req *r)
 {
-	char	*path, *esc;
+	cJSON	*filters, *v;
+	char	*path, *esc, *text;
 
-	esc = util_url_escape(r->name, 1);
-	xasprintf(&path, "/networks/%s", esc);
-	docker_call("GET", path, "network_inspect", NULL, r->span,
-	    tenantnet_inspect_cb, r);
+	filters = cJSON_CreateObject();
+	v = cJSON_AddArrayToObject(filters, "name");
+	cJSON_AddItemToArray(v, cJSON_CreateString(r->name));
+	text = util_json_print(filters);
+	cJSON_Delete(filters);
+	esc = util_url_escape(text, 1);
+	free(text);
+	xasprintf(&path, "/networks?filters=%s", esc);
+	docker_call("GET", path, "network_list", NULL, r->span,
+	    tenantnet_list_cb, r);
 	free(path);
 	free(esc);
 }
 
 /*
  * Make sure tenant's network is there and walled off from the host: cb
- * gets its name, or NULL and why not.
+ * gets its id, or NULL and why not. Until the caller says tenantnet_done,
+ * the network is not released (its containers are yet to be made).
  */
 void
 tenantnet_ensure(const char *tenant, struct tspan *parent, tenantnet_cb cb,
     void *arg)
 {
 	struct tenantnet_req	*r;
+	struct tenantnet_waiter	*w;
+	struct tenantnet_busy	*b;
 	char			 name[256];
 
+	if ((b = tenantnet_busy_find(tenant)) == NULL) {
+		b = xcalloc(1, sizeof *b);
+		b->tenant = xstrdup(tenant);
+		LIST_INSERT_HEAD(&tenantnet_busies, b, entry);
+	}
+	b->n++;
+	w = xcalloc(1, sizeof *w);
+	w->cb = cb;
+	w->arg = arg;
+	LIST_FOREACH(r, &tenantnet_reqs, entry) {
+		if (strcmp(r->tenant, tenant) == 0) {
+			TAILQ_INSERT_TAIL(&r->waiters, w, entry);
+			return;
+		}
+	}
 	tenantnet_name(tenant, name, sizeof name);
 	r = xcalloc(1, sizeof *r);
 	r->tenant = xstrdup(tenant);
 	r->name = xstrdup(name);
-	r->cb = cb;
-	r->arg = arg;
+	TAILQ_INIT(&r->waiters);
+	TAILQ_INSERT_TAIL(&r->waiters, w, entry);
+	LIST_INSERT_HEAD(&tenantnet_reqs, r, entry);
 	r->span = telemetry_span_begin(NULL, parent, "tenantnet.ensure", NULL);
 	telemetry_span_attr_str(r->span, "network", name);
 	tenantnet_lookup(r);
@@ -512,6 +625,24 @@ tenantnet_release_cb(cJSON *reply, const char *error, int status, void *arg)
 }
 
 /*
+ * A create that called tenantnet_ensure is over (its containers made, or
+ * rolled back): with release, the network goes if nothing is on it.
+ */
+void
+tenantnet_done(const char *tenant, int release)
+{
+	struct tenantnet_busy	*b;
+
+	if ((b = tenantnet_busy_find(tenant)) != NULL && --b->n == 0) {
+		LIST_REMOVE(b, entry);
+		free(b->tenant);
+		free(b);
+	}
+	if (release)
+		tenantnet_release(tenant);
+}
+
+/*
  * A sandbox of tenant is gone: when no container, running or stopped, is
  * left on the tenant's network, the network and its rules go. (Docker
  * itself refuses to remove a network a running container is on, so a
@@ -523,6 +654,8 @@ tenantnet_release(const char *tenant)
 	struct tenantnet_rel	*rel;
 	char			 name[256], *path, *esc;
 
+	if (tenantnet_busy_find(tenant) != NULL)
+		return;		/* a create is making its containers */
 	tenantnet_name(tenant, name, sizeof name);
 	rel = xcalloc(1, sizeof *rel);
 	rel->name = xstrdup(name);

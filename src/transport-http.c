@@ -1263,8 +1263,10 @@ transport_http_origin_ok(struct http_conn *c, const char *origin)
 		return (0);
 	if ((hp = transport_http_origin_host(origin)) == NULL)
 		return (0);
+	/* Keyless: only the very name and port the request names. */
 	if (TAILQ_EMPTY(&cfg->apikeys))
-		return (transport_http_origin_ours(origin));
+		return (strcasecmp(hp, host) == 0 &&
+		    transport_http_origin_ours(origin));
 	len = transport_http_host_len(hp);
 	return (transport_http_loopback_name(hp, len) &&
 	    transport_http_port_ok(hp + len));

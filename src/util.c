@@ -540,6 +540,17 @@ util_json_mark_nuls(const char *buf, size_t len)
 	return (out);
 }
 
+/* Whether [p, end) is JSON's white space only (what may follow a value). */
+int
+util_json_blank(const char *p, const char *end)
+{
+	for (; p != NULL && p < end; p++) {
+		if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
+			return (0);
+	}
+	return (1);
+}
+
 static int
 util_json_name_cmp(const void *a, const void *b)
 {

@@ -50,6 +50,21 @@ def test():
     r = git(ws, "commit", "-q", "-m", "base", home=home)
     check_eq(r.returncode, 0, "git commit: %s" % r.stderr)
     git(ws, "branch", "other", home=home)
+    # A submodule whose name holds a slash: its git directory is
+    # .git/modules/libs/foo.
+    sub = os.path.join(roots, "subrepo")
+    os.makedirs(sub)
+    git(sub, "init", "-q", "-b", "main", home=home)
+    with open(os.path.join(sub, "s.txt"), "w") as f:
+        f.write("sub\n")
+    git(sub, "add", "-A", home=home)
+    git(sub, "commit", "-q", "-m", "sub", home=home)
+    r = git(ws, "-c", "protocol.file.allow=always", "submodule", "add",
+            "-q", sub, "libs/foo", home=home)
+    check_eq(r.returncode, 0, "git submodule add: %s" % r.stderr)
+    git(ws, "commit", "-q", "-m", "submodule", home=home)
+    check(os.path.isfile(os.path.join(ws, ".git", "modules", "libs", "foo",
+                                      "config")), "the nested git dir")
     config_before = sha(os.path.join(ws, ".git", "config"))
     hooks_before = sorted(os.listdir(os.path.join(ws, ".git", "hooks")))
 
@@ -77,11 +92,20 @@ def test():
            " printf '[core]\\n\\tfsmonitor = \"touch %s; false\"\\n'"
            " > evil.git/config &&"
            " printf '%s' > evil.git/hooks/pre-commit &&"
+           " printf '[core]\\n\\tfsmonitor = \"touch %s; false\"\\n'"
+           " >> .git/modules/libs/foo/config &&"
+           " printf '%s' > .git/modules/libs/foo/hooks/post-checkout &&"
+           " chmod 755 .git/modules/libs/foo/hooks/post-checkout &&"
+           " mkdir -p src/objects src/refs &&"
+           " echo 'ref: refs/heads/main' > src/HEAD &&"
+           " printf '[core]\\n\\tfsmonitor = \"touch %s; false\"\\n'"
+           " > src/config &&"
            " echo agent > src/a.txt && echo '*.c diff' > .gitattributes &&"
            " echo s > suid && chmod 4755 suid &&"
            " mkdir sgid && chmod 2755 sgid && echo x > sgid/f"
            % (ran, hook.replace("\n", "\\n"), ran,
-              hook.replace("\n", "\\n")))
+              hook.replace("\n", "\\n"), ran, hook.replace("\n", "\\n"),
+              ran))
     r = ok_result(s.call("exec_command", {"sandbox_id": sid, "cmd": cmd,
                                           "yield_time_ms": 60000},
                          timeout=90), "hostile changes")
@@ -92,7 +116,9 @@ def test():
         "sandbox_id": sid, "dest": ws}, timeout=120), "dir export")
     left = r.get("left_out", [])
     for p in (".git/config", ".git/hooks", ".git/info/attributes",
-              "sub/.git", "evil.git/config", "evil.git/hooks"):
+              "sub/.git", "evil.git/config", "evil.git/hooks",
+              ".git/modules/libs/foo/config",
+              ".git/modules/libs/foo/hooks", "src/config"):
         check_in(p, left, "left_out names %s" % p)
     check_eq(r.get("left_out_count"), len(left), "left_out_count")
     check_eq(sha(os.path.join(ws, ".git", "config")), config_before,
@@ -109,10 +135,40 @@ def test():
           "work-tree .gitattributes exported")
     for args, where in ((["status"], ws), (["checkout", "-q", "other"], ws),
                         (["checkout", "-q", "main"], ws),
-                        (["status"], os.path.join(ws, "sub"))):
+                        (["status"], os.path.join(ws, "sub")),
+                        (["status"], os.path.join(ws, "src")),
+                        (["status"], os.path.join(ws, "libs", "foo")),
+                        (["checkout", "-q", "-b", "zz"],
+                         os.path.join(ws, "libs", "foo"))):
         git(where, *args, home=home)
     check(not os.path.exists(ran), "git on the host ran nothing the"
           " sandbox wrote")
+
+    # ---- a sandbox that deletes .git and makes its top a bare repository
+    copy2 = os.path.join(out, "copy2")
+    shutil.copytree(ws, copy2, symlinks=True)
+    git_before = sorted(os.listdir(os.path.join(copy2, ".git")))
+    sid2 = ok_result(s.call("create_sandbox", {
+        "image": IMAGE, "workspace_root": ws}, timeout=120), "create 2")["id"]
+    r = ok_result(s.call("exec_command", {
+        "sandbox_id": sid2, "yield_time_ms": 60000,
+        "cmd": "cd /workspace && rm -rf .git && mkdir objects refs &&"
+               " echo 'ref: refs/heads/main' > HEAD &&"
+               " printf '[core]\\n\\tbare = false\\n\\tworktree = .\\n"
+               "\\tfsmonitor = \"touch %s; false\"\\n' > config" % ran},
+        timeout=90), "the bare top")
+    check_eq(r.get("exit_code"), 0, "bare top: %r" % r["output"])
+    r = ok_result(s.call("export_changes", {
+        "sandbox_id": sid2, "dest": copy2}, timeout=120), "export 2")
+    check_in(".git", r.get("left_out", []), "the deletion of .git is left"
+             " out")
+    check_in("config", r.get("left_out", []), "a bare top's config too")
+    check_eq(sorted(os.listdir(os.path.join(copy2, ".git"))), git_before,
+             "the host's .git stays whole")
+    check(not os.path.exists(os.path.join(copy2, "config")),
+          "no config at the top")
+    git(copy2, "status", home=home)
+    check(not os.path.exists(ran), "git status in the copy ran nothing")
 
     # ---- archives: none of it, and no set-id bits ----
     for fmt, name in (("tar", "x.tar"), ("tar-zst", "x.tar.zst")):

@@ -10,7 +10,8 @@
 #   invalid_request naming the argument, and nothing is written: a new
 #   dir dest is not left behind, an old archive stays whole and nothing
 #   lies beside it; the defaults (the sandbox disk's size and inodes)
-#   pass what the disk holds.
+#   pass what the disk holds; names that cannot be linked (another file
+#   system mounted in dest) are copies and count against max_bytes.
 
 import os
 import subprocess
@@ -160,6 +161,33 @@ def test():
         "max_bytes": 17 * 1024 * 1024, "max_entries": 20200}, timeout=300),
         "within the limits")
     check_eq(r.get("hardlinks_written"), 99 + 19999, "within: links")
+
+    # A dest with another file system mounted inside: names that cannot
+    # be linked there are copies, and count as such against max_bytes.
+    r = ok_result(s.call("exec_command", {
+        "sandbox_id": sid, "yield_time_ms": 60000,
+        "cmd": "cd /workspace && mkdir -p mnt/a mnt/b &&"
+               " dd if=/dev/urandom of=mnt/a/f bs=1M count=1 2>/dev/null &&"
+               " for i in $(seq 1 50); do ln mnt/a/f mnt/b/$i; done &&"
+               " echo made"}, timeout=90), "links in mnt")
+    check_eq(r["output"], "made\n", "mnt made")
+    m = os.path.join(out, "m")
+    os.makedirs(os.path.join(m, "mnt"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m", "smcp-test",
+                    os.path.join(m, "mnt")], check=True)
+    cleanup(lambda: subprocess.run(["umount", "-l", os.path.join(m, "mnt")],
+                                   capture_output=True))
+    r = s.call("export_changes", {"sandbox_id": sid, "dest": m,
+                                  "max_bytes": 20 * 1024 * 1024},
+               timeout=300)
+    check(r.get("isError"), "copies past max_bytes: refused: %r"
+          % r.get("structuredContent"))
+    check_in("max_bytes", r["structuredContent"]["error"]["message"],
+             "names max_bytes")
+    st = os.statvfs(os.path.join(m, "mnt"))
+    used = (st.f_blocks - st.f_bfree) * st.f_frsize
+    check(used < 24 * 1024 * 1024, "the mount holds %d bytes, not 51 MiB"
+          % used)
 
 
 main(test)

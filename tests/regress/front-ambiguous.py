@@ -15,6 +15,7 @@
 
 import json
 import os
+import urllib.parse
 
 from lib import (Http, Server, check, check_eq, check_in, http_json,
                  http_session, keygen, main)
@@ -71,6 +72,18 @@ def test():
     check_eq(m.get("error", {}).get("code"), -32600, "5,000 members, one"
              " repeated")
     check_in('"k00000"', m["error"]["message"], "the name is said")
+    # A second JSON document after the message, or anything else, is a
+    # second reading of it: refused.
+    for tail in (b' {"jsonrpc":"2.0","id":9,"method":"tools/call","params":'
+                 b'{"name":"destroy_sandbox","arguments":{}}}', b" garbage",
+                 b"[]"):
+        s.send_raw(b'{"jsonrpc":"2.0","id":9,"method":"tools/call",'
+                   b'"params":{"name":"list_sandboxes","arguments":{}}}' +
+                   tail + b"\n")
+        m = s.recv()
+        check("error" in m and "result" not in m,
+              "stdio, something after the message (%r): %r" % (tail, m))
+        check_eq(m["error"]["code"], -32700, "a parse error")
     # The same message with distinct names is served.
     r = s.call("list_sandboxes", {})
     check(r.get("isError") is False, "a plain call still served: %r" % r)
@@ -116,6 +129,31 @@ def test():
                      b'"tools/call","params":{' + meta + b',"name":'
                      b'"list_sandboxes","arguments":{}}}', auth + modern)
     check(j is not None and "result" in j, "2026-07-28 plain: %r" % j)
+
+    # A second document after the message on /mcp.
+    st, j = raw_post(h.port, "/mcp", b'{"jsonrpc":"2.0","id":3,"method":'
+                     b'"tools/call","params":{"name":"list_sandboxes",'
+                     b'"arguments":{}}} {"jsonrpc":"2.0","id":3,"method":'
+                     b'"ping"}', extra)
+    check(j is not None and "error" in j and "result" not in j,
+          "/mcp, a second document: refused, got %d %r" % (st, j))
+
+    # /v1 query values that are JSON: one value whole, no escaped NUL.
+    rt = Server(sets=("management", "runtime"), listen="127.0.0.1:0",
+                stdio=False)
+    for q in ('[{"old_string":"a","new_string":"b"}] [{"old_string":"c",'
+              '"new_string":"d"}]',
+              '[{"old_string":"a","new_string":"P\\u0000Q"}]',
+              '[{"old_string":"a","new_string":"b","old_string":"c"}]'):
+        c = Http(rt.port)
+        c.send_raw(("PATCH /v1/sandboxes/sbox-000000000000/files?path=q.txt"
+                    "&edits=%s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    "Content-Length: 0\r\n\r\n" % urllib.parse.quote(q))
+                   .encode())
+        st, hh, b = c.response()
+        check_eq(st, 400, "/v1 query edits %r: status" % q)
+        check_in("edit", http_json(b)["error"]["message"],
+                 "/v1 query edits: the argument is named")
 
     # /v1: a body with a member twice, at the top and deeper.
     for body in (b'{"image":"a","workspace_root":"/nonexistent",'
@@ -179,6 +217,13 @@ def test():
                                      {"Origin": own},
                                      host="127.0.0.1:%d" % n.port)
     check_eq(st, 403, "keyless /v1, the server's own origin")
+    # Only by the name the request itself uses.
+    for other in ("http://localhost:%d" % n.port, "http://[::1]:%d" % n.port,
+                  "http://LOCALHOST:%d" % n.port):
+        st, hh, b = Http(n.port).request("POST", "/mcp", init, {
+            "Origin": other}, host="127.0.0.1:%d" % n.port)
+        check_eq(st, 403, "keyless /mcp, its port under another name %s"
+                 % other)
     # No Origin (a program, not a page) is served as before.
     st, hh, b = Http(n.port).request("POST", "/mcp", init)
     check_eq(st, 200, "keyless, no Origin")

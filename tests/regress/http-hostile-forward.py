@@ -119,6 +119,24 @@ def test():
     got = docker("exec", sid, "cat", "/tmp/got9104")
     check("/next" not in got and secret not in got,
           "the pipelined request never reached the sandbox: %r" % got)
+    # A sandbox that takes the upgrade before the request's body is in
+    # cannot make the rest of the stream a tunnel: the connection closes.
+    docker("exec", "-d", sid, "sh", "-c",
+           "(printf '%s'; sleep 20) | nc -l -p 9106 > /tmp/got9106"
+           % switch)
+    time.sleep(0.5)
+    c = Http(s.port)
+    c.send_raw((upgrade % 9106).replace("\r\n\r\n", "\r\nContent-Length:"
+                                       " 10\r\n\r\n12345").encode())
+    check(c.closed(10), "a 101 before the body is all sent: closed")
+    try:
+        c.send_raw(("67890GET /next HTTP/1.1\r\nHost: x\r\n"
+                    "Authorization: Bearer %s\r\n\r\n" % secret).encode())
+    except OSError:
+        pass
+    got = docker("exec", sid, "cat", "/tmp/got9106")
+    check("/next" not in got and secret not in got,
+          "nothing after the early 101 reached the sandbox: %r" % got)
     # An upgrade used as it should be (bytes only after the 101) works.
     c = Http(s.port)
     c.send_raw((upgrade % 9105).encode())

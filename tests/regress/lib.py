@@ -172,6 +172,10 @@ class Server:
         self._next_id = 100
         self.port = None
         _servers.append(self)
+        # After the kill (cleanups run last first): the tenants' networks
+        # its state directory made, which a killed server leaves behind.
+        state = self.state
+        cleanup(lambda: remove_our_networks(state))
         cleanup(self.kill)
         if listen is not None:
             self.port = self._wait_port()
@@ -581,6 +585,11 @@ def remove_our_containers(state):
     names = list(our_containers(state))
     if names:
         docker("rm", "-f", *names, check_rc=False)
+    remove_our_networks(state)
+
+
+def remove_our_networks(state):
+    """The tenants' networks of a state directory that nothing is on."""
     nets = docker("network", "ls", "-q", "--filter",
                   "label=io.sandbox-mcp.state-dir=" + state,
                   check_rc=False).split()

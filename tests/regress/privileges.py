@@ -21,7 +21,7 @@ from lib import (IMAGE, Server, check, check_eq, check_in, cleanup, main,
 NOBODY = "65534"
 CAPS = ("sys_admin", "sys_ptrace", "sys_chroot", "dac_override",
         "dac_read_search", "chown", "fowner", "fsetid", "mknod", "setuid",
-        "setgid", "setpcap", "setfcap", "kill", "net_raw",
+        "setgid", "setpcap", "setfcap", "kill", "net_raw", "net_admin",
         "net_bind_service", "audit_write")
 
 
