@@ -146,6 +146,8 @@ static const struct cfg_limit_entry {
 	    0, 1024LL * 1024 * 1024, 1024 * 1024 },
 	[LIMIT_AUTOSQUASH_DEPTH] = { "autosquash-depth", CFG_LIMIT_COUNT,
 	    0, 400, 100 },
+	[LIMIT_DISK_RESERVE] = { "disk-reserve", CFG_LIMIT_SIZE,
+	    0, 1024LL * 1024 * 1024 * 1024 * 1024, 1024LL * 1024 * 1024 },
 };
 
 static const struct {

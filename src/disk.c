@@ -45,6 +45,7 @@
 #include <sys/mount.h>
 #include <sys/queue.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 
 #include <dirent.h>
@@ -64,7 +65,11 @@
 #include "sandbox-mcp.h"
 
 #define DISK_MOUNT_FLAGS	(MS_NOSUID | MS_NODEV | MS_NOATIME)
-#define DISK_MOUNT_DATA		"discard,noinit_itable,errors=remount-ro"
+/*
+ * No discard: blocks the sandbox frees stay allocated in its image, so
+ * that the cap reserved at its creation stays reserved.
+ */
+#define DISK_MOUNT_DATA		"noinit_itable,errors=remount-ro"
 #define DISK_LOOP_TRIES		16
 
 enum disk_kind {
@@ -83,6 +88,7 @@ struct disk_op {
 	enum disk_kind		 kind;
 	char			 id[65];
 	long long		 size;
+	long long		 reserve;	/* kept free on the host */
 	char			*image;
 	char			*mnt;
 	char			*staging;
@@ -349,6 +355,66 @@ out:
 	return (r);
 }
 
+/* The room left on the file system of the state directory. */
+static long long
+disk_room(int ifd)
+{
+	struct statvfs	sv;
+
+	if (fstatvfs(ifd, &sv) != 0)
+		return (-1);
+	return ((long long)sv.f_bavail * (long long)sv.f_frsize);
+}
+
+/*
+ * Child side: the whole cap, allocated for the image now, so that the
+ * host can always honour it: a sandbox's writes never need room the
+ * host may no longer have (which would turn its disk read-only), and
+ * caps granted never add up past the file system. Refused, with nothing
+ * left, when the cap and the operator's reserve do not fit.
+ */
+static int
+disk_reserve(int ifd, struct disk_op *op, int fd)
+{
+	long long	room;
+	int		r;
+
+	room = disk_room(ifd);
+	if (room >= 0 && room < op->size + op->reserve)
+		return (disk_fail(fd, "no room for the sandbox's disk: its cap"
+		    " of %lld MiB and the reserve of %lld MiB (limit"
+		    " disk-reserve) are more than the %lld MiB free on the file"
+		    " system of the state directory; destroy sandboxes, free"
+		    " space, or lower profile disk", op->size >> 20,
+		    op->reserve >> 20, room >> 20));
+	do {
+		r = posix_fallocate(ifd, 0, (off_t)op->size);
+	} while (r == EINTR);
+	if (r == EOPNOTSUPP || r == EINVAL) {
+		/* A file system without it: sized, not reserved. */
+		if (ftruncate(ifd, (off_t)op->size) != 0)
+			return (disk_fail(fd, "cannot size the image: %s",
+			    strerror(errno)));
+		return (0);
+	}
+	if (r == ENOSPC)
+		return (disk_fail(fd, "no room for the sandbox's disk: its cap"
+		    " of %lld MiB does not fit on the file system of the state"
+		    " directory (others took the room meanwhile)",
+		    op->size >> 20));
+	if (r != 0)
+		return (disk_fail(fd, "cannot reserve the image: %s",
+		    strerror(r)));
+	/* Creates at once: the last to take the room gives it back. */
+	room = disk_room(ifd);
+	if (room >= 0 && room < op->reserve)
+		return (disk_fail(fd, "no room for the sandbox's disk: with"
+		    " it, %lld MiB would be left on the file system of the"
+		    " state directory, under the reserve of %lld MiB (limit"
+		    " disk-reserve)", room >> 20, op->reserve >> 20));
+	return (0);
+}
+
 static int
 disk_create_child(void *arg, int fd)
 {
@@ -359,10 +425,8 @@ disk_create_child(void *arg, int fd)
 	    O_NOFOLLOW, 0600)) == -1)
 		return (disk_fail(fd, "cannot create the image: %s",
 		    strerror(errno)));
-	if (ftruncate(ifd, (off_t)op->size) != 0) {
-		disk_fail(fd, "cannot size the image: %s", strerror(errno));
+	if (disk_reserve(ifd, op, fd) != 0)
 		goto fail;
-	}
 	if (disk_mkfs(op->staging, fd) != 0)
 		goto fail;
 	if (fsync(ifd) != 0) {
@@ -483,6 +547,7 @@ disk_op_start(enum disk_kind kind, const char *id, long long size,
 	op->kind = kind;
 	strlcpy(op->id, id, sizeof op->id);
 	op->size = size;
+	op->reserve = cfg_limit(LIMIT_DISK_RESERVE);
 	op->image = disk_image_path(id);
 	op->mnt = state_where(STATE_SANDBOX, id, NULL);
 	op->staging = state_where(STATE_STAGING, NULL, "%ld-%llu-%s.img",

@@ -108,6 +108,7 @@ enum limit {
 	LIMIT_SSE_KEEPALIVE,
 	LIMIT_SSE_RESUME_MAX,
 	LIMIT_AUTOSQUASH_DEPTH,
+	LIMIT_DISK_RESERVE,
 	LIMIT__COUNT
 };
 
@@ -269,7 +270,8 @@ enum state_place {
 	STATE_STACK,
 	STATE_LAYERS,
 	STATE_STACK_STAGING,
-	STATE_AUDIT
+	STATE_AUDIT,
+	STATE_NETWORKS
 };
 char		*state_where(enum state_place, const char *, const char *, ...)
 		     __attribute__((__format__ (printf, 3, 4)));

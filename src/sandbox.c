@@ -650,9 +650,11 @@ sandbox_create_disk_cb(const char *error, void *arg)
 	telemetry_span_end(mb->disk_span, error != NULL ? "error" :
 	    "completed");
 	mb->disk_span = NULL;
+	/* No room on the host is the operation's; anything else a fault. */
 	if (error != NULL)
-		sandbox_create_error(sc, CAUSE_INTERNAL, "sandbox_id", mb->id,
-		    "%s", error);
+		sandbox_create_error(sc, strstr(error, "no room for the"
+		    " sandbox's disk") != NULL ? CAUSE_FAILED : CAUSE_INTERNAL,
+		    "sandbox_id", mb->id, "%s", error);
 	else if (sandbox_member_fill(mb, &cause) != 0) {
 		sandbox_create_error(sc, CAUSE_INTERNAL, "sandbox_id", mb->id,
 		    "%s", cause);

@@ -96,6 +96,7 @@ static const char *state_places[] = {
 	"sandboxes/%s/stack/layers",		/* STATE_LAYERS */
 	"sandboxes/%s/stack/staging",		/* STATE_STACK_STAGING */
 	"sandboxes/%s/audit",			/* STATE_AUDIT */
+	"networks",				/* STATE_NETWORKS */
 };
 
 /*
@@ -199,7 +200,7 @@ state_init(char **cause)
 {
 	static const char *dirs[] = { "sandboxes", "sandboxes/.trash",
 	    "sandboxes/.staging", "base-cache", "base-cache/.staging",
-	    "telemetry" };
+	    "telemetry", "networks" };
 	size_t	 i;
 	char	*path;
 

@@ -26,11 +26,17 @@
  * the host made (the forward route's) and the ports the operator opens
  * (sandbox-host-port). The rules are set by iptables(8), run by a child;
  * the loop only reads its report.
+ *
+ * Processes sharing the state directory keep a tenant's network while
+ * any of them makes containers on it: a create holds networks/TENANT.lock
+ * shared from its ensure to its done, and a release goes on only when it
+ * can hold it alone (else a create elsewhere is under way).
  */
 
 #include "config.h"
 
 #include <sys/types.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -42,6 +48,7 @@
 
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 
 #include "engine.h"
 #include "sandbox-mcp.h"
@@ -73,6 +80,8 @@ struct tenantnet_req {
 	char				 bridge[TENANTNET_IFNAME];
 	struct tspan			*span;
 	int				 tries;
+	int				 waited;
+	struct event			*retry;
 	TAILQ_HEAD(, tenantnet_waiter)	 waiters;
 	LIST_ENTRY(tenantnet_req)	 entry;
 };
@@ -91,12 +100,28 @@ static LIST_HEAD(, tenantnet_walled) tenantnet_walls =
 struct tenantnet_busy {
 	char				*tenant;
 	unsigned int			 n;
+	int				 lock;	/* shared, or -1 */
 	LIST_ENTRY(tenantnet_busy)	 entry;
 };
 static LIST_HEAD(, tenantnet_busy) tenantnet_busies =
     LIST_HEAD_INITIALIZER(tenantnet_busies);
 
 static void	tenantnet_lookup(struct tenantnet_req *);
+
+/* The tenant's lock file, opened; -1 when it cannot be. */
+static int
+tenantnet_lock_open(const char *tenant)
+{
+	char	*path;
+	int	 fd;
+
+	path = state_where(STATE_NETWORKS, NULL, "%s.lock", tenant);
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1)
+		log_warn("%s", path);
+	free(path);
+	return (fd);
+}
 
 static struct tenantnet_busy *
 tenantnet_busy_find(const char *tenant)
@@ -139,6 +164,8 @@ tenantnet_req_done(struct tenantnet_req *r, const char *error)
 		w->cb(error != NULL ? NULL : r->id, error, w->arg);
 		free(w);
 	}
+	if (r->retry != NULL)
+		event_free(r->retry);
 	free(r->tenant);
 	free(r->name);
 	free(r->id);
@@ -452,10 +479,38 @@ tenantnet_list_cb(cJSON *reply, const char *error, int status, void *arg)
 }
 
 static void
+tenantnet_lookup_retry(evutil_socket_t fd, short events, void *arg)
+{
+	struct tenantnet_req	*r = arg;
+
+	evtimer_del(r->retry);
+	tenantnet_lookup(r);
+}
+
+static void
 tenantnet_lookup(struct tenantnet_req *r)
 {
-	cJSON	*filters, *v;
-	char	*path, *esc, *text;
+	struct tenantnet_busy	*b;
+	struct timeval		 tv = { 0, 50000 };
+	cJSON			*filters, *v;
+	char			*path, *esc, *text;
+
+	/*
+	 * Held shared before the network is looked up: a release under way
+	 * in another process holds it alone for a moment; look again soon.
+	 */
+	b = tenantnet_busy_find(r->tenant);
+	if (b != NULL && b->lock != -1 && flock(b->lock, LOCK_SH | LOCK_NB) !=
+	    0) {
+		if (errno == EWOULDBLOCK && r->waited++ < 200) {
+			if (r->retry == NULL)
+				r->retry = evtimer_new(ev_base,
+				    tenantnet_lookup_retry, r);
+			evtimer_add(r->retry, &tv);
+			return;
+		}
+		log_warn("the lock of tenant %s's network", r->tenant);
+	}
 
 	filters = cJSON_CreateObject();
 	v = cJSON_AddArrayToObject(filters, "name");
@@ -488,6 +543,7 @@ tenantnet_ensure(const char *tenant, struct tspan *parent, tenantnet_cb cb,
 	if ((b = tenantnet_busy_find(tenant)) == NULL) {
 		b = xcalloc(1, sizeof *b);
 		b->tenant = xstrdup(tenant);
+		b->lock = tenantnet_lock_open(tenant);
 		LIST_INSERT_HEAD(&tenantnet_busies, b, entry);
 	}
 	b->n++;
@@ -516,11 +572,14 @@ tenantnet_ensure(const char *tenant, struct tspan *parent, tenantnet_cb cb,
 struct tenantnet_rel {
 	char	*name;
 	char	 bridge[TENANTNET_IFNAME];
+	int	 lock;		/* held alone while it runs */
 };
 
 static void
 tenantnet_rel_free(struct tenantnet_rel *rel)
 {
+	if (rel->lock != -1)
+		close(rel->lock);
 	free(rel->name);
 	free(rel);
 }
@@ -635,6 +694,8 @@ tenantnet_done(const char *tenant, int release)
 
 	if ((b = tenantnet_busy_find(tenant)) != NULL && --b->n == 0) {
 		LIST_REMOVE(b, entry);
+		if (b->lock != -1)
+			close(b->lock);		/* and its shared hold */
 		free(b->tenant);
 		free(b);
 	}
@@ -653,11 +714,19 @@ tenantnet_release(const char *tenant)
 {
 	struct tenantnet_rel	*rel;
 	char			 name[256], *path, *esc;
+	int			 lock;
 
 	if (tenantnet_busy_find(tenant) != NULL)
 		return;		/* a create is making its containers */
+	if ((lock = tenantnet_lock_open(tenant)) == -1)
+		return;
+	if (flock(lock, LOCK_EX | LOCK_NB) != 0) {
+		close(lock);	/* a create elsewhere holds it */
+		return;
+	}
 	tenantnet_name(tenant, name, sizeof name);
 	rel = xcalloc(1, sizeof *rel);
+	rel->lock = lock;
 	rel->name = xstrdup(name);
 	esc = util_url_escape(name, 1);
 	xasprintf(&path, "/networks/%s", esc);
