@@ -629,9 +629,10 @@ export_git_dir_name(const char *p, size_t len)
  * commondir (where the rest is read from); the same anywhere under its
  * modules/ and worktrees/ (a submodule's name may hold slashes); and a
  * .git that is not a directory (it names a git directory elsewhere,
- * which may be the sandbox's). With deletion, a git directory itself: its
- * deletion would take the host's hooks and configuration along with the
- * history, and let the sandbox's bare repository stand in its place.
+ * which may be the sandbox's); a HEAD outside a git directory (it makes
+ * one). With deletion, a git directory itself or anything in it: that
+ * would take the host's hooks, configuration or history along, and let
+ * the sandbox's repository stand in its place.
  */
 static int
 export_git_name(const char *path, int dir, int deletion)
@@ -658,7 +659,15 @@ export_git_name(const char *path, int dir, int deletion)
 			return (1);
 		if (last && !dir && len == 4 && strncasecmp(p, ".git", 4) == 0)
 			return (1);
-		if (last && deletion && export_git_dir_name(p, len))
+		if (last && deletion && (in || export_git_dir_name(p, len)))
+			return (1);
+		/*
+		 * HEAD outside a git directory would make its directory a
+		 * repository (with objects/ and refs/), whose config git
+		 * then reads: one written before, or after, HEAD.
+		 */
+		if (last && !dir && !in && len == 4 && strncmp(p, "HEAD",
+		    4) == 0)
 			return (1);
 		if (p1 != NULL && export_git_dir_name(p1, l1) &&
 		    ((len == 7 && strncmp(p, "modules", 7) == 0) ||
@@ -1265,6 +1274,21 @@ export_bsearch_cmp(const void *key, const void *elem)
 	return (strcmp(key, *(char *const *)elem));
 }
 
+/* Whether path is, or is in, a git directory. */
+static int
+export_in_git(const char *path)
+{
+	const char	*p, *e;
+
+	for (p = path; *p != '\0'; p = *e == '\0' ? e : e + 1) {
+		if ((e = strchr(p, '/')) == NULL)
+			e = p + strlen(p);
+		if (export_git_dir_name(p, e - p))
+			return (1);
+	}
+	return (0);
+}
+
 /* An opaque directory: every name of dest the delta does not have goes. */
 static int
 export_dir_clear(struct fold *f, int out, char **kept, size_t nkept,
@@ -1276,6 +1300,10 @@ export_dir_clear(struct fold *f, int out, char **kept, size_t nkept,
 	char			**gone = NULL, *child;
 	size_t			 ngone = 0, i;
 	int			 fd, r = 0, hidden;
+
+	/* A git directory replaced whole keeps the host's (deletions). */
+	if (!(x->args->flags & EXPORT_GIT_CONFIG) && export_in_git(path))
+		return (0);
 
 	if ((fd = dup(out)) == -1 || (d = fdopendir(fd)) == NULL) {
 		if (fd != -1)
@@ -1668,7 +1696,8 @@ export_ar_dir(struct fold *f, int src, const char *name,
 	archive_entry_set_size(e, 0);
 	if (archive_write_header(x->ar, e) != ARCHIVE_OK)
 		return (export_ar_error(f, path));
-	if (opaque)
+	if (opaque && ((x->args->flags & EXPORT_GIT_CONFIG) ||
+	    !export_in_git(path)))
 		return (export_ar_marker(f, path, ".wh..wh..opq", st));
 	return (0);
 }

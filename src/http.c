@@ -297,13 +297,15 @@ http_msg_end_head(struct http_msg *msg)
 	struct http_header	*h;
 	const char		*te = NULL, *errstr;
 	int64_t			 cl = -1, v = 0;
-	int			 hosts = 0, auths = 0;
+	int			 hosts = 0, auths = 0, origins = 0;
 
 	TAILQ_FOREACH(h, &msg->headers, entry) {
 		if (strcasecmp(h->name, "Host") == 0)
 			hosts++;
 		if (strcasecmp(h->name, "Authorization") == 0)
 			auths++;
+		if (strcasecmp(h->name, "Origin") == 0)
+			origins++;
 		if (strcasecmp(h->name, "Content-Length") == 0) {
 			/* Digits only: no sign, no blank, no list. */
 			errstr = NULL;
@@ -342,9 +344,9 @@ http_msg_end_head(struct http_msg *msg)
 	 * One credential: a proxy in front may read the last of two where
 	 * we would read the first, and authorize another caller than ours.
 	 */
-	if (msg->kind == HTTP_MSG_REQUEST && auths > 1) {
-		snprintf(msg->errbuf, sizeof msg->errbuf,
-		    "more than one Authorization header");
+	if (msg->kind == HTTP_MSG_REQUEST && (auths > 1 || origins > 1)) {
+		snprintf(msg->errbuf, sizeof msg->errbuf, "more than one %s"
+		    " header", auths > 1 ? "Authorization" : "Origin");
 		return (-1);
 	}
 	if (te != NULL) {

@@ -60,6 +60,8 @@
 
 static const char *tenantnet_iptables[] = { "/usr/sbin/iptables",
     "/sbin/iptables" };
+static const char *tenantnet_ip6tables[] = { "/usr/sbin/ip6tables",
+    "/sbin/ip6tables" };
 
 /* One waiting for an ensure. */
 struct tenantnet_waiter {
@@ -233,69 +235,115 @@ tenantnet_rule(const char *ipt, const char *op, const char *const *rule)
 
 struct tenantnet_wall {
 	char	bridge[TENANTNET_IFNAME];
-	int	remove;		/* take the bridge's rules away instead */
+	int	remove;		/* its network is gone: sweep only */
 };
 
+/* Child side: the first of paths that can be run, or NULL. */
+static const char *
+tenantnet_find(const char *const *paths, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (access(paths[i], X_OK) == 0)
+			return (paths[i]);
+	}
+	return (NULL);
+}
+
 /*
- * Child side: the bridge's rules in SANDBOX-MCP-INPUT (made, and jumped
- * to from the top of INPUT, when missing): what comes in on the bridge
- * is dropped but for answers to the host's connections and the opened
- * ports. Or, with remove, each of those rules taken away.
+ * Child side: take out of the chain every rule naming an interface that
+ * is gone (the bridge of a network removed, by us or by hand, or while
+ * no server ran), so that the chain does not grow without end.
+ */
+static void
+tenantnet_sweep(const char *ipt)
+{
+	const char	*argv[40];
+	char		 line[1024], dev[64], sys[128], *p, *save;
+	FILE		*f;
+	size_t		 n, i;
+	int		 pfd[2], status;
+	pid_t		 pid;
+	char		**rules = NULL;
+	size_t		 nrules = 0;
+
+	if (pipe(pfd) != 0)
+		return;
+	if ((pid = fork()) == -1) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return;
+	}
+	if (pid == 0) {
+		dup2(pfd[1], STDOUT_FILENO);
+		closefrom(STDERR_FILENO + 1);
+		execl(ipt, ipt, "-w", "10", "-S", TENANTNET_CHAIN, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	if ((f = fdopen(pfd[0], "r")) == NULL) {
+		close(pfd[0]);
+		waitpid(pid, &status, 0);
+		return;
+	}
+	while (fgets(line, sizeof line, f) != NULL && nrules < 4096) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, "-A " TENANTNET_CHAIN " -i ",
+		    strlen("-A " TENANTNET_CHAIN " -i ")) != 0)
+			continue;
+		p = line + strlen("-A " TENANTNET_CHAIN " -i ");
+		n = strcspn(p, " ");
+		if (n == 0 || n >= sizeof dev || n >= TENANTNET_IFNAME)
+			continue;
+		memcpy(dev, p, n);
+		dev[n] = '\0';
+		if (strchr(dev, '/') != NULL || dev[0] == '.')
+			continue;
+		snprintf(sys, sizeof sys, "/sys/class/net/%s", dev);
+		if (access(sys, F_OK) == 0)
+			continue;	/* its bridge is there */
+		rules = xreallocarray(rules, nrules + 1, sizeof *rules);
+		rules[nrules++] = xstrdup(line + 3);	/* past "-A " */
+	}
+	fclose(f);
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		;
+	for (i = 0; i < nrules; i++) {
+		n = 0;
+		argv[n++] = ipt;
+		argv[n++] = "-w";
+		argv[n++] = "10";
+		argv[n++] = "-D";
+		for (p = strtok_r(rules[i], " ", &save); p != NULL &&
+		    n < 38; p = strtok_r(NULL, " ", &save))
+			argv[n++] = p;
+		argv[n] = NULL;
+		tenantnet_run(argv, 1);
+		free(rules[i]);
+	}
+	free(rules);
+}
+
+/*
+ * Child side: one family's rules of the bridge (ipt: iptables or
+ * ip6tables): SANDBOX-MCP-INPUT made, and jumped to from the top of
+ * INPUT, when missing; answers first, then the opened ports, then the
+ * drop. -1 with msg set.
  */
 static int
-tenantnet_wall_child(void *arg, int fd)
+tenantnet_wall_family(const char *ipt, const char *bridge, char *msg,
+    size_t len)
 {
-	struct tenantnet_wall	*w = arg;
-	struct cfg_word		*p;
-	const char		*ipt = NULL, *argv[16];
-	const char		*jump[] = { "-j", TENANTNET_CHAIN, NULL };
-	const char		*est[] = { "-i", w->bridge, "-m", "conntrack",
+	struct cfg_word	*p;
+	const char	*argv[8];
+	const char	*jump[] = { "-j", TENANTNET_CHAIN, NULL };
+	const char	*est[] = { "-i", bridge, "-m", "conntrack",
 	    "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN", NULL };
-	const char		*drop[] = { "-i", w->bridge, "-j", "DROP", NULL };
-	const char		*port[] = { "-i", w->bridge, "-p", "tcp",
-	    "--dport", NULL, "-j", "RETURN", NULL };
-	size_t			 i;
-	char			 msg[256];
+	const char	*drop[] = { "-i", bridge, "-j", "DROP", NULL };
+	const char	*port[] = { "-i", bridge, "-p", "tcp", "--dport", NULL,
+	    "-j", "RETURN", NULL };
 
-	for (i = 0; i < sizeof tenantnet_iptables /
-	    sizeof tenantnet_iptables[0]; i++) {
-		if (access(tenantnet_iptables[i], X_OK) == 0) {
-			ipt = tenantnet_iptables[i];
-			break;
-		}
-	}
-	if (ipt == NULL) {
-		job_report_error(fd, "error", "iptables is not installed"
-		    " (Debian package iptables): a tenant's network cannot be"
-		    " walled off from the host");
-		return (1);
-	}
-	if (w->remove) {
-		argv[0] = ipt;
-		argv[1] = "-w";
-		argv[2] = "10";
-		argv[3] = "-D";
-		argv[4] = TENANTNET_CHAIN;
-		for (i = 0; drop[i] != NULL; i++)
-			argv[5 + i] = drop[i];
-		argv[5 + i] = NULL;
-		while (tenantnet_run(argv, 1) == 0)
-			;
-		for (i = 0; est[i] != NULL; i++)
-			argv[5 + i] = est[i];
-		argv[5 + i] = NULL;
-		while (tenantnet_run(argv, 1) == 0)
-			;
-		TAILQ_FOREACH(p, &cfg->host_ports, entry) {
-			port[5] = p->word;
-			for (i = 0; port[i] != NULL; i++)
-				argv[5 + i] = port[i];
-			argv[5 + i] = NULL;
-			while (tenantnet_run(argv, 1) == 0)
-				;
-		}
-		return (0);
-	}
 	argv[0] = ipt;
 	argv[1] = "-w";
 	argv[2] = "10";
@@ -303,23 +351,78 @@ tenantnet_wall_child(void *arg, int fd)
 	argv[4] = TENANTNET_CHAIN;
 	argv[5] = NULL;
 	tenantnet_run(argv, 1);		/* it may be there already */
-	/* Answers first, then the opened ports, then the drop. */
+	tenantnet_sweep(ipt);
 	if (tenantnet_rule(ipt, "-A", drop) != 0 ||
 	    tenantnet_rule(ipt, "-I", est) != 0 ||
 	    tenantnet_rule(ipt, "-I-INPUT", jump) != 0) {
-		snprintf(msg, sizeof msg, "iptables could not set the rules of"
-		    " bridge %s", w->bridge);
-		job_report_error(fd, "error", msg);
-		return (1);
+		snprintf(msg, len, "%s could not set the rules of bridge %s",
+		    ipt, bridge);
+		return (-1);
 	}
 	TAILQ_FOREACH(p, &cfg->host_ports, entry) {
 		port[5] = p->word;
 		if (tenantnet_rule(ipt, "-I", port) != 0) {
-			snprintf(msg, sizeof msg, "iptables could not open port"
-			    " %s to bridge %s", p->word, w->bridge);
-			job_report_error(fd, "error", msg);
-			return (1);
+			snprintf(msg, len, "%s could not open port %s to bridge"
+			    " %s", ipt, p->word, bridge);
+			return (-1);
 		}
+	}
+	return (0);
+}
+
+/*
+ * Child side: wall the bridge off from the host, IPv4 and IPv6 (a
+ * sandbox with raw sockets speaks IPv6 to the host's link-local address
+ * even with IPv6 off in its own kernel): the bridge's IPv6 is turned off
+ * on the host, and ip6tables drops the same, where the host has IPv6.
+ * Or, with remove, only sweep the rules of bridges that are gone.
+ */
+static int
+tenantnet_wall_child(void *arg, int fd)
+{
+	struct tenantnet_wall	*w = arg;
+	const char		*ipt, *ip6t;
+	char			 msg[256], path[128];
+	int			 sfd, v6;
+
+	ipt = tenantnet_find(tenantnet_iptables, sizeof tenantnet_iptables /
+	    sizeof tenantnet_iptables[0]);
+	ip6t = tenantnet_find(tenantnet_ip6tables, sizeof tenantnet_ip6tables
+	    / sizeof tenantnet_ip6tables[0]);
+	v6 = access("/proc/sys/net/ipv6", F_OK) == 0;
+	if (ipt == NULL || (v6 && ip6t == NULL)) {
+		job_report_error(fd, "error", "iptables is not installed"
+		    " (Debian package iptables): a tenant's network cannot be"
+		    " walled off from the host");
+		return (1);
+	}
+	if (w->remove) {
+		tenantnet_sweep(ipt);
+		if (v6)
+			tenantnet_sweep(ip6t);
+		return (0);
+	}
+	if (tenantnet_wall_family(ipt, w->bridge, msg, sizeof msg) != 0) {
+		job_report_error(fd, "error", msg);
+		return (1);
+	}
+	if (!v6)
+		return (0);
+	snprintf(path, sizeof path, "/proc/sys/net/ipv6/conf/%s/disable_ipv6",
+	    w->bridge);
+	if ((sfd = open(path, O_WRONLY | O_CLOEXEC)) == -1 ||
+	    write(sfd, "1\n", 2) != 2) {
+		snprintf(msg, sizeof msg, "cannot turn IPv6 off on bridge %s:"
+		    " %s", w->bridge, strerror(errno));
+		if (sfd != -1)
+			close(sfd);
+		job_report_error(fd, "error", msg);
+		return (1);
+	}
+	close(sfd);
+	if (tenantnet_wall_family(ip6t, w->bridge, msg, sizeof msg) != 0) {
+		job_report_error(fd, "error", msg);
+		return (1);
 	}
 	return (0);
 }
@@ -591,17 +694,33 @@ tenantnet_unwall_done(int status, struct evbuffer *report, void *arg)
 		log_warnx("the rules of a removed tenant network stay");
 }
 
+/* The rules of bridges that are gone go (a child sweeps the chain). */
+static void
+tenantnet_sweep_start(void)
+{
+	struct tenantnet_wall	wall;
+
+	if (cfg->docker_socket == NULL)
+		return;
+	memset(&wall, 0, sizeof wall);
+	wall.remove = 1;
+	/* The child has its copy once forked. */
+	job_fork("tenantnet", tenantnet_wall_child, &wall,
+	    tenantnet_unwall_done, NULL);
+}
+
 static void
 tenantnet_removed_cb(cJSON *reply, const char *error, int status, void *arg)
 {
 	struct tenantnet_rel	*rel = arg;
 	struct tenantnet_walled	*w;
-	struct tenantnet_wall	 wall;
 
 	/* Refused: a container joined meanwhile; it stays. */
 	if (error != NULL) {
 		if (status != 404)
 			log_debug("network %s stays: %s", rel->name, error);
+		else
+			tenantnet_sweep_start();
 		tenantnet_rel_free(rel);
 		return;
 	}
@@ -614,14 +733,7 @@ tenantnet_removed_cb(cJSON *reply, const char *error, int status, void *arg)
 			break;
 		}
 	}
-	if (cfg->docker_socket != NULL && rel->bridge[0] != '\0') {
-		memset(&wall, 0, sizeof wall);
-		strlcpy(wall.bridge, rel->bridge, sizeof wall.bridge);
-		wall.remove = 1;
-		/* The child has its copy once forked. */
-		job_fork("tenantnet", tenantnet_wall_child, &wall,
-		    tenantnet_unwall_done, NULL);
-	}
+	tenantnet_sweep_start();
 	tenantnet_rel_free(rel);
 }
 
@@ -660,7 +772,10 @@ tenantnet_release_cb(cJSON *reply, const char *error, int status, void *arg)
 	char			*path, *esc, *text;
 
 	if (error != NULL) {
-		tenantnet_rel_free(rel);	/* gone already, or unknown */
+		/* Gone already (removed by hand?): its rules go too. */
+		if (status == 404)
+			tenantnet_sweep_start();
+		tenantnet_rel_free(rel);
 		return;
 	}
 	id = cJSON_GetObjectItem(reply, "Id");

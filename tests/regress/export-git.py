@@ -167,8 +167,46 @@ def test():
              "the host's .git stays whole")
     check(not os.path.exists(os.path.join(copy2, "config")),
           "no config at the top")
+    check(not os.path.exists(os.path.join(copy2, "HEAD")),
+          "no HEAD outside a git directory")
     git(copy2, "status", home=home)
     check(not os.path.exists(ran), "git status in the copy ran nothing")
+
+    # ---- config first, HEAD and a broken .git in a second export ----
+    copy3 = os.path.join(out, "copy3")
+    shutil.copytree(ws, copy3, symlinks=True)
+    objects_before = sorted(os.listdir(os.path.join(copy3, ".git",
+                                                    "objects")))
+    sid3 = ok_result(s.call("create_sandbox", {
+        "image": IMAGE, "workspace_root": ws}, timeout=120), "create 3")["id"]
+    r = ok_result(s.call("exec_command", {
+        "sandbox_id": sid3, "yield_time_ms": 60000,
+        "cmd": "cd /workspace && printf '[core]\\n\\tbare = false\\n"
+               "\\tworktree = .\\n\\tfsmonitor = \"touch %s; false\"\\n'"
+               " > config && mkdir -p hooks && printf '%s' >"
+               " hooks/post-checkout && chmod 755 hooks/post-checkout"
+               % (ran, hook.replace("\n", "\\n"))}, timeout=90),
+        "config first")
+    ok_result(s.call("export_changes", {"sandbox_id": sid3, "dest": copy3},
+                     timeout=120), "export 3a")
+    r = ok_result(s.call("exec_command", {
+        "sandbox_id": sid3, "yield_time_ms": 60000,
+        "cmd": "cd /workspace && echo 'ref: refs/heads/main' > HEAD &&"
+               " mkdir -p objects refs && rm -rf .git/HEAD .git/objects"
+               " .git/refs .git/index"}, timeout=90), "HEAD after")
+    r = ok_result(s.call("export_changes", {"sandbox_id": sid3,
+                                            "dest": copy3}, timeout=120),
+                  "export 3b")
+    for p in ("HEAD", ".git/HEAD", ".git/objects", ".git/refs"):
+        check_in(p, r.get("left_out", []), "left out: %s" % p)
+    check(not os.path.exists(os.path.join(copy3, "HEAD")),
+          "no HEAD at the top")
+    check_eq(sorted(os.listdir(os.path.join(copy3, ".git", "objects"))),
+             objects_before, "the host's history stays")
+    for args in (["status"], ["log", "-1"], ["diff"]):
+        git(copy3, *args, home=home)
+    check(not os.path.exists(ran), "git in the twice-exported copy ran"
+          " nothing")
 
     # ---- archives: none of it, and no set-id bits ----
     for fmt, name in (("tar", "x.tar"), ("tar-zst", "x.tar.zst")):

@@ -224,6 +224,15 @@ def test():
             "Origin": other}, host="127.0.0.1:%d" % n.port)
         check_eq(st, 403, "keyless /mcp, its port under another name %s"
                  % other)
+    # Two Origin headers: a 400, whichever comes first.
+    for first, second in ((own, "http://evil.example"),
+                          ("http://evil.example", own)):
+        c = Http(n.port)
+        c.send_raw(("GET /v1/sandboxes HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                    "Origin: %s\r\nOrigin: %s\r\n\r\n"
+                    % (n.port, first, second)).encode())
+        check_eq(c.response()[0], 400, "two Origin headers (%s first)"
+                 % first)
     # No Origin (a program, not a page) is served as before.
     st, hh, b = Http(n.port).request("POST", "/mcp", init)
     check_eq(st, 200, "keyless, no Origin")

@@ -48,9 +48,13 @@ class Tenant:
             "exec %r" % cmd[:40])["output"]
 
 
-def networks(state_hash_prefix="smcp-"):
-    out = docker("network", "ls", "--format", "{{.Name}}")
-    return sorted(n for n in out.split() if n.startswith(state_hash_prefix))
+def networks(state):
+    """The tenants' networks of a state directory (other servers on the
+    host have theirs)."""
+    out = docker("network", "ls", "--filter",
+                 "label=io.sandbox-mcp.state-dir=" + state, "--format",
+                 "{{.Name}}")
+    return sorted(out.split())
 
 
 def chain():
@@ -116,13 +120,19 @@ def test():
                % (roots, line_a, line_b, opened))
     state = s.state
     cleanup(lambda: remove_our_containers(state))
-    before = networks()
+    # A rule of a bridge that is gone (a network removed by hand, or
+    # while no server ran) is swept when a network is walled off.
+    subprocess.run(["iptables", "-w", "10", "-N", "SANDBOX-MCP-INPUT"],
+                   capture_output=True)
+    subprocess.run(["iptables", "-w", "10", "-A", "SANDBOX-MCP-INPUT", "-i",
+                    "br-0123456789ab", "-j", "DROP"], check=True)
+    before = networks(state)
     ta = Tenant(s.port, key_a)
     tb = Tenant(s.port, key_b)
     a1 = ta.sandbox(ws)
     a2 = ta.sandbox(ws)
     b1 = tb.sandbox(ws)
-    made = [n for n in networks() if n not in before]
+    made = [n for n in networks(state) if n not in before]
     check_eq(len(made), 2, "one network per tenant: %r" % made)
     check(all(n.endswith(("-ta", "-tb")) for n in made), "named by tenant")
 
@@ -175,20 +185,36 @@ def test():
     bridge_a = "br-" + json.loads(docker("network", "inspect", [
         n for n in made if n.endswith("-ta")][0]))[0]["Id"][:12]
     check_in(bridge_a, chain(), "ta's bridge has its rules")
+    check("br-0123456789ab" not in chain(), "a gone bridge's rule is swept")
+    # IPv6: a sandbox with raw sockets could speak it to the host's
+    # link-local address on the bridge; the bridge has none, drops it,
+    # and ip6tables drops what comes in on it too.
+    if os.path.exists("/proc/sys/net/ipv6"):
+        with open("/proc/sys/net/ipv6/conf/%s/disable_ipv6" % bridge_a) as f:
+            check_eq(f.read().strip(), "1", "IPv6 is off on ta's bridge")
+        out = subprocess.run(["ip", "-6", "addr", "show", "dev", bridge_a],
+                             capture_output=True, text=True).stdout
+        check("inet6" not in out, "the host has no IPv6 address on it: %r"
+              % out)
+        out = subprocess.run(["ip6tables", "-w", "10", "-S",
+                              "SANDBOX-MCP-INPUT"], capture_output=True,
+                             text=True).stdout
+        check_in("-A SANDBOX-MCP-INPUT -i %s -j DROP" % bridge_a, out,
+                 "ip6tables drops what comes in on ta's bridge")
     ta.call("destroy_sandbox", {"sandbox_id": a1}, "destroy a1")
-    check_eq(len([n for n in networks() if n.endswith("-ta")
+    check_eq(len([n for n in networks(state) if n.endswith("-ta")
                   and n in made]), 1, "ta's network stays with a2")
     ta.call("destroy_sandbox", {"sandbox_id": a2}, "destroy a2")
     deadline = time.monotonic() + 10
-    while any(n.endswith("-ta") for n in networks() if n in made) and \
+    while any(n.endswith("-ta") for n in networks(state) if n in made) and \
             time.monotonic() < deadline:
         time.sleep(0.1)
-    check(not any(n.endswith("-ta") for n in networks() if n in made),
+    check(not any(n.endswith("-ta") for n in networks(state) if n in made),
           "ta's network is gone with its last sandbox")
     while bridge_a in chain() and time.monotonic() < deadline:
         time.sleep(0.1)
     check(bridge_a not in chain(), "and its rules")
-    check(any(n.endswith("-tb") for n in networks() if n in made),
+    check(any(n.endswith("-tb") for n in networks(state) if n in made),
           "tb's stays")
     tb.call("destroy_sandbox", {"sandbox_id": b1}, "destroy b1")
 
