@@ -172,6 +172,9 @@ class Bench:
         self.conf = os.path.join(self.tmp, "sandbox-mcp.conf")
         with open(self.conf, "w") as f:
             f.write("workspace-root %s\n" % self.wsroot)
+            # A disk's cap is reserved when it is made (BENCH_DISK).
+            f.write("profile disk %s\n" % os.environ.get("BENCH_DISK",
+                                                         "2G"))
         os.makedirs(self.results, exist_ok=True)
 
     # --- measurements

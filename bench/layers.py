@@ -293,7 +293,9 @@ def main():
     conf = os.path.join(tmp, "conf")
     with open(conf, "w") as f:
         f.write("workspace-root %s\nexport-root %s\nlimit autosquash-depth"
-                " 0\n" % (roots, tmp))
+                " 0\nprofile disk %s\n" % (roots, tmp,
+                                          os.environ.get("BENCH_DISK",
+                                                         "2G")))
     state = os.path.join(tmp, "state")
     s = Server(state, conf)
     lines, data, ok = [], {"depth": [], "squash": {}}, True

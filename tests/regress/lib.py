@@ -141,6 +141,9 @@ def tmpdir(prefix="smcp-test-"):
     return d
 
 
+SUITE_DISK = "1G"
+
+
 class Server:
     """A sandbox-mcp process with a private state directory."""
 
@@ -151,7 +154,10 @@ class Server:
         self.state = state or os.path.join(self.dir, "state")
         self.conf = os.path.join(self.dir, "sandbox-mcp.conf")
         with open(self.conf, "w") as f:
-            f.write(config)
+            # A sandbox's disk takes its whole cap from the host when it
+            # is made: the suite's are 1G (a test's own profile disk line,
+            # later, wins), so that a run never needs tens of gigabytes.
+            f.write("profile disk %s\n%s" % (SUITE_DISK, config))
         argv = [BIN, "-f", self.conf, "--state-dir", self.state]
         for s in sets:
             argv += ["--set", s]
