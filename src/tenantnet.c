@@ -110,6 +110,26 @@ static LIST_HEAD(, tenantnet_busy) tenantnet_busies =
 
 static void	tenantnet_lookup(struct tenantnet_req *);
 
+/* An Engine path with one filter, key: [value], escaped; the caller frees. */
+static char *
+tenantnet_filtered(const char *base, const char *key, const char *value)
+{
+	cJSON	*filters, *v;
+	char	*path, *esc, *text;
+
+	filters = cJSON_CreateObject();
+	v = cJSON_AddArrayToObject(filters, key);
+	cJSON_AddItemToArray(v, cJSON_CreateString(value));
+	text = util_json_print(filters);
+	cJSON_Delete(filters);
+	esc = util_url_escape(text, 1);
+	free(text);
+	xasprintf(&path, "%s%sfilters=%s", base, strchr(base, '?') != NULL ?
+	    "&" : "?", esc);
+	free(esc);
+	return (path);
+}
+
 /* The tenant's lock file, opened; -1 when it cannot be. */
 static int
 tenantnet_lock_open(const char *tenant)
@@ -595,8 +615,7 @@ tenantnet_lookup(struct tenantnet_req *r)
 {
 	struct tenantnet_busy	*b;
 	struct timeval		 tv = { 0, 50000 };
-	cJSON			*filters, *v;
-	char			*path, *esc, *text;
+	char			*path;
 
 	/*
 	 * Held shared before the network is looked up: a release under way
@@ -615,18 +634,10 @@ tenantnet_lookup(struct tenantnet_req *r)
 		log_warn("the lock of tenant %s's network", r->tenant);
 	}
 
-	filters = cJSON_CreateObject();
-	v = cJSON_AddArrayToObject(filters, "name");
-	cJSON_AddItemToArray(v, cJSON_CreateString(r->name));
-	text = util_json_print(filters);
-	cJSON_Delete(filters);
-	esc = util_url_escape(text, 1);
-	free(text);
-	xasprintf(&path, "/networks?filters=%s", esc);
+	path = tenantnet_filtered("/networks", "name", r->name);
 	docker_call("GET", path, "network_list", NULL, r->span,
 	    tenantnet_list_cb, r);
 	free(path);
-	free(esc);
 }
 
 /*
@@ -768,8 +779,8 @@ static void
 tenantnet_release_cb(cJSON *reply, const char *error, int status, void *arg)
 {
 	struct tenantnet_rel	*rel = arg;
-	cJSON			*id, *filters, *v;
-	char			*path, *esc, *text;
+	cJSON			*id;
+	char			*path;
 
 	if (error != NULL) {
 		/* Gone already (removed by hand?): its rules go too. */
@@ -784,18 +795,11 @@ tenantnet_release_cb(cJSON *reply, const char *error, int status, void *arg)
 	    '\0')
 		snprintf(rel->bridge, sizeof rel->bridge, "br-%.12s",
 		    id->valuestring);
-	filters = cJSON_CreateObject();
-	v = cJSON_AddArrayToObject(filters, "network");
-	cJSON_AddItemToArray(v, cJSON_CreateString(rel->name));
-	text = util_json_print(filters);
-	cJSON_Delete(filters);
-	esc = util_url_escape(text, 1);
-	free(text);
-	xasprintf(&path, "/containers/json?all=1&filters=%s", esc);
+	path = tenantnet_filtered("/containers/json?all=1", "network",
+	    rel->name);
 	docker_call("GET", path, "network_members", NULL, NULL,
 	    tenantnet_members_cb, rel);
 	free(path);
-	free(esc);
 }
 
 /*
