@@ -422,6 +422,13 @@ tenantnet_wall_child(void *arg, int fd)
 			tenantnet_sweep(ip6t);
 		return (0);
 	}
+	/*
+	 * A bridge not in this network namespace (an Engine in another
+	 * one) carries nothing to this namespace's listeners: not ours.
+	 */
+	snprintf(path, sizeof path, "/sys/class/net/%s", w->bridge);
+	if (access(path, F_OK) != 0 && errno == ENOENT)
+		return (0);
 	if (tenantnet_wall_family(ipt, w->bridge, msg, sizeof msg) != 0) {
 		job_report_error(fd, "error", msg);
 		return (1);
