@@ -155,9 +155,14 @@ class Server:
         self.conf = os.path.join(self.dir, "sandbox-mcp.conf")
         with open(self.conf, "w") as f:
             # A sandbox's disk takes its whole cap from the host when it
-            # is made: the suite's are 1G (a test's own profile disk line,
-            # later, wins), so that a run never needs tens of gigabytes.
-            f.write("profile disk %s\n%s" % (SUITE_DISK, config))
+            # is made: the suite's are 1G unless a test sets its own, so
+            # that a run never needs tens of gigabytes. (Last, so that the
+            # test's lines keep their numbers.)
+            f.write(config)
+            if not re.search(r"^\s*profile\b.*\bdisk\b", config, re.M):
+                f.write("%sprofile disk %s\n" % (
+                    "\n" if config and not config.endswith("\n") else "",
+                    SUITE_DISK))
         argv = [BIN, "-f", self.conf, "--state-dir", self.state]
         for s in sets:
             argv += ["--set", s]
