@@ -621,12 +621,25 @@ export_git_dir_name(const char *p, size_t len)
 }
 
 /*
+ * Whether component [p, p + len) is a file of a git directory that names
+ * programs or where the rest is read from: config and config.worktree
+ * (core.fsmonitor, core.hooksPath, aliases, filters and pagers),
+ * commondir.
+ */
+static int
+export_git_config_name(const char *p, size_t len)
+{
+	return ((len == 6 && strncmp(p, "config", 6) == 0) ||
+	    (len == 15 && strncmp(p, "config.worktree", 15) == 0) ||
+	    (len == 9 && strncmp(p, "commondir", 9) == 0));
+}
+
+/*
  * Whether path (of the delta; dir: a directory) is, by its name, something
  * git runs or reads as its configuration, in a git directory (.git, or
- * NAME.git, a bare repository's usual name): config and config.worktree
- * (core.fsmonitor, core.hooksPath, aliases, filters and pagers name
- * programs), hooks/, info/attributes (which drivers run on which files),
- * commondir (where the rest is read from); the same anywhere under its
+ * NAME.git, a bare repository's usual name): its config files
+ * (export_git_config_name), hooks/, info/attributes (which drivers run on
+ * which files); the same anywhere under its
  * modules/ and worktrees/ (a submodule's name may hold slashes); and a
  * .git that is not a directory (it names a git directory elsewhere,
  * which may be the sandbox's); a HEAD outside a git directory (it makes
@@ -650,9 +663,7 @@ export_git_name(const char *path, int dir, int deletion)
 		at = nested || (p1 != NULL && export_git_dir_name(p1, l1));
 		if (at && len == 5 && strncmp(p, "hooks", 5) == 0)
 			return (1);
-		if (last && at && ((len == 6 && strncmp(p, "config", 6) ==
-		    0) || (len == 15 && strncmp(p, "config.worktree", 15) ==
-		    0) || (len == 9 && strncmp(p, "commondir", 9) == 0)))
+		if (last && at && export_git_config_name(p, len))
 			return (1);
 		if (last && in && len == 10 && strncmp(p, "attributes",
 		    10) == 0 && l1 == 4 && strncmp(p1, "info", 4) == 0)
@@ -729,8 +740,7 @@ export_git_runs(struct fold *f, const char *path, int dir, int out,
 	    strncmp(base - 5, "info/", 5) == 0 && (base - path == 5 ||
 	    base[-6] == '/'))
 		up = 2;
-	else if (strcmp(base, "config") == 0 || strcmp(base,
-	    "config.worktree") == 0 || strcmp(base, "commondir") == 0 ||
+	else if (export_git_config_name(base, strlen(base)) ||
 	    strcmp(base, "hooks") == 0)
 		up = 1;
 	if (up == 0)
@@ -968,7 +978,7 @@ export_dir_link(struct fold *f, struct export_link *l, int out,
 	struct export_ctx	*x = f->arg;
 	struct stat		 st, now;
 	char			*parent, *leaf, tmp[64];
-	int			 pfd, have;
+	int			 pfd, r = 0;
 
 	parent = xstrdup(l->path);
 	if ((leaf = strrchr(parent, '/')) != NULL) {
@@ -978,48 +988,45 @@ export_dir_link(struct fold *f, struct export_link *l, int out,
 		leaf = parent;
 		pfd = dup(x->outfd);
 	}
+	/* Not what was put there: a copy. */
 	if (pfd == -1 || fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
 	    !S_ISREG(st.st_mode) || st.st_dev != l->ddev ||
-	    st.st_ino != l->dino) {
-		if (pfd != -1)
-			close(pfd);
-		free(parent);
-		return (0);	/* not what was put there: a copy */
-	}
-	have = fstatat(out, name, &now, AT_SYMLINK_NOFOLLOW) == 0;
-	if (have && now.st_dev == l->ddev && now.st_ino == l->dino) {
-		close(pfd);
-		free(parent);
-		x->skipped++;
-		return (1);
-	}
-	if (have && export_room(f, out, name, &now, path) != 0) {
-		close(pfd);
-		free(parent);
-		return (-1);
+	    st.st_ino != l->dino)
+		goto out;
+	if (fstatat(out, name, &now, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (now.st_dev == l->ddev && now.st_ino == l->dino) {
+			x->skipped++;
+			r = 1;
+			goto out;
+		}
+		if (export_room(f, out, name, &now, path) != 0) {
+			r = -1;
+			goto out;
+		}
 	}
 	export_temp_name(tmp, sizeof tmp);
-	if (linkat(pfd, leaf, out, tmp, 0) != 0) {
-		close(pfd);
-		free(parent);
-		return (0);
-	}
-	close(pfd);
-	free(parent);
+	if (linkat(pfd, leaf, out, tmp, 0) != 0)
+		goto out;
 	/* What was linked is what the export had put there. */
 	if (fstatat(out, tmp, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
 	    st.st_dev != l->ddev || st.st_ino != l->dino) {
 		unlinkat(out, tmp, 0);
-		return (0);
+		goto out;
 	}
 	if (renameat(out, tmp, out, name) != 0) {
 		xasprintf(&f->error, "cannot link %s in dest: %s", path,
 		    strerror(errno));
 		unlinkat(out, tmp, 0);
-		return (-1);
+		r = -1;
+		goto out;
 	}
 	x->hardlinks++;
-	return (1);
+	r = 1;
+out:
+	if (pfd != -1)
+		close(pfd);
+	free(parent);
+	return (r);
 }
 
 static int
@@ -1847,9 +1854,8 @@ export_limits(struct export_args *a, struct export_ctx *x, int top)
 {
 	struct statvfs	sv;
 
-	memset(&sv, 0, sizeof sv);
 	if (fstatvfs(top, &sv) != 0)
-		memset(&sv, 0, sizeof sv);
+		memset(&sv, 0, sizeof sv);	/* nothing known */
 	x->max_bytes = a->max_bytes;
 	if (x->max_bytes == 0)
 		x->max_bytes = (unsigned long long)sv.f_blocks * sv.f_frsize;
