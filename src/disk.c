@@ -71,6 +71,7 @@
  */
 #define DISK_MOUNT_DATA		"noinit_itable,errors=remount-ro"
 #define DISK_LOOP_TRIES		16
+#define DISK_EXIT_ROOM		2	/* the host has no room for it */
 
 enum disk_kind {
 	DISK_CREATE,
@@ -371,7 +372,8 @@ disk_room(int ifd)
  * host can always honour it: a sandbox's writes never need room the
  * host may no longer have (which would turn its disk read-only), and
  * caps granted never add up past the file system. Refused, with nothing
- * left, when the cap and the operator's reserve do not fit.
+ * left, when the cap and the operator's reserve do not fit: the child's
+ * exit status is then DISK_EXIT_ROOM.
  */
 static int
 disk_reserve(int ifd, struct disk_op *op, int fd)
@@ -381,7 +383,7 @@ disk_reserve(int ifd, struct disk_op *op, int fd)
 
 	room = disk_room(ifd);
 	if (room >= 0 && room < op->size + op->reserve)
-		return (disk_fail(fd, "no room for the sandbox's disk: its cap"
+		return (DISK_EXIT_ROOM * disk_fail(fd, "no room for the sandbox's disk: its cap"
 		    " of %lld MiB and the reserve of %lld MiB (limit"
 		    " disk-reserve) are more than the %lld MiB free on the file"
 		    " system of the state directory; destroy sandboxes, free"
@@ -398,7 +400,7 @@ disk_reserve(int ifd, struct disk_op *op, int fd)
 		return (0);
 	}
 	if (r == ENOSPC)
-		return (disk_fail(fd, "no room for the sandbox's disk: its cap"
+		return (DISK_EXIT_ROOM * disk_fail(fd, "no room for the sandbox's disk: its cap"
 		    " of %lld MiB does not fit on the file system of the state"
 		    " directory (others took the room meanwhile)",
 		    op->size >> 20));
@@ -408,7 +410,7 @@ disk_reserve(int ifd, struct disk_op *op, int fd)
 	/* Creates at once: the last to take the room gives it back. */
 	room = disk_room(ifd);
 	if (room >= 0 && room < op->reserve)
-		return (disk_fail(fd, "no room for the sandbox's disk: with"
+		return (DISK_EXIT_ROOM * disk_fail(fd, "no room for the sandbox's disk: with"
 		    " it, %lld MiB would be left on the file system of the"
 		    " state directory, under the reserve of %lld MiB (limit"
 		    " disk-reserve)", room >> 20, op->reserve >> 20));
@@ -419,14 +421,15 @@ static int
 disk_create_child(void *arg, int fd)
 {
 	struct disk_op	*op = arg;
-	int		 ifd;
+	int		 ifd, r = 1;
 
 	if ((ifd = open(op->staging, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC |
 	    O_NOFOLLOW, 0600)) == -1)
 		return (disk_fail(fd, "cannot create the image: %s",
 		    strerror(errno)));
-	if (disk_reserve(ifd, op, fd) != 0)
+	if ((r = disk_reserve(ifd, op, fd)) != 0)
 		goto fail;
+	r = 1;
 	if (disk_mkfs(op->staging, fd) != 0)
 		goto fail;
 	if (fsync(ifd) != 0) {
@@ -457,7 +460,7 @@ fail:
 	if (ifd != -1)
 		close(ifd);
 	unlink(op->staging);
-	return (1);
+	return (r);
 }
 
 static int
@@ -489,25 +492,28 @@ disk_done(int status, struct evbuffer *report, void *arg)
 {
 	struct disk_op		*op = arg;
 	struct disk_waiter	*w;
+	struct cause		 cause = { 0 };
 	size_t			 len = evbuffer_get_length(report);
-	char			*error = NULL;
 	static const char	*what[] = { "make", "mount" };
 
 	op->job = NULL;
 	if (status != 0) {
-		xasprintf(&error, "cannot %s the disk of sandbox %s: %.*s",
-		    what[op->kind], op->id, (int)(len > 512 ? 512 : len),
-		    len > 0 ? (const char *)evbuffer_pullup(report, len) :
-		    "its process failed");
-		log_warnx("%s", error);
+		/* No room on the host is the operation's; else a fault. */
+		cause_set(&cause, WIFEXITED(status) && WEXITSTATUS(status) ==
+		    DISK_EXIT_ROOM ? CAUSE_FAILED : CAUSE_INTERNAL,
+		    "sandbox_id", op->id, "cannot %s the disk of sandbox %s:"
+		    " %.*s", what[op->kind], op->id, (int)(len > 512 ? 512 :
+		    len), len > 0 ? (const char *)evbuffer_pullup(report,
+		    len) : "its process failed");
+		log_warnx("%s", cause.message);
 	} else
 		log_debug("%s: disk of %s mounted", __func__, op->id);
 	while ((w = TAILQ_FIRST(&op->waiters)) != NULL) {
 		TAILQ_REMOVE(&op->waiters, w, entry);
-		w->cb(error, w->arg);
+		w->cb(status != 0 ? &cause : NULL, w->arg);
 		free(w);
 	}
-	free(error);
+	cause_clear(&cause);
 	disk_op_free(op);
 }
 

@@ -369,7 +369,7 @@ int		 tree_remove_path(const char *);
 unsigned long long tree_size(const char *);
 
 /* disk.c */
-typedef void (*disk_cb)(const char *, void *);
+typedef void (*disk_cb)(const struct cause *, void *);
 char		*disk_image_path(const char *);
 int		 disk_exists(const char *);
 int		 disk_mounted(const char *);

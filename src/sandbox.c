@@ -86,8 +86,11 @@ struct sandbox_create {
 	char			*tenant;
 	char			*network;	/* the tenant's, its id */
 	char			*net_error;
-	int			 net_pending;	/* its ensure runs */
-	int			 net_ensured;	/* and has answered */
+	enum {
+		SANDBOX_NET_NONE,		/* not asked for yet */
+		SANDBOX_NET_ASKED,		/* its ensure runs */
+		SANDBOX_NET_ANSWERED
+	}			 net;
 	int			 containers_wait; /* for the network */
 	int			 dead;		/* answered: freed by the
 						   network's answer */
@@ -346,7 +349,7 @@ sandbox_create_free(struct sandbox_create *sc)
 {
 	int	i;
 
-	if (sc->net_pending) {
+	if (sc->net == SANDBOX_NET_ASKED) {
 		sc->dead = 1;	/* the network's answer frees it */
 		return;
 	}
@@ -359,7 +362,7 @@ sandbox_create_free(struct sandbox_create *sc)
 	free(sc->workspace);
 	free(sc->root_hash);
 	/* A network made for a create that failed goes with it. */
-	if (sc->net_ensured)
+	if (sc->net == SANDBOX_NET_ANSWERED)
 		tenantnet_done(sc->tenant, sc->cause.kind != CAUSE_NONE &&
 		    sc->network != NULL);
 	free(sc->tenant);
@@ -589,7 +592,7 @@ static void
 sandbox_create_containers(struct sandbox_create *sc)
 {
 	sc->step = SANDBOX_CREATE_CONTAINERS;
-	if (sc->net_pending) {
+	if (sc->net == SANDBOX_NET_ASKED) {
 		sc->containers_wait = 1;
 		return;
 	}
@@ -605,8 +608,7 @@ sandbox_create_network_cb(const char *id, const char *error, void *arg)
 {
 	struct sandbox_create	*sc = arg;
 
-	sc->net_pending = 0;
-	sc->net_ensured = 1;
+	sc->net = SANDBOX_NET_ANSWERED;
 	if (id != NULL)
 		sc->network = xstrdup(id);
 	else
@@ -637,7 +639,7 @@ sandbox_member_fill(struct sandbox_member *mb, char **cause)
 
 /* A member's disk is made and mounted, or could not be. */
 static void
-sandbox_create_disk_cb(const char *error, void *arg)
+sandbox_create_disk_cb(const struct cause *error, void *arg)
 {
 	struct sandbox_member	*mb = arg;
 	struct sandbox_create	*sc = mb->sc;
@@ -646,15 +648,13 @@ sandbox_create_disk_cb(const char *error, void *arg)
 
 	sc->disk_pending--;
 	if (error != NULL)
-		telemetry_span_attr_str(mb->disk_span, "error", error);
+		telemetry_span_attr_str(mb->disk_span, "error", error->message);
 	telemetry_span_end(mb->disk_span, error != NULL ? "error" :
 	    "completed");
 	mb->disk_span = NULL;
-	/* No room on the host is the operation's; anything else a fault. */
 	if (error != NULL)
-		sandbox_create_error(sc, strstr(error, "no room for the"
-		    " sandbox's disk") != NULL ? CAUSE_FAILED : CAUSE_INTERNAL,
-		    "sandbox_id", mb->id, "%s", error);
+		sandbox_create_error(sc, error->kind, "sandbox_id", mb->id,
+		    "%s", error->message);
 	else if (sandbox_member_fill(mb, &cause) != 0) {
 		sandbox_create_error(sc, CAUSE_INTERNAL, "sandbox_id", mb->id,
 		    "%s", cause);
@@ -769,7 +769,7 @@ sandbox_create_image_cb(cJSON *reply, const char *error, int status,
 	}
 	sc->step = SANDBOX_CREATE_BASE;
 	/* The tenant's network meanwhile (asked for once the image is). */
-	sc->net_pending = 1;
+	sc->net = SANDBOX_NET_ASKED;
 	tenantnet_ensure(sc->tenant, sc->span, sandbox_create_network_cb, sc);
 	/* Another tenant's root inside the workspace is not copied. */
 	hidden = workspace_hidden(sc->workspace, sc->tenant, &nhidden);
@@ -1299,7 +1299,7 @@ sandbox_lookup_cb(cJSON *reply, const char *error, int status, void *arg)
 
 /* The disk is mounted (or there is none): inspect the container. */
 static void
-sandbox_lookup_disk_cb(const char *error, void *arg)
+sandbox_lookup_disk_cb(const struct cause *error, void *arg)
 {
 	struct sandbox_lookup	*sl = arg;
 	struct cause		 cause = { 0 };
@@ -1308,7 +1308,7 @@ sandbox_lookup_disk_cb(const char *error, void *arg)
 
 	if (error != NULL) {
 		cause_set(&cause, CAUSE_FAILED, "sandbox_id", sl->id, "%s",
-		    error);
+		    error->message);
 		sl->cb(NULL, &cause, sl->arg);
 		cause_clear(&cause);
 		cJSON_Delete(sl->record);
@@ -1474,12 +1474,12 @@ static void	(*sandbox_recover_inside)(const char *);
 
 /* A disk found not mounted at start is mounted: now recover inside. */
 static void
-sandbox_recover_disk_cb(const char *error, void *arg)
+sandbox_recover_disk_cb(const struct cause *error, void *arg)
 {
 	char	*id = arg;
 
 	if (error != NULL)
-		log_warnx("recovery: %s", error);
+		log_warnx("recovery: %s", error->message);
 	else {
 		sandbox_recover_inside(id);
 		trash_empty();
