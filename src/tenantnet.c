@@ -230,11 +230,12 @@ tenantnet_run(const char *const *argv, int quiet)
 }
 
 /*
- * Child side: rule (the words after "iptables -w 10 -X CHAIN") is in the
+ * Child side: rule (the words after "iptables -w 10 -C CHAIN") is in
  * chain, checked with -C first, added with op (-I or -A) when missing.
  */
 static int
-tenantnet_rule(const char *ipt, const char *op, const char *const *rule)
+tenantnet_rule(const char *ipt, const char *chain, const char *op,
+    const char *const *rule)
 {
 	const char	*argv[32];
 	size_t		 n = 0, i;
@@ -243,13 +244,13 @@ tenantnet_rule(const char *ipt, const char *op, const char *const *rule)
 	argv[n++] = "-w";
 	argv[n++] = "10";
 	argv[n++] = "-C";
-	argv[n++] = strcmp(op, "-I-INPUT") == 0 ? "INPUT" : TENANTNET_CHAIN;
+	argv[n++] = chain;
 	for (i = 0; rule[i] != NULL && n < 30; i++)
 		argv[n++] = rule[i];
 	argv[n] = NULL;
 	if (tenantnet_run(argv, 1) == 0)
 		return (0);
-	argv[3] = strcmp(op, "-A") == 0 ? "-A" : "-I";
+	argv[3] = op;
 	return (tenantnet_run(argv, 0) == 0 ? 0 : -1);
 }
 
@@ -372,16 +373,16 @@ tenantnet_wall_family(const char *ipt, const char *bridge, char *msg,
 	argv[5] = NULL;
 	tenantnet_run(argv, 1);		/* it may be there already */
 	tenantnet_sweep(ipt);
-	if (tenantnet_rule(ipt, "-A", drop) != 0 ||
-	    tenantnet_rule(ipt, "-I", est) != 0 ||
-	    tenantnet_rule(ipt, "-I-INPUT", jump) != 0) {
+	if (tenantnet_rule(ipt, TENANTNET_CHAIN, "-A", drop) != 0 ||
+	    tenantnet_rule(ipt, TENANTNET_CHAIN, "-I", est) != 0 ||
+	    tenantnet_rule(ipt, "INPUT", "-I", jump) != 0) {
 		snprintf(msg, len, "%s could not set the rules of bridge %s",
 		    ipt, bridge);
 		return (-1);
 	}
 	TAILQ_FOREACH(p, &cfg->host_ports, entry) {
 		port[5] = p->word;
-		if (tenantnet_rule(ipt, "-I", port) != 0) {
+		if (tenantnet_rule(ipt, TENANTNET_CHAIN, "-I", port) != 0) {
 			snprintf(msg, len, "%s could not open port %s to bridge"
 			    " %s", ipt, p->word, bridge);
 			return (-1);
