@@ -31,6 +31,20 @@ def git(cwd, *args, home):
                           capture_output=True, text=True, timeout=60)
 
 
+def sandbox(s, ws, what):
+    return ok_result(s.call("create_sandbox", {
+        "image": IMAGE, "workspace_root": ws}, timeout=120), what)["id"]
+
+
+def run(s, sid, cmd, what):
+    """A sessionless command (its changes published), which must end 0."""
+    r = ok_result(s.call("exec_command", {
+        "sandbox_id": sid, "cmd": cmd, "yield_time_ms": 60000}, timeout=90),
+        what)
+    check_eq(r.get("exit_code"), 0, "%s: %r" % (what, r["output"]))
+    return r
+
+
 def sha(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -74,8 +88,7 @@ def test():
     state = s.state
     cleanup(lambda: remove_our_containers(state))
     s.initialize()
-    sid = ok_result(s.call("create_sandbox", {
-        "image": IMAGE, "workspace_root": ws}, timeout=120), "create")["id"]
+    sid = sandbox(s, ws, "create")
 
     # The hostile changes, published as a sessionless command would.
     ran = os.path.join(mark, "RAN")
@@ -106,10 +119,7 @@ def test():
            % (ran, hook.replace("\n", "\\n"), ran,
               hook.replace("\n", "\\n"), ran, hook.replace("\n", "\\n"),
               ran))
-    r = ok_result(s.call("exec_command", {"sandbox_id": sid, "cmd": cmd,
-                                          "yield_time_ms": 60000},
-                         timeout=90), "hostile changes")
-    check_eq(r.get("exit_code"), 0, "the changes: %r" % r["output"])
+    run(s, sid, cmd, "the hostile changes")
 
     # ---- dir, back into the workspace it came from ----
     r = ok_result(s.call("export_changes", {
@@ -148,16 +158,12 @@ def test():
     copy2 = os.path.join(out, "copy2")
     shutil.copytree(ws, copy2, symlinks=True)
     git_before = sorted(os.listdir(os.path.join(copy2, ".git")))
-    sid2 = ok_result(s.call("create_sandbox", {
-        "image": IMAGE, "workspace_root": ws}, timeout=120), "create 2")["id"]
-    r = ok_result(s.call("exec_command", {
-        "sandbox_id": sid2, "yield_time_ms": 60000,
-        "cmd": "cd /workspace && rm -rf .git && mkdir objects refs &&"
-               " echo 'ref: refs/heads/main' > HEAD &&"
-               " printf '[core]\\n\\tbare = false\\n\\tworktree = .\\n"
-               "\\tfsmonitor = \"touch %s; false\"\\n' > config" % ran},
-        timeout=90), "the bare top")
-    check_eq(r.get("exit_code"), 0, "bare top: %r" % r["output"])
+    sid2 = sandbox(s, ws, "create 2")
+    run(s, sid2, "cd /workspace && rm -rf .git && mkdir objects refs &&"
+        " echo 'ref: refs/heads/main' > HEAD &&"
+        " printf '[core]\\n\\tbare = false\\n\\tworktree = .\\n"
+        "\\tfsmonitor = \"touch %s; false\"\\n' > config" % ran,
+        "the bare top")
     r = ok_result(s.call("export_changes", {
         "sandbox_id": sid2, "dest": copy2}, timeout=120), "export 2")
     check_in(".git", r.get("left_out", []), "the deletion of .git is left"
@@ -177,23 +183,17 @@ def test():
     shutil.copytree(ws, copy3, symlinks=True)
     objects_before = sorted(os.listdir(os.path.join(copy3, ".git",
                                                     "objects")))
-    sid3 = ok_result(s.call("create_sandbox", {
-        "image": IMAGE, "workspace_root": ws}, timeout=120), "create 3")["id"]
-    r = ok_result(s.call("exec_command", {
-        "sandbox_id": sid3, "yield_time_ms": 60000,
-        "cmd": "cd /workspace && printf '[core]\\n\\tbare = false\\n"
-               "\\tworktree = .\\n\\tfsmonitor = \"touch %s; false\"\\n'"
-               " > config && mkdir -p hooks && printf '%s' >"
-               " hooks/post-checkout && chmod 755 hooks/post-checkout"
-               % (ran, hook.replace("\n", "\\n"))}, timeout=90),
-        "config first")
+    sid3 = sandbox(s, ws, "create 3")
+    run(s, sid3, "cd /workspace && printf '[core]\\n\\tbare = false\\n"
+        "\\tworktree = .\\n\\tfsmonitor = \"touch %s; false\"\\n'"
+        " > config && mkdir -p hooks && printf '%s' >"
+        " hooks/post-checkout && chmod 755 hooks/post-checkout"
+        % (ran, hook.replace("\n", "\\n")), "config first")
     ok_result(s.call("export_changes", {"sandbox_id": sid3, "dest": copy3},
                      timeout=120), "export 3a")
-    r = ok_result(s.call("exec_command", {
-        "sandbox_id": sid3, "yield_time_ms": 60000,
-        "cmd": "cd /workspace && echo 'ref: refs/heads/main' > HEAD &&"
-               " mkdir -p objects refs && rm -rf .git/HEAD .git/objects"
-               " .git/refs .git/index"}, timeout=90), "HEAD after")
+    run(s, sid3, "cd /workspace && echo 'ref: refs/heads/main' > HEAD &&"
+        " mkdir -p objects refs && rm -rf .git/HEAD .git/objects"
+        " .git/refs .git/index", "HEAD after")
     r = ok_result(s.call("export_changes", {"sandbox_id": sid3,
                                             "dest": copy3}, timeout=120),
                   "export 3b")
