@@ -99,6 +99,11 @@ struct rt_sandbox {		/* what this process knows of a sandbox */
 	size_t			 ncgroup;
 	char			*freezer;	/* its freezer group */
 	char			*tenant;	/* whose it is */
+	char			*root;		/* its root's directory on its
+						   disk, or NULL (nsexec.c) */
+	char			**root_lower;	/* the image's layers, or
+						   none */
+	size_t			 nroot_lower;
 	/* its zygote: zygote.c's */
 	struct job		*zjob;
 	pid_t			 zpid;		/* the container pid it is in */

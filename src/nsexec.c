@@ -920,6 +920,42 @@ struct nsexec_mount {
 static struct nsexec_mount	nsexec_mounts[NSEXEC_MOUNTS_MAX];
 static int			nsexec_nmounts;
 static char			*nsexec_mounts_error;
+static int			nsexec_root_made;	/* nsexec_root's */
+
+/* The source of the sandbox's root file system (nsexec_root). */
+#define NSEXEC_ROOT_SOURCE	"sandbox-mcp-root"
+
+/* Forget the container's mounts, to read them again. */
+static void
+nsexec_mounts_forget(void)
+{
+	int	i;
+
+	for (i = 0; i < nsexec_nmounts; i++) {
+		free(nsexec_mounts[i].path);
+		free(nsexec_mounts[i].type);
+		free(nsexec_mounts[i].opts);
+	}
+	nsexec_nmounts = 0;
+	for (i = 0; i < nsexec_nproc; i++)
+		free(nsexec_proc_path[i]);
+	nsexec_nproc = 0;
+	free(nsexec_mounts_error);
+	nsexec_mounts_error = NULL;
+	nsexec_root_made = 0;
+}
+
+/* Whether a mountinfo line on / is the sandbox's root of ours. */
+static int
+nsexec_root_ours(char **f, int nf)
+{
+	int	dash;
+
+	for (dash = 6; dash < nf && strcmp(f[dash], "-") != 0; dash++)
+		;
+	return (dash + 2 < nf && strcmp(f[dash + 1], "overlay") == 0 &&
+	    strcmp(f[dash + 2], NSEXEC_ROOT_SOURCE) == 0);
+}
 
 /* File systems that hold no socket, fifo or file of ours: copied. */
 static int
@@ -1021,10 +1057,11 @@ static int
 nsexec_container_mounts(pid_t pid, char *err, size_t errlen)
 {
 	char	 path[64], *buf, *line, *next, *f[32];
-	int	 fd, nf, rv = -1;
+	int	 fd, nf, i, rv = -1;
 	size_t	 len = 0;
 	ssize_t	 r;
 
+	nsexec_mounts_forget();
 	snprintf(path, sizeof path, "/proc/%ld/mountinfo", (long)pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "the container's mounts: %s",
@@ -1051,10 +1088,19 @@ nsexec_container_mounts(pid_t pid, char *err, size_t errlen)
 		if (nf < 6)
 			continue;
 		nsexec_unescape(f[4]);
+		if (strcmp(f[4], "/") == 0 && nsexec_root_ours(f, nf))
+			nsexec_root_made = 1;
 		if (strncmp(f[4], "/proc/", 6) != 0) {
 			nsexec_isolate_add(f, nf);
 			continue;
 		}
+		/* The sandbox's root (nsexec_root) has a copy of each. */
+		for (i = 0; i < nsexec_nproc; i++) {
+			if (strcmp(nsexec_proc_path[i], f[4]) == 0)
+				break;
+		}
+		if (i < nsexec_nproc)
+			continue;
 		if (nsexec_nproc == NSEXEC_PROC_MOUNTS) {
 			snprintf(err, errlen, "more than %d mounts under the"
 			    " container's /proc", NSEXEC_PROC_MOUNTS);
@@ -1391,6 +1437,294 @@ out:
 }
 
 /*
+ * The sandbox's root file system, on its disk. Docker's root of the
+ * container is read-only (ReadonlyRootfs); what sessions write outside
+ * /workspace and /tmp lands in one overlay per container whose upper
+ * directory is on the sandbox's disk (ROOT/upper), capped with the rest
+ * of what the sandbox makes. The container's first zygote mounts it
+ * over the container's root in the container's own mount namespace, so
+ * every session (and docker exec) sees it and sessions share what they
+ * install; a later zygote finds it in the container's mounts (its source
+ * says it is ours) and leaves it. Its lower layers are the image's
+ * (Docker's overlay2 directories, so that an isolated session's overlay
+ * over it stays within the kernel's two levels of stacking), or a copy
+ * of the container's root for other storage drivers. The container's
+ * other mounts are copied onto it, those of a disk file system (the
+ * files Docker binds in: hosts, hostname, resolv.conf) read-only: every
+ * path a command can write is on the sandbox's disk or in a memory file
+ * system charged to the container's cgroup.
+ */
+static int
+nsexec_root_memory(const char *type)
+{
+	return (strcmp(type, "tmpfs") == 0 || strcmp(type, "devpts") == 0 ||
+	    strcmp(type, "mqueue") == 0 || strcmp(type, "hugetlbfs") == 0 ||
+	    nsexec_isolate_pseudo(type));
+}
+
+/* Whether a mount of the container's lies under no other but the root. */
+static int
+nsexec_root_top(int i)
+{
+	const char	*path = nsexec_mounts[i].path;
+	size_t		 len;
+	int		 j;
+
+	for (j = 0; j < nsexec_nmounts; j++) {
+		len = strlen(nsexec_mounts[j].path);
+		if (j != i && len < strlen(path) &&
+		    strncmp(path, nsexec_mounts[j].path, len) == 0 &&
+		    path[len] == '/')
+			return (0);
+	}
+	return (1);
+}
+
+/* The overlay of the sandbox's root, detached (from the host's mounts). */
+static int
+nsexec_root_overlay(const struct nsexec_zygote *z, int lower,
+    const struct stat *st, char *err, size_t errlen)
+{
+	char	upper[PATH_MAX], work[PATH_MAX], path[32];
+	int	fs, t = -1;
+	size_t	i;
+
+	if (fchdir(4) != 0) {
+		snprintf(err, errlen, "fchdir: %s", strerror(errno));
+		return (-1);
+	}
+	snprintf(upper, sizeof upper, "%s/upper", z->root);
+	snprintf(work, sizeof work, "%s/work", z->root);
+	if ((mkdir(z->root, 0700) != 0 && errno != EEXIST) ||
+	    (mkdir(work, 0700) != 0 && errno != EEXIST)) {
+		snprintf(err, errlen, "the sandbox's root: %s",
+		    strerror(errno));
+		return (-1);
+	}
+	if (mkdir(upper, 0700) == 0 && (chown(upper, st->st_uid,
+	    st->st_gid) != 0 || chmod(upper, st->st_mode & 07777) != 0)) {
+		snprintf(err, errlen, "the sandbox's root: %s",
+		    strerror(errno));
+		return (-1);
+	}
+	if ((fs = fsopen("overlay", FSOPEN_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "fsopen overlay: %s", strerror(errno));
+		return (-1);
+	}
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", NSEXEC_ROOT_SOURCE,
+	    0) != 0)
+		goto fail;
+	for (i = 0; i < z->nroot_lower; i++) {
+		if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+",
+		    z->root_lower[i], 0) != 0)
+			goto fail;
+	}
+	if (lower != -1) {
+		snprintf(path, sizeof path, "/proc/self/fd/%d", lower);
+		if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", path,
+		    0) != 0)
+			goto fail;
+	}
+	/* Plain layers: the upper directory is a lower one's to read. */
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "redirect_dir", "off", 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "index", "off", 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "metacopy", "off", 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0 ||
+	    (t = fsmount(fs, FSMOUNT_CLOEXEC, 0)) == -1)
+		goto fail;
+	close(fs);
+	return (t);
+fail:
+	snprintf(err, errlen, "the sandbox's root overlay: %s",
+	    strerror(errno));
+	close(fs);
+	return (-1);
+}
+
+/*
+ * Where a mount of the container's goes on its root (an O_PATH
+ * descriptor), made when the image lacks it (runc makes its mount points
+ * in Docker's layer of the container, which the root does not show: the
+ * docker-init program's, for one). No symbolic link is followed.
+ */
+static int
+nsexec_root_point(int root, const char *path, int dir)
+{
+	struct open_how	 how;
+	char		*parent, *name;
+	int		 pfd, fd, saved;
+
+	memset(&how, 0, sizeof how);
+	how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+	    RESOLVE_NO_MAGICLINKS;
+	if ((fd = syscall(SYS_openat2, root, path + 1, &how, sizeof how)) !=
+	    -1 || errno != ENOENT)
+		return (fd);
+	parent = xstrdup(path + 1);
+	if ((name = strrchr(parent, '/')) != NULL) {
+		*name++ = '\0';
+		how.flags |= O_DIRECTORY;
+		pfd = syscall(SYS_openat2, root, parent, &how, sizeof how);
+		how.flags &= ~O_DIRECTORY;
+	} else {
+		name = parent;
+		pfd = dup(root);
+	}
+	if (pfd == -1) {
+		saved = errno;
+		free(parent);
+		errno = saved;
+		return (-1);
+	}
+	if (dir)
+		fd = mkdirat(pfd, name, 0755);
+	else if ((fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, 0644)) != -1)
+		close(fd);
+	if (fd != -1)
+		fd = syscall(SYS_openat2, pfd, name, &how, sizeof how);
+	saved = errno;
+	close(pfd);
+	free(parent);
+	errno = saved;
+	return (fd);
+}
+
+/*
+ * Make the sandbox's root (the zygote, in the host's mounts, mnt the
+ * container's mount namespace). Returns 0, or -1 with err; the zygote
+ * ends back in the host's mounts either way.
+ */
+static int
+nsexec_root(const struct nsexec_zygote *z, int mnt, char *err, size_t errlen)
+{
+	struct open_how		 how;
+	struct mount_attr	 ma;
+	struct stat		 st;
+	mode_t			 mode;
+	int			 sub[NSEXEC_MOUNTS_MAX], host, root = -1;
+	mode_t			 modes[NSEXEC_MOUNTS_MAX];
+	int			 lower = -1, ov = -1, src, to, i, made = 0;
+	int			 rv = -1;
+
+	for (i = 0; i < NSEXEC_MOUNTS_MAX; i++)
+		sub[i] = -1;
+	if ((host = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC)) == -1 ||
+	    setns(mnt, CLONE_NEWNS) != 0) {
+		snprintf(err, errlen, "entering the container's mounts: %s",
+		    strerror(errno));
+		if (host != -1)
+			close(host);
+		return (-1);
+	}
+	/* Copies of the container's mounts, before the root covers them. */
+	if ((root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    fstat(root, &st) != 0) {
+		snprintf(err, errlen, "the container's root: %s",
+		    strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < nsexec_nmounts; i++) {
+		if (!nsexec_root_top(i))
+			continue;
+		if ((src = nsexec_isolate_source(&nsexec_mounts[i], &mode, err,
+		    errlen)) == -1)
+			goto out;
+		modes[i] = mode;
+		sub[i] = open_tree(src, "", OPEN_TREE_CLONE |
+		    OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+		close(src);
+		if (sub[i] == -1) {
+			snprintf(err, errlen, "copying the mount on %.200s: %s",
+			    nsexec_mounts[i].path, strerror(errno));
+			goto out;
+		}
+	}
+	if (z->nroot_lower == 0 && (lower = open_tree(root, "",
+	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)) == -1) {
+		snprintf(err, errlen, "copying the container's root: %s",
+		    strerror(errno));
+		goto out;
+	}
+	if (setns(host, CLONE_NEWNS) != 0) {
+		snprintf(err, errlen, "leaving the container's mounts: %s",
+		    strerror(errno));
+		goto out;
+	}
+	if ((ov = nsexec_root_overlay(z, lower, &st, err, errlen)) == -1)
+		goto out;
+	if (setns(mnt, CLONE_NEWNS) != 0 || move_mount(ov, "", AT_FDCWD, "/",
+	    MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+		snprintf(err, errlen, "mounting the sandbox's root: %s",
+		    strerror(errno));
+		goto out;
+	}
+	made = 1;
+	memset(&how, 0, sizeof how);
+	how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+	    RESOLVE_NO_MAGICLINKS;
+	memset(&ma, 0, sizeof ma);
+	ma.attr_set = MOUNT_ATTR_RDONLY;
+	for (i = 0; i < nsexec_nmounts; i++) {
+		if (sub[i] == -1)
+			continue;
+		if ((to = nsexec_root_point(ov, nsexec_mounts[i].path,
+		    S_ISDIR(modes[i]))) == -1 || move_mount(sub[i], "", to, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+			snprintf(err, errlen, "mounting %.200s on the sandbox's"
+			    " root: %s", nsexec_mounts[i].path,
+			    strerror(errno));
+			if (to != -1)
+				close(to);
+			goto out;
+		}
+		close(to);
+	}
+	/* What lies on a disk of the host stays as it is. */
+	for (i = 0; i < nsexec_nmounts; i++) {
+		if (nsexec_root_memory(nsexec_mounts[i].type) ||
+		    (nsexec_mounts[i].attr & MOUNT_ATTR_RDONLY))
+			continue;
+		if ((to = syscall(SYS_openat2, ov, nsexec_mounts[i].path + 1,
+		    &how, sizeof how)) == -1 || mount_setattr(to, "",
+		    AT_EMPTY_PATH, &ma, sizeof ma) != 0) {
+			snprintf(err, errlen, "%.200s read-only: %s",
+			    nsexec_mounts[i].path, strerror(errno));
+			if (to != -1)
+				close(to);
+			goto out;
+		}
+		close(to);
+	}
+	rv = 0;
+out:
+	if (rv != 0 && made && setns(host, CLONE_NEWNS) == 0 &&
+	    setns(mnt, CLONE_NEWNS) == 0)
+		umount2("/", MNT_DETACH);
+	if (setns(host, CLONE_NEWNS) != 0 && rv == 0) {
+		snprintf(err, errlen, "leaving the container's mounts: %s",
+		    strerror(errno));
+		rv = -1;
+	}
+	for (i = 0; i < NSEXEC_MOUNTS_MAX; i++) {
+		if (sub[i] != -1)
+			close(sub[i]);
+	}
+	if (root != -1)
+		close(root);
+	if (lower != -1)
+		close(lower);
+	if (ov != -1)
+		close(ov);
+	close(host);
+	return (rv);
+}
+
+/*
  * Hold the published layers a session is built on against the reclaim
  * of a squash (layer.c) until its overlay is made: a shared flock on
  * each, then each must still be in place. The lease is on disk already,
@@ -1620,6 +1954,10 @@ nsexec_zygote(void *arg, int report)
 	if (nsexec_cgroups(z->cgroup_procs, z->ncgroup, err,
 	    sizeof err) != 0 || nsexec_container_mounts(z->container_pid,
 	    err, sizeof err) != 0)
+		return (nsexec_zygote_fail(err));
+	if (z->root != NULL && !nsexec_root_made && (nsexec_root(z, fds[3],
+	    err, sizeof err) != 0 || nsexec_container_mounts(z->container_pid,
+	    err, sizeof err) != 0))
 		return (nsexec_zygote_fail(err));
 	for (i = 0; i < 3; i++) {
 		if (setns(fds[i], types[i]) != 0) {

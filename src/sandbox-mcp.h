@@ -306,6 +306,9 @@ struct nsexec_zygote {
 	size_t		  ncgroup;
 	char		 *argv0;	/* our command line, to blank */
 	size_t		  argv_len;
+	const char	 *root;		/* the root's directory, or NULL */
+	char		**root_lower;	/* its lower layers (none: a copy) */
+	size_t		  nroot_lower;
 };
 void		 nsexec_init(int, char **);
 char		*nsexec_argv(size_t *);

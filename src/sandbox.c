@@ -546,6 +546,13 @@ sandbox_container_config(struct sandbox_create *sc, const char *id)
 	    (double)cfg->profile.memory_high);
 	cJSON_AddNumberToObject(hc, "PidsLimit", (double)cfg->profile.pids);
 	cJSON_AddTrueToObject(hc, "Init");
+	/*
+	 * With a disk, what sessions write outside /workspace goes to a
+	 * root on it (nsexec_root), never to Docker's layer of the
+	 * container on the host's disk.
+	 */
+	if (cfg->profile.disk > 0)
+		cJSON_AddTrueToObject(hc, "ReadonlyRootfs");
 	cJSON_AddFalseToObject(hc, "Privileged");
 	cJSON_AddFalseToObject(hc, "PublishAllPorts");
 	cJSON_AddObjectToObject(hc, "PortBindings");

@@ -218,17 +218,23 @@ def test():
     s2.kill()
     s = Server(sets=("management", "runtime"), config=config, state=state)
     s.initialize()
-    r = run(s, "cat /workspace/fits.txt")
+    r = run(s, "cat /workspace/fits.txt; echo kept > /root/kept")
     check_in("fits", r["output"], "usable after kill -9 and restart")
     check_eq(mounts_under(state), [mnt], "one mount after the restart")
     s.kill()
 
     # As after a reboot: the disk is not mounted. The servers are gone,
-    # so are their sessions, and with the last of them the file system
-    # and its loop device. Two servers start at once: one mounts it,
-    # once.
+    # so are their sessions; the container stops (its root, on the
+    # disk, goes with its mounts), and with the last of them the file
+    # system and its loop device. The container is started again (by
+    # hand: its restart policy is no) and two servers start at once: one
+    # mounts the disk, once, and the root is found as it was.
+    subprocess.run(["docker", "stop", "-t", "1", sid], check=True,
+                   capture_output=True)
     subprocess.run(["umount", mnt], check=True)
     wait_for(lambda: not loops_of(image), "the loop device goes")
+    subprocess.run(["docker", "start", sid], check=True,
+                   capture_output=True)
     check_eq(mounts_under(state), [], "nothing mounted")
     s = Server(sets=("management", "runtime"), config=config, state=state)
     s2 = Server(sets=("runtime",), config=config, state=state)
@@ -236,8 +242,8 @@ def test():
     s2.initialize()
     r = run(s2, "cat /workspace/fits.txt")
     check_in("fits", r["output"], "the disk was mounted again")
-    r = run(s, "cat /workspace/fits.txt")
-    check_in("fits", r["output"], "by both servers")
+    r = run(s, "cat /workspace/fits.txt /root/kept")
+    check_in("fits\nkept", r["output"], "by both servers, with the root")
     check_eq(mounts_under(state), [mnt], "mounted once")
     check_eq(len(loops_of(image)), 1, "on one loop device")
     s2.kill()
