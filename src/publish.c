@@ -265,17 +265,22 @@ publish_capture_dir(struct publish_ctx *x, int dfd, const char *rel)
 				r = -1;
 				break;
 			}
-			if (layer_fd_opaque(sub))
+			if (layer_resolve(x->base, path, le, &x->error) != 0) {
+				close(sub);
+				free(path);
+				r = -1;
+				break;
+			}
+			/*
+			 * Opaque over nothing the base had (made, removed and
+			 * made again by the session): it hides nothing the
+			 * session saw, and merges with what others made there
+			 * like any new directory.
+			 */
+			if (layer_fd_opaque(sub) && le->kind != LAYER_ABSENT)
 				publish_add(&x->cap, path, PUBLISH_OPAQUE,
 				    st.st_mode);
 			else {
-				if (layer_resolve(x->base, path, le,
-				    &x->error) != 0) {
-					close(sub);
-					free(path);
-					r = -1;
-					break;
-				}
 				if (le->kind != LAYER_DIR)
 					publish_add(&x->cap, path,
 					    PUBLISH_MKDIR, st.st_mode);
@@ -618,7 +623,12 @@ publish_check(struct publish_ctx *x, struct publish_entry *e)
 			free(anc);
 			return (-1);
 		}
-		if (b.kind != h.kind) {
+		/*
+		 * A directory both sides created (the session's is one: the
+		 * path lies under it) merges entry by entry.
+		 */
+		if (b.kind != h.kind && (b.kind != LAYER_ABSENT ||
+		    h.kind != LAYER_DIR)) {
 			publish_conflict(x, e->path, "a parent directory"
 			    " changed since the session began", &b, &h, NULL);
 			free(anc);
