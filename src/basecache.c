@@ -47,7 +47,6 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <event2/buffer.h>
 #include <openssl/evp.h>
 
 #include "engine.h"
@@ -105,35 +104,15 @@ basecache_path(const char *root_hash)
 	    root_hash));
 }
 
-/* Report from the child: one JSON object on fd. */
+/* The child's answer: its result, taken over. */
 static int
 basecache_report(int fd, cJSON *rep)
 {
-	char	*text;
-	int	 r;
+	int	r;
 
-	text = util_json_print(rep);
-	r = job_write_all(fd, text, strlen(text));
-	free(text);
+	r = job_answer(fd, rep, NULL);
 	cJSON_Delete(rep);
-	return (r == 0 ? 0 : 1);
-}
-
-static int
-basecache_fail(int fd, enum cause_kind kind, const char *fmt, ...)
-{
-	cJSON	*rep;
-	char	*msg;
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	xvasprintf(&msg, fmt, ap);
-	va_end(ap);
-	rep = cJSON_CreateObject();
-	cJSON_AddStringToObject(rep, "kind", cause_kind_name(kind));
-	cJSON_AddStringToObject(rep, "error", msg);
-	free(msg);
-	return (basecache_report(fd, rep));
+	return (r);
 }
 
 static void
@@ -496,7 +475,8 @@ basecache_child(void *arg, int fd)
 	w.max_entries = b->max_entries;
 	w.max_bytes = b->max_bytes;
 	if (basecache_walk_dir(&w, "") != 0)
-		return (basecache_fail(fd, CAUSE_FAILED, "%s", w.error));
+		return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s",
+		    w.error));
 	if (w.nspecial > 0) {
 		len = 0;
 		list = xcalloc(1, 1);
@@ -509,21 +489,21 @@ basecache_child(void *arg, int fd)
 			strlcat(list, w.special[i], len + 1);
 		}
 		if (w.nspecial > BASECACHE_SPECIAL_NAMED)
-			return (basecache_fail(fd, CAUSE_INVALID, "the"
+			return (job_fail(fd, CAUSE_INVALID, NULL, NULL, "the"
 			    " workspace %s holds %zu special files (sockets,"
 			    " fifos or devices) that cannot be copied: %s and"
 			    " %zu more", b->src, w.nspecial, list,
 			    w.nspecial - BASECACHE_SPECIAL_NAMED));
-		return (basecache_fail(fd, CAUSE_INVALID, "the workspace %s"
-		    " holds special files (sockets, fifos or devices) that"
-		    " cannot be copied: %s", b->src, list));
+		return (job_fail(fd, CAUSE_INVALID, NULL, NULL, "the"
+		    " workspace %s holds special files (sockets, fifos or"
+		    " devices) that cannot be copied: %s", b->src, list));
 	}
 	if (w.n > 0)
 		qsort(w.entries, w.n, sizeof *w.entries, basecache_entry_cmp);
 	for (i = 0; i < w.n; i++) {
 		if (w.entries[i].kind == 'f' &&
 		    basecache_file(&w, &w.entries[i], -1, &error) != 0)
-			return (basecache_fail(fd, CAUSE_FAILED, "%s",
+			return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s",
 			    error));
 	}
 	basecache_root_hash(&w, hash);
@@ -533,8 +513,8 @@ basecache_child(void *arg, int fd)
 	else {
 		if (basecache_copy(&w, b->staging, &changed, &error) != 0) {
 			tree_remove_path(b->staging);
-			return (basecache_fail(fd, CAUSE_FAILED, "copying"
-			    " the workspace failed: %s", error));
+			return (job_fail(fd, CAUSE_FAILED, NULL, NULL,
+			    "copying the workspace failed: %s", error));
 		}
 		if (changed) {
 			/* Name the entry by what was copied. */
@@ -545,7 +525,7 @@ basecache_child(void *arg, int fd)
 		if (rename(b->staging, dest) != 0) {
 			if (errno != EEXIST && errno != ENOTEMPTY) {
 				tree_remove_path(b->staging);
-				return (basecache_fail(fd, CAUSE_FAILED,
+				return (job_fail(fd, CAUSE_FAILED, NULL, NULL,
 				    "cannot move the copy into %s: %s", dest,
 				    strerror(errno)));
 			}
@@ -577,40 +557,28 @@ basecache_free(struct basecache_build *b)
 }
 
 static void
-basecache_done(int status, struct evbuffer *report, void *arg)
+basecache_done(cJSON *result, const struct cause *cause, void *arg)
 {
 	struct basecache_build	*b = arg;
-	struct cause		 cause = { 0 };
-	cJSON			*rep, *v, *kind;
-	size_t			 len = evbuffer_get_length(report);
+	struct cause		 c = { 0 };
+	cJSON			*v;
 
 	b->job = NULL;
-	rep = len != 0 ? cJSON_ParseWithLength((const char *)
-	    evbuffer_pullup(report, len), len) : NULL;
-	v = cJSON_GetObjectItem(rep, "root_hash");
-	if (cJSON_IsString(v)) {
+	v = cJSON_GetObjectItem(result, "root_hash");
+	if (cause != NULL)
+		b->cb(NULL, cause, b->arg);
+	else if (!cJSON_IsString(v)) {
+		cause_set(&c, CAUSE_INTERNAL, NULL, NULL, "the process that"
+		    " copies the workspace gave no root hash");
+		b->cb(NULL, &c, b->arg);
+		cause_clear(&c);
+	} else {
 		log_debug("base %s for %s reused=%d entries=%.0f",
 		    v->valuestring, b->src, cJSON_IsTrue(cJSON_GetObjectItem(
-		    rep, "reused")), cJSON_GetObjectItem(rep,
-		    "entries")->valuedouble);
+		    result, "reused")), cJSON_GetNumberValue(
+		    cJSON_GetObjectItem(result, "entries")));
 		b->cb(v->valuestring, NULL, b->arg);
-	} else {
-		if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "error"))) {
-			kind = cJSON_GetObjectItem(rep, "kind");
-			cause_set(&cause, cause_kind_parse(
-			    cJSON_IsString(kind) ? kind->valuestring : NULL),
-			    NULL, NULL, "%s", v->valuestring);
-		} else if (status == -1)
-			cause_set(&cause, CAUSE_INTERNAL, NULL, NULL, "cannot"
-			    " start the process that copies the workspace");
-		else
-			cause_set(&cause, CAUSE_INTERNAL, NULL, NULL, "the"
-			    " process that copies the workspace ended without"
-			    " a report");
-		b->cb(NULL, &cause, b->arg);
-		cause_clear(&cause);
 	}
-	cJSON_Delete(rep);
 	basecache_free(b);
 }
 

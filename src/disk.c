@@ -60,7 +60,7 @@
 
 #include <linux/loop.h>
 
-#include <event2/buffer.h>
+#include <cjson/cJSON.h>
 
 #include "sandbox-mcp.h"
 
@@ -71,7 +71,6 @@
  */
 #define DISK_MOUNT_DATA		"noinit_itable,errors=remount-ro"
 #define DISK_LOOP_TRIES		16
-#define DISK_EXIT_ROOM		2	/* the host has no room for it */
 
 enum disk_kind {
 	DISK_CREATE,
@@ -152,77 +151,137 @@ disk_mounted(const char *id)
 	return (r);
 }
 
-/* Child side: report an error (errno kept) and fail. */
-static int
-disk_fail(int fd, const char *fmt, ...)
-{
-	char	*msg;
-	va_list	 ap;
-	int	 saved = errno;
+/*
+ * Child side: why the work failed (the first reason given), and whether
+ * for want of room on the host; the child answers with them at its end.
+ */
+static char	disk_why[1024];
+static int	disk_no_room;
 
-	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) != -1) {
-		job_write_all(fd, msg, strlen(msg));
-		free(msg);
-	}
-	va_end(ap);
+static int
+disk_failv(const char *fmt, va_list ap)
+{
+	int	saved = errno;
+
+	if (disk_why[0] == '\0')
+		vsnprintf(disk_why, sizeof disk_why, fmt, ap);
 	errno = saved;
 	return (1);
 }
 
-/* Child side: run mke2fs on a new image; its messages go to the report. */
+/* Child side: note why (errno kept) and fail. */
 static int
-disk_mkfs(const char *image, int fd)
+disk_fail(const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	disk_failv(fmt, ap);
+	va_end(ap);
+	return (1);
+}
+
+/* Child side: fail for want of room on the host. */
+static int
+disk_full(const char *fmt, ...)
+{
+	va_list	ap;
+
+	disk_no_room = 1;
+	va_start(ap, fmt);
+	disk_failv(fmt, ap);
+	va_end(ap);
+	return (1);
+}
+
+/*
+ * Child side: answer for the work's return value r: operation_failed
+ * when the host has no room for the disk, internal_error otherwise.
+ */
+static int
+disk_answer(struct disk_op *op, int fd, int r)
+{
+	static const char	*what[] = { "make", "mount" };
+
+	if (r == 0)
+		return (job_answer(fd, NULL, NULL));
+	job_fail(fd, disk_no_room ? CAUSE_FAILED : CAUSE_INTERNAL,
+	    "sandbox_id", op->id, "cannot %s the disk of sandbox %s: %s",
+	    what[op->kind], op->id, disk_why[0] != '\0' ? disk_why :
+	    "its process failed");
+	return (1);
+}
+
+/*
+ * Child side: run mke2fs on a new image; what it says on failure is the
+ * reason.
+ */
+static int
+disk_mkfs(const char *image)
 {
 	const char	*argv[] = { NULL, "-q", "-F", "-t", "ext4", "-m", "0",
 	    "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard,"
 	    "root_owner=0:0", image, NULL };
+	char		 said[512];
 	pid_t		 pid;
-	size_t		 i;
-	int		 status;
+	size_t		 i, len = 0;
+	ssize_t		 n;
+	int		 status, p[2];
 
 	for (i = 0; i < sizeof disk_mke2fs / sizeof disk_mke2fs[0]; i++) {
 		if (access(disk_mke2fs[i], X_OK) == 0)
 			break;
 	}
 	if (i == sizeof disk_mke2fs / sizeof disk_mke2fs[0])
-		return (disk_fail(fd, "mke2fs is not installed (Debian"
+		return (disk_fail("mke2fs is not installed (Debian"
 		    " package e2fsprogs)"));
 	argv[0] = disk_mke2fs[i];
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return (disk_fail("pipe: %s", strerror(errno)));
 	if ((pid = fork()) == -1)
-		return (disk_fail(fd, "fork: %s", strerror(errno)));
+		return (disk_fail("fork: %s", strerror(errno)));
 	if (pid == 0) {
-		dup2(fd, STDERR_FILENO);
+		dup2(p[1], STDERR_FILENO);
 		closefrom(STDERR_FILENO + 1);
 		execv(argv[0], (char **)argv);
 		_exit(127);
 	}
+	close(p[1]);
+	while ((n = read(p[0], said + len, sizeof said - 1 - len)) != 0) {
+		if (n == -1 && errno != EINTR)
+			break;
+		if (n > 0 && (len += n) == sizeof said - 1)
+			break;
+	}
+	close(p[0]);
+	said[len] = '\0';
+	said[strcspn(said, "\n")] = '\0';
 	while (waitpid(pid, &status, 0) == -1) {
 		if (errno != EINTR)
-			return (disk_fail(fd, "waitpid: %s", strerror(errno)));
+			return (disk_fail("waitpid: %s", strerror(errno)));
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return (disk_fail(fd, "mke2fs failed (wait status %d)",
-		    status));
+		return (disk_fail("mke2fs failed (wait status %d)%s%s",
+		    status, len > 0 ? ": " : "", said));
 	return (0);
 }
 
 /* Child side: attach an image to a free loop device; its fd, or -1. */
 static int
-disk_loop(int ifd, const char *image, int fd, char *dev, size_t devsize)
+disk_loop(int ifd, const char *image, char *dev, size_t devsize)
 {
 	struct loop_config	lc;
 	int			ctl, lfd = -1, n, tries, flags;
 
 	if ((ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC)) == -1) {
-		disk_fail(fd, "cannot open /dev/loop-control: %s",
+		disk_fail("cannot open /dev/loop-control: %s",
 		    strerror(errno));
 		return (-1);
 	}
 	flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
 	for (tries = 0; tries < DISK_LOOP_TRIES; tries++) {
 		if ((n = ioctl(ctl, LOOP_CTL_GET_FREE)) < 0) {
-			disk_fail(fd, "no free loop device: %s",
+			disk_fail("no free loop device: %s",
 			    strerror(errno));
 			break;
 		}
@@ -230,7 +289,7 @@ disk_loop(int ifd, const char *image, int fd, char *dev, size_t devsize)
 		if ((lfd = open(dev, O_RDWR | O_CLOEXEC)) == -1) {
 			if (errno == ENOENT || errno == ENXIO)
 				continue;	/* removed meanwhile */
-			disk_fail(fd, "cannot open %s: %s", dev,
+			disk_fail("cannot open %s: %s", dev,
 			    strerror(errno));
 			break;
 		}
@@ -246,7 +305,7 @@ disk_loop(int ifd, const char *image, int fd, char *dev, size_t devsize)
 			flags &= ~LO_FLAGS_DIRECT_IO;
 			tries--;
 		} else if (errno != EBUSY) {
-			disk_fail(fd, "cannot set up %s: %s", dev,
+			disk_fail("cannot set up %s: %s", dev,
 			    strerror(errno));
 			close(lfd);
 			lfd = -1;
@@ -256,7 +315,7 @@ disk_loop(int ifd, const char *image, int fd, char *dev, size_t devsize)
 		lfd = -1;
 	}
 	if (lfd == -1 && tries == DISK_LOOP_TRIES)
-		disk_fail(fd, "no free loop device after %d tries", tries);
+		disk_fail("no free loop device after %d tries", tries);
 	close(ctl);
 	return (lfd);
 }
@@ -302,7 +361,7 @@ disk_attached(const char *image)
  * there already, under the image's lock.
  */
 static int
-disk_mount_image(const char *image, const char *mnt, int fd)
+disk_mount_image(const char *image, const char *mnt)
 {
 	struct stat	 st;
 	char		 dev[64];
@@ -313,17 +372,17 @@ disk_mount_image(const char *image, const char *mnt, int fd)
 	 * it any lock taken through that open.
 	 */
 	if ((ifd = open(image, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		return (disk_fail(fd, "cannot open the image: %s",
+		return (disk_fail("cannot open the image: %s",
 		    strerror(errno)));
 	while (flock(ifd, LOCK_EX) == -1) {
 		if (errno != EINTR) {
-			disk_fail(fd, "cannot lock the image: %s",
+			disk_fail("cannot lock the image: %s",
 			    strerror(errno));
 			goto out;
 		}
 	}
 	if (fstat(ifd, &st) != 0 || st.st_nlink == 0) {
-		disk_fail(fd, "the disk was removed");
+		disk_fail("the disk was removed");
 		goto out;
 	}
 	if (disk_is_mount(mnt)) {
@@ -331,21 +390,21 @@ disk_mount_image(const char *image, const char *mnt, int fd)
 		goto out;
 	}
 	if (disk_attached(image)) {
-		disk_fail(fd, "the image is in use by a file system that was"
+		disk_fail("the image is in use by a file system that was"
 		    " unmounted but is still held open; it can be mounted again"
 		    " once that is gone");
 		goto out;
 	}
 	if ((bfd = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) == -1) {
-		disk_fail(fd, "cannot open the image: %s", strerror(errno));
+		disk_fail("cannot open the image: %s", strerror(errno));
 		goto out;
 	}
-	lfd = disk_loop(bfd, image, fd, dev, sizeof dev);
+	lfd = disk_loop(bfd, image, dev, sizeof dev);
 	close(bfd);
 	if (lfd == -1)
 		goto out;
 	if (mount(dev, mnt, "ext4", DISK_MOUNT_FLAGS, DISK_MOUNT_DATA) != 0) {
-		disk_fail(fd, "cannot mount the image: %s", strerror(errno));
+		disk_fail("cannot mount the image: %s", strerror(errno));
 		close(lfd);	/* autoclear: the loop device goes */
 		goto out;
 	}
@@ -372,18 +431,17 @@ disk_room(int ifd)
  * host can always honour it: a sandbox's writes never need room the
  * host may no longer have (which would turn its disk read-only), and
  * caps granted never add up past the file system. Refused, with nothing
- * left, when the cap and the operator's reserve do not fit: the child's
- * exit status is then DISK_EXIT_ROOM.
+ * left, when the cap and the operator's reserve do not fit (disk_full).
  */
 static int
-disk_reserve(int ifd, struct disk_op *op, int fd)
+disk_reserve(int ifd, struct disk_op *op)
 {
 	long long	room;
 	int		r;
 
 	room = disk_room(ifd);
 	if (room >= 0 && room < op->size + op->reserve)
-		return (DISK_EXIT_ROOM * disk_fail(fd, "no room for the sandbox's disk: its cap"
+		return (disk_full("no room for the sandbox's disk: its cap"
 		    " of %lld MiB and the reserve of %lld MiB (limit"
 		    " disk-reserve) are more than the %lld MiB free on the file"
 		    " system of the state directory; destroy sandboxes, free"
@@ -395,22 +453,22 @@ disk_reserve(int ifd, struct disk_op *op, int fd)
 	if (r == EOPNOTSUPP || r == EINVAL) {
 		/* A file system without it: sized, not reserved. */
 		if (ftruncate(ifd, (off_t)op->size) != 0)
-			return (disk_fail(fd, "cannot size the image: %s",
+			return (disk_fail("cannot size the image: %s",
 			    strerror(errno)));
 		return (0);
 	}
 	if (r == ENOSPC)
-		return (DISK_EXIT_ROOM * disk_fail(fd, "no room for the sandbox's disk: its cap"
+		return (disk_full("no room for the sandbox's disk: its cap"
 		    " of %lld MiB does not fit on the file system of the state"
 		    " directory (others took the room meanwhile)",
 		    op->size >> 20));
 	if (r != 0)
-		return (disk_fail(fd, "cannot reserve the image: %s",
+		return (disk_fail("cannot reserve the image: %s",
 		    strerror(r)));
 	/* Creates at once: the last to take the room gives it back. */
 	room = disk_room(ifd);
 	if (room >= 0 && room < op->reserve)
-		return (DISK_EXIT_ROOM * disk_fail(fd, "no room for the sandbox's disk: with"
+		return (disk_full("no room for the sandbox's disk: with"
 		    " it, %lld MiB would be left on the file system of the"
 		    " state directory, under the reserve of %lld MiB (limit"
 		    " disk-reserve)", room >> 20, op->reserve >> 20));
@@ -418,32 +476,31 @@ disk_reserve(int ifd, struct disk_op *op, int fd)
 }
 
 static int
-disk_create_child(void *arg, int fd)
+disk_make(struct disk_op *op)
 {
-	struct disk_op	*op = arg;
-	int		 ifd, r = 1;
+	int	ifd, r = 1;
 
 	if ((ifd = open(op->staging, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC |
 	    O_NOFOLLOW, 0600)) == -1)
-		return (disk_fail(fd, "cannot create the image: %s",
+		return (disk_fail("cannot create the image: %s",
 		    strerror(errno)));
-	if ((r = disk_reserve(ifd, op, fd)) != 0)
+	if ((r = disk_reserve(ifd, op)) != 0)
 		goto fail;
 	r = 1;
-	if (disk_mkfs(op->staging, fd) != 0)
+	if (disk_mkfs(op->staging) != 0)
 		goto fail;
 	if (fsync(ifd) != 0) {
-		disk_fail(fd, "fsync: %s", strerror(errno));
+		disk_fail("fsync: %s", strerror(errno));
 		goto fail;
 	}
 	close(ifd);
 	ifd = -1;
 	if (rename(op->staging, op->image) != 0) {
-		disk_fail(fd, "cannot move the image into place: %s",
+		disk_fail("cannot move the image into place: %s",
 		    strerror(errno));
 		goto fail;
 	}
-	if (disk_mount_image(op->image, op->mnt, fd) != 0) {
+	if (disk_mount_image(op->image, op->mnt) != 0) {
 		/*
 		 * Not mounted: the sandbox may be gone (this child's parent
 		 * was killed, and its sandbox destroyed meanwhile). Nothing
@@ -454,7 +511,7 @@ disk_create_child(void *arg, int fd)
 		return (1);
 	}
 	if (chmod(op->mnt, 0700) != 0)
-		return (disk_fail(fd, "chmod: %s", strerror(errno)));
+		return (disk_fail("chmod: %s", strerror(errno)));
 	return (0);
 fail:
 	if (ifd != -1)
@@ -464,11 +521,19 @@ fail:
 }
 
 static int
+disk_create_child(void *arg, int fd)
+{
+	struct disk_op	*op = arg;
+
+	return (disk_answer(op, fd, disk_make(op)));
+}
+
+static int
 disk_mount_child(void *arg, int fd)
 {
 	struct disk_op	*op = arg;
 
-	return (disk_mount_image(op->image, op->mnt, fd));
+	return (disk_answer(op, fd, disk_mount_image(op->image, op->mnt)));
 }
 
 static void
@@ -488,32 +553,21 @@ disk_op_free(struct disk_op *op)
 }
 
 static void
-disk_done(int status, struct evbuffer *report, void *arg)
+disk_done(cJSON *result, const struct cause *cause, void *arg)
 {
 	struct disk_op		*op = arg;
 	struct disk_waiter	*w;
-	struct cause		 cause = { 0 };
-	size_t			 len = evbuffer_get_length(report);
-	static const char	*what[] = { "make", "mount" };
 
 	op->job = NULL;
-	if (status != 0) {
-		/* No room on the host is the operation's; else a fault. */
-		cause_set(&cause, WIFEXITED(status) && WEXITSTATUS(status) ==
-		    DISK_EXIT_ROOM ? CAUSE_FAILED : CAUSE_INTERNAL,
-		    "sandbox_id", op->id, "cannot %s the disk of sandbox %s:"
-		    " %.*s", what[op->kind], op->id, (int)(len > 512 ? 512 :
-		    len), len > 0 ? (const char *)evbuffer_pullup(report,
-		    len) : "its process failed");
-		log_warnx("%s", cause.message);
-	} else
+	if (cause != NULL)
+		log_warnx("%s", cause->message);
+	else
 		log_debug("%s: disk of %s mounted", __func__, op->id);
 	while ((w = TAILQ_FIRST(&op->waiters)) != NULL) {
 		TAILQ_REMOVE(&op->waiters, w, entry);
-		w->cb(status != 0 ? &cause : NULL, w->arg);
+		w->cb(cause, w->arg);
 		free(w);
 	}
-	cause_clear(&cause);
 	disk_op_free(op);
 }
 

@@ -85,6 +85,13 @@ void		 layer_hold_release(struct layer_hold *);
 int		 layer_stack_whole(const char *, struct layer_stack *);
 void		 layer_recover(const char *);
 
+/* Where a sandbox's root file system lies (nsexec_root): sandbox.c. */
+struct sandbox_root {
+	char		 *dir;		/* under the state directory, or NULL */
+	char		**lower;	/* the image's layers, or none: a copy */
+	size_t		  nlower;
+};
+
 /* zygote.c */
 struct session;
 LIST_HEAD(sessions, session);
@@ -99,11 +106,7 @@ struct rt_sandbox {		/* what this process knows of a sandbox */
 	size_t			 ncgroup;
 	char			*freezer;	/* its freezer group */
 	char			*tenant;	/* whose it is */
-	char			*root;		/* its root's directory on its
-						   disk, or NULL (nsexec.c) */
-	char			**root_lower;	/* the image's layers, or
-						   none */
-	size_t			 nroot_lower;
+	struct sandbox_root	 root;		/* its root file system */
 	/* its zygote: zygote.c's */
 	struct job		*zjob;
 	pid_t			 zpid;		/* the container pid it is in */
@@ -348,8 +351,7 @@ int		 files_snapshot_find(struct layer_stack *, const char *,
 		     struct layer_entry *, struct cause *);
 char		*files_read_text(int, const struct stat *, size_t,
 		     const char *, size_t *, struct cause *);
-struct cJSON	*files_report(struct cJSON *, struct cause *);
-struct cJSON	*files_unreport(struct cJSON *, struct cause *);
+void		 files_helper_cause(struct cause *, const struct cause *);
 void		 files_op(struct files_op *, files_cb, void *);
 
 /* audit.c */
@@ -388,6 +390,9 @@ typedef void (*sandbox_lost_fn)(const char *, const char *, const char *,
 void		 sandbox_recover(void (*)(const char *));
 void		 sandbox_watch(sandbox_lost_fn);
 void		 sandbox_set_endpoint(const char *, int);
+int		 sandbox_root_of(const char *, struct cJSON *,
+		     struct sandbox_root *, char **);
+void		 sandbox_root_free(struct sandbox_root *);
 
 /* workspace.c */
 struct workspace_list;

@@ -75,7 +75,6 @@
 #include <zstd.h>
 
 #include <cjson/cJSON.h>
-#include <event2/buffer.h>
 
 #include "engine.h"
 #include "sandbox-mcp.h"
@@ -1893,12 +1892,13 @@ export_child(void *arg, int fd)
 	x.made = -1;
 	named[0] = '\0';
 	if ((dfd = export_open_dest(a, &x, &leaf, &msg)) == -1) {
-		r = job_report_error(fd, "invalid", msg) == 0 ? 0 : 1;
+		r = job_fail(fd, CAUSE_INVALID, "dest", a->dest, "%s", msg);
 		free(msg);
 		return (r);
 	}
 	if ((ls = export_snapshot(a->sandbox, &hold, &msg)) == NULL) {
-		job_report_error(fd, "error", msg);
+		job_fail(fd, CAUSE_FAILED, "sandbox_id", a->sandbox, "export"
+		    " to %s: %s", a->dest, msg);
 		free(msg);
 		close(dfd);
 		return (1);
@@ -2007,28 +2007,19 @@ export_child(void *arg, int fd)
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		cJSON_AddNumberToObject(rep, "peak_rss_kib",
 		    (double)ru.ru_maxrss);
-	msg = util_json_print(rep);
+	r = job_answer(fd, rep, NULL);
 	cJSON_Delete(rep);
-	r = job_write_all(fd, msg, strlen(msg)) == 0 ? 0 : 1;
-	free(msg);
-	msg = NULL;
 	goto out;
 
 fail:
 	if (x.over != NULL) {
 		/* A limit passed: the caller's to raise. */
-		rep = cJSON_CreateObject();
-		cJSON_AddStringToObject(rep, "limit", msg);
-		cJSON_AddStringToObject(rep, "argument", x.over);
 		snprintf(num, sizeof num, "%llu", strcmp(x.over,
 		    "max_bytes") == 0 ? x.max_bytes : x.max_entries);
-		cJSON_AddStringToObject(rep, "value", num);
-		free(msg);
-		msg = util_json_print(rep);
-		cJSON_Delete(rep);
-		job_write_all(fd, msg, strlen(msg));
+		job_fail(fd, CAUSE_INVALID, x.over, num, "%s", msg);
 	} else
-		job_report_error(fd, "error", msg != NULL ? msg :
+		job_fail(fd, CAUSE_FAILED, "sandbox_id", a->sandbox, "export"
+		    " to %s: %s", a->dest, msg != NULL ? msg :
 		    "the export failed");
 	free(msg);
 	if (*named != '\0')
@@ -2084,56 +2075,32 @@ export_free(struct export *e)
 }
 
 static void
-export_done(int status, struct evbuffer *report, void *arg)
+export_done(cJSON *result, const struct cause *cause, void *arg)
 {
 	struct export	*e = arg;
-	struct cause	 cause = { 0 };
-	size_t		 len = evbuffer_get_length(report);
-	cJSON		*rep, *v, *ev, *what, *value;
+	cJSON		*ev;
 	double		 rss;
 
-	rep = len > 0 ? cJSON_ParseWithLength((const char *)evbuffer_pullup(
-	    report, len), len) : NULL;
-	if (!cJSON_IsObject(rep))
-		cause_set(&cause, CAUSE_FAILED, "sandbox_id", e->args.sandbox,
-		    "the exporting process ended without a report (it may"
-		    " have run out of the memory its sandbox's helpers may"
-		    " use)");
-	else if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "invalid")))
-		cause_set(&cause, CAUSE_INVALID, "dest", e->args.dest, "%s",
-		    v->valuestring);
-	else if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "limit")) &&
-	    cJSON_IsString(what = cJSON_GetObjectItem(rep, "argument")) &&
-	    cJSON_IsString(value = cJSON_GetObjectItem(rep, "value")))
-		cause_set(&cause, CAUSE_INVALID, what->valuestring,
-		    value->valuestring, "%s", v->valuestring);
-	else if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "error")) ||
-	    !cJSON_IsNumber(cJSON_GetObjectItem(rep, "manifest_version")))
-		cause_set(&cause, CAUSE_FAILED, "sandbox_id", e->args.sandbox,
-		    "export to %s: %s", e->args.dest, cJSON_IsString(v) ?
-		    v->valuestring : "the export's report is malformed");
-	if (cause.kind != CAUSE_NONE) {
+	if (cause != NULL) {
 		log_warnx("sandbox %s: export to %s: %s", e->args.sandbox,
-		    e->args.dest, cause.message);
-		e->cb(NULL, &cause, e->arg);
-		cause_clear(&cause);
+		    e->args.dest, cause->message);
+		e->cb(NULL, cause, e->arg);
 	} else {
 		/* The child's peak memory is the operator's, not the caller's. */
-		rss = cJSON_GetNumberValue(cJSON_GetObjectItem(rep,
+		rss = cJSON_GetNumberValue(cJSON_GetObjectItem(result,
 		    "peak_rss_kib"));
-		cJSON_DeleteItemFromObject(rep, "peak_rss_kib");
-		ev = cJSON_Duplicate(rep, 1);
+		cJSON_DeleteItemFromObject(result, "peak_rss_kib");
+		ev = cJSON_Duplicate(result, 1);
 		cJSON_AddStringToObject(ev, "dest", e->args.dest);
 		telemetry_event(e->args.sandbox, NULL, NULL,
 		    "export.completed", ev);
 		log_info("sandbox %s: exported to %s (%s, %.0f bytes; the"
 		    " child's peak RSS %.0f KiB)", e->args.sandbox,
 		    e->args.dest, export_formats[e->args.format],
-		    cJSON_GetNumberValue(cJSON_GetObjectItem(rep,
+		    cJSON_GetNumberValue(cJSON_GetObjectItem(result,
 		    "bytes_written")), rss == rss ? rss : -1);
-		e->cb(rep, NULL, e->arg);
+		e->cb(result, NULL, e->arg);
 	}
-	cJSON_Delete(rep);
 	export_free(e);
 }
 

@@ -44,8 +44,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-
 #include <cjson/cJSON.h>
 
 #include "engine.h"
@@ -1136,55 +1134,25 @@ files_op_heavy(struct files_op *op)
 	return (st.st_size > FILES_INLINE_MAX);
 }
 
-/* Turn an outcome into a child report or back. */
-cJSON *
-files_report(cJSON *result, struct cause *err)
-{
-	cJSON	*rep;
-
-	rep = cJSON_CreateObject();
-	if (result != NULL) {
-		cJSON_AddItemToObject(rep, "result", result);
-		return (rep);
-	}
-	cJSON_AddItemToObject(rep, "error", cause_json(err));
-	cause_clear(err);
-	return (rep);
-}
-
 /*
- * A child's report (consumed): its result, or NULL with err. A helper
- * may report only the kinds its work can meet: anything else it names
- * is operation_failed.
+ * The cause a file helper answered with, as the caller gives it: a helper
+ * may meet only invalid_request, not_found and conflict in its work;
+ * anything else is operation_failed.
  */
-cJSON *
-files_unreport(cJSON *rep, struct cause *err)
+void
+files_helper_cause(struct cause *dst, const struct cause *src)
 {
-	cJSON	*r, *e, *v;
-
-	if ((r = cJSON_DetachItemFromObject(rep, "result")) != NULL) {
-		cJSON_Delete(rep);
-		return (r);
-	}
-	e = cJSON_GetObjectItem(rep, "error");
-	v = cJSON_GetObjectItem(e, "kind");
-	if (!cJSON_IsString(v) || cause_from_json(err, e) != 0) {
-		cJSON_Delete(rep);
-		return (files_fail(err, CAUSE_INTERNAL, NULL, "the file"
-		    " operation's process ended without a report"));
-	}
-	if (err->kind != CAUSE_INVALID && err->kind != CAUSE_NOT_FOUND &&
-	    err->kind != CAUSE_CONFLICT)
-		err->kind = CAUSE_FAILED;
-	cJSON_Delete(rep);
-	return (NULL);
+	cause_copy(dst, src);
+	if (dst->kind != CAUSE_INVALID && dst->kind != CAUSE_NOT_FOUND &&
+	    dst->kind != CAUSE_CONFLICT)
+		dst->kind = CAUSE_FAILED;
 }
 
 static int
 files_child(void *arg, int fd)
 {
 	struct files_op		*op = arg;
-	struct cause	 err;
+	struct cause		 err;
 	cJSON			*r;
 	char			*text;
 	int			 rc;
@@ -1196,21 +1164,15 @@ files_child(void *arg, int fd)
 		op->rootfd = 4;
 	memset(&err, 0, sizeof err);
 	if (confine_enter(NULL, 0, NULL, 0, &text) != 0) {
-		cause_set(&err, CAUSE_INTERNAL, NULL, NULL, "%s", text);
+		rc = job_fail(fd, CAUSE_INTERNAL, NULL, NULL, "%s", text);
 		free(text);
-		r = files_report(NULL, &err);
-		text = util_json_print(r);
-		cJSON_Delete(r);
-		rc = job_write_all(fd, text, strlen(text));
-		free(text);
-		return (1);
+		return (rc != 0 ? rc : 1);
 	}
-	r = files_report(files_op_run(op, &err), &err);
-	text = util_json_print(r);
+	r = files_op_run(op, &err);
+	rc = job_answer(fd, r, r == NULL ? &err : NULL);
 	cJSON_Delete(r);
-	rc = job_write_all(fd, text, strlen(text));
-	free(text);
-	return (rc == 0 ? 0 : 1);
+	cause_clear(&err);
+	return (rc);
 }
 
 struct files_job {
@@ -1220,20 +1182,19 @@ struct files_job {
 };
 
 static void
-files_child_done(int status, struct evbuffer *report, void *arg)
+files_child_done(cJSON *result, const struct cause *cause, void *arg)
 {
 	struct files_job	*fj = arg;
-	struct cause	 err;
-	cJSON			*r;
-
-	size_t			 len = evbuffer_get_length(report);
+	struct cause		 err;
 
 	if (fj->fd != -1)
 		close(fj->fd);
 	memset(&err, 0, sizeof err);
-	r = files_unreport(len != 0 ? cJSON_ParseWithLength((const char *)
-	    evbuffer_pullup(report, len), len) : NULL, &err);
-	fj->cb(r, &err, fj->arg);
+	if (cause != NULL) {
+		files_helper_cause(&err, cause);
+		fj->cb(NULL, &err, fj->arg);
+	} else
+		fj->cb(cJSON_Duplicate(result, 1), &err, fj->arg);
 	cause_clear(&err);
 	free(fj);
 }

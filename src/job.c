@@ -23,6 +23,11 @@
  * and its pipe has reached end of file; then the callback runs once,
  * from the loop. A failed fork goes down the same path.
  *
+ * A child answers once, with job_answer (a result or a cause), and
+ * job.c alone reads what it wrote: the callback gets the result or the
+ * cause; a child that ended without an answer, or wrote one too long or
+ * malformed, becomes an internal cause naming the job.
+ *
  * A helper job works on a sandbox's files: its child joins the sandbox's
  * helper control group first (cgroup.c), so what it costs is charged to
  * the sandbox and capped. Helpers are counted: at most helper-processes
@@ -40,6 +45,7 @@
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -79,11 +85,9 @@ struct job {
 	struct bufferevent	*bev;
 	struct evbuffer		*report;
 	struct event		*finish;
+	int			 cut;		/* the report was too long */
 	job_cb			 cb;
 	void			*arg;
-	void			(*line_cb)(const char *, void *);
-	void			*line_arg;
-	size_t			 line_seen;	/* report bytes scanned */
 	LIST_ENTRY(job)		 entry;
 	TAILQ_ENTRY(job)	 qentry;
 };
@@ -192,16 +196,82 @@ job_free(struct job *j)
 	free(j);
 }
 
+/*
+ * Read a child's answer: the result (in rep, which the caller frees) or
+ * the cause.
+ */
+static cJSON *
+job_decode(struct job *j, cJSON **rep, struct cause *cause)
+{
+	cJSON		*result, *c, *kind, *message, *details;
+	size_t		 len = evbuffer_get_length(j->report);
+	const char	*text, *end;
+	char		 how[64] = "";
+
+	*rep = NULL;
+	if (j->status == -1) {
+		cause_set(cause, CAUSE_INTERNAL, NULL, NULL, "cannot start the"
+		    " %s process", j->name);
+		return (NULL);
+	}
+	if (len > 0 && !j->cut) {
+		text = (const char *)evbuffer_pullup(j->report, len);
+		*rep = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+		/* One answer, nothing after it. */
+		if (*rep != NULL && !util_json_blank(end, text + len)) {
+			cJSON_Delete(*rep);
+			*rep = NULL;
+		}
+	}
+	result = cJSON_GetObjectItem(*rep, "result");
+	c = cJSON_GetObjectItem(*rep, "cause");
+	kind = cJSON_GetObjectItem(c, "kind");
+	message = cJSON_GetObjectItem(c, "message");
+	details = cJSON_GetObjectItem(c, "details");
+	if (cJSON_IsObject(*rep) && cJSON_GetArraySize(*rep) == 1 &&
+	    result != NULL)
+		return (result);
+	if (cJSON_IsObject(*rep) && cJSON_GetArraySize(*rep) == 1 &&
+	    cJSON_IsString(kind) && cJSON_IsString(message) &&
+	    (details == NULL || cJSON_IsObject(details))) {
+		cause_set_details(cause, cause_kind_parse(kind->valuestring),
+		    details != NULL ? cJSON_Duplicate(details, 1) : NULL, "%s",
+		    message->valuestring);
+		return (NULL);
+	}
+	if (j->flags & JOB_REAPED) {
+		if (WIFSIGNALED(j->status))
+			snprintf(how, sizeof how, " (killed by signal %d)",
+			    WTERMSIG(j->status));
+		else
+			snprintf(how, sizeof how, " (exit status %d)",
+			    WEXITSTATUS(j->status));
+	}
+	if (len == 0)
+		cause_set(cause, CAUSE_INTERNAL, NULL, NULL, "the %s process"
+		    " ended without an answer%s", j->name, how);
+	else
+		cause_set(cause, CAUSE_INTERNAL, NULL, NULL, "the %s process"
+		    " gave %s answer%s", j->name, j->cut ? "too long an" :
+		    "a malformed", how);
+	return (NULL);
+}
+
 static void
 job_finish_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct job	*j = arg;
+	struct cause	 cause = { 0 };
+	cJSON		*rep, *result;
 
 	log_trace(TRACE_JOB, "job %u %s done status=%d report=%zu", j->id,
 	    j->name, j->status, evbuffer_get_length(j->report));
 	if (!(j->flags & JOB_DETACHED)) {
 		j->flags |= JOB_DETACHED;
-		j->cb(j->status, j->report, j->arg);
+		result = job_decode(j, &rep, &cause);
+		j->cb(result, result != NULL ? NULL : &cause, j->arg);
+		cause_clear(&cause);
+		cJSON_Delete(rep);
 	}
 	if ((j->flags & (JOB_REAPED | JOB_EOF)) == (JOB_REAPED | JOB_EOF))
 		job_free(j);
@@ -232,31 +302,6 @@ job_early(struct job *j)
 	job_check(j);
 }
 
-/* Hand the complete lines the report has grown by to the line callback. */
-static void
-job_lines(struct job *j)
-{
-	size_t		 len = evbuffer_get_length(j->report), i, start;
-	const char	*p;
-	char		*line;
-
-	if (len == j->line_seen)
-		return;
-	p = (const char *)evbuffer_pullup(j->report, len);
-	start = j->line_seen;
-	for (i = j->line_seen; i < len; i++) {
-		if (p[i] != '\n')
-			continue;
-		line = xstrndup(p + start, i - start);
-		j->line_cb(line, j->line_arg);
-		free(line);
-		start = i + 1;
-		if (j->flags & JOB_DETACHED)
-			break;
-	}
-	j->line_seen = start;
-}
-
 static void
 job_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -264,15 +309,15 @@ job_read_cb(struct bufferevent *bev, void *arg)
 	struct evbuffer	*in = bufferevent_get_input(bev);
 	size_t		 len = evbuffer_get_length(in);
 
-	if (evbuffer_get_length(j->report) + len > JOB_REPORT_MAX) {
-		log_warnx("job %u %s: report longer than %d bytes, cut",
-		    j->id, j->name, JOB_REPORT_MAX);
+	if (j->cut || evbuffer_get_length(j->report) + len > JOB_REPORT_MAX) {
+		if (!j->cut)
+			log_warnx("job %u %s: report longer than %d bytes",
+			    j->id, j->name, JOB_REPORT_MAX);
+		j->cut = 1;
 		evbuffer_drain(in, len);
 		return;
 	}
 	evbuffer_remove_buffer(in, j->report, len);
-	if (j->line_cb != NULL)
-		job_lines(j);
 }
 
 static void
@@ -289,10 +334,10 @@ job_event_cb(struct bufferevent *bev, short what, void *arg)
 }
 
 /*
- * Run fn(fnarg, fd) in a child; what it writes to fd is the report, and
- * its return value the exit status. cb(status, report, arg) runs once
- * from the loop when the child is reaped and the report complete; status
- * is the wait(2) status, or -1 when fork failed.
+ * Run fn(fnarg, fd) in a child, which answers on fd (job_answer); its
+ * return value is the exit status. cb(result, NULL, arg) or cb(NULL,
+ * cause, arg) runs once from the loop when the child is reaped and the
+ * report complete; the result is valid during the call.
  */
 struct job *
 job_fork(const char *name, int (*fn)(void *, int), void *fnarg, job_cb cb,
@@ -641,23 +686,55 @@ job_cancel(struct job *j)
 }
 
 /*
- * A child's report that is one message under kind ({"error": ...}, say):
- * 0, or -1 when it could not be written.
+ * In a child: answer, once, with result (NULL: an empty object) or,
+ * when cause is not NULL, with the cause. 0, or 1 (an exit status) when
+ * it could not be written.
  */
 int
-job_report_error(int fd, const char *kind, const char *message)
+job_answer(int fd, cJSON *result, const struct cause *cause)
 {
-	cJSON	*rep;
+	cJSON	*o, *c;
 	char	*text;
 	int	 r;
 
-	rep = cJSON_CreateObject();
-	cJSON_AddStringToObject(rep, kind, message);
-	text = util_json_print(rep);
-	cJSON_Delete(rep);
+	o = cJSON_CreateObject();
+	if (cause != NULL) {
+		c = cJSON_AddObjectToObject(o, "cause");
+		cJSON_AddStringToObject(c, "kind",
+		    cause_kind_name(cause->kind));
+		cJSON_AddStringToObject(c, "message", cause->message);
+		if (cause->details != NULL)
+			cJSON_AddItemReferenceToObject(c, "details",
+			    cause->details);
+	} else if (result != NULL)
+		cJSON_AddItemReferenceToObject(o, "result", result);
+	else
+		cJSON_AddObjectToObject(o, "result");
+	text = util_json_print(o);
+	cJSON_Delete(o);
 	r = job_write_all(fd, text, strlen(text));
 	free(text);
-	return (r == 0 ? 0 : -1);
+	return (r == 0 ? 0 : 1);
+}
+
+/*
+ * In a child: answer with a cause of kind, its details {key: value} when
+ * key is not NULL. As job_answer.
+ */
+int
+job_fail(int fd, enum cause_kind kind, const char *key, const char *value,
+    const char *fmt, ...)
+{
+	struct cause	cause = { 0 };
+	va_list		ap;
+	int		r;
+
+	va_start(ap, fmt);
+	cause_vset(&cause, kind, key, value, fmt, ap);
+	va_end(ap);
+	r = job_answer(fd, NULL, &cause);
+	cause_clear(&cause);
+	return (r);
 }
 
 /* Write all of buf to a descriptor (children report this way). */
@@ -685,11 +762,3 @@ job_pid(struct job *j)
 	return (j->pid);
 }
 
-/* Call cb for each line of the report as it arrives (from the loop). */
-void
-job_on_line(struct job *j, void (*cb)(const char *, void *), void *arg)
-{
-	j->line_cb = cb;
-	j->line_arg = arg;
-	job_lines(j);
-}

@@ -1608,16 +1608,42 @@ nsexec_root(const struct nsexec_zygote *z, int mnt, char *err, size_t errlen)
 	int			 sub[NSEXEC_MOUNTS_MAX], host, root = -1;
 	mode_t			 modes[NSEXEC_MOUNTS_MAX];
 	int			 lower = -1, ov = -1, src, to, i, made = 0;
-	int			 rv = -1;
+	int			 rv = -1, lock;
 
 	for (i = 0; i < NSEXEC_MOUNTS_MAX; i++)
 		sub[i] = -1;
+	/*
+	 * One maker at a time (the create's child, zygotes of other
+	 * processes): under the lock of the root's directory, the mounts
+	 * are read again, and a root made meanwhile is left.
+	 */
+	if (fchdir(4) != 0 || (mkdir(z->root, 0700) != 0 && errno != EEXIST) ||
+	    (lock = open(z->root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "the sandbox's root: %s",
+		    strerror(errno));
+		return (-1);
+	}
+	while (flock(lock, LOCK_EX) != 0) {
+		if (errno != EINTR) {
+			snprintf(err, errlen, "locking the sandbox's root: %s",
+			    strerror(errno));
+			close(lock);
+			return (-1);
+		}
+	}
+	if (nsexec_container_mounts(z->container_pid, err, errlen) != 0 ||
+	    nsexec_root_made) {
+		close(lock);
+		return (nsexec_root_made ? 0 : -1);
+	}
 	if ((host = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC)) == -1 ||
 	    setns(mnt, CLONE_NEWNS) != 0) {
 		snprintf(err, errlen, "entering the container's mounts: %s",
 		    strerror(errno));
 		if (host != -1)
 			close(host);
+		close(lock);
 		return (-1);
 	}
 	/* Copies of the container's mounts, before the root covers them. */
@@ -1721,7 +1747,33 @@ out:
 	if (ov != -1)
 		close(ov);
 	close(host);
+	close(lock);
 	return (rv);
+}
+
+/*
+ * A job (a create's): make the sandbox's root before anything runs in
+ * its container. Keeps fd 4, the state directory.
+ */
+int
+nsexec_root_child(void *arg, int fd)
+{
+	const struct nsexec_zygote	*z = arg;
+	char				 path[64], err[512];
+	int				 mnt;
+
+	snprintf(path, sizeof path, "/proc/%ld/ns/mnt",
+	    (long)z->container_pid);
+	if ((mnt = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		job_fail(fd, CAUSE_FAILED, NULL, NULL, "the container's"
+		    " process is gone (%s)", strerror(errno));
+		return (1);
+	}
+	if (nsexec_root(z, mnt, err, sizeof err) != 0) {
+		job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", err);
+		return (1);
+	}
+	return (job_answer(fd, NULL, NULL));
 }
 
 /*

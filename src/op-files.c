@@ -27,8 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
-
 #include <cjson/cJSON.h>
 
 #include "engine.h"
@@ -352,22 +350,18 @@ op_file_read_exec(struct op_call *oc)
 
 /* A sessionless write or edit's child reported. */
 static void
-op_file_published(int status, struct evbuffer *report, void *arg)
+op_file_published(cJSON *rep, const struct cause *cause, void *arg)
 {
 	struct op_file	*of = arg;
 	struct op_call	*oc = of->oc;
 	struct cause	 c = { 0 };
-	size_t		 len = evbuffer_get_length(report);
-	cJSON		*rep, *r, *v, *attrs;
+	cJSON		*r, *v, *attrs;
 	const char	*fields[] = { "type", "path", "edits_applied",
 			    "replacements", "bytes_written" };
 	size_t		 i;
 
-	rep = len != 0 ? cJSON_ParseWithLength((const char *)
-	    evbuffer_pullup(report, len), len) : NULL;
-	if (cJSON_GetObjectItem(rep, "error") != NULL ||
-	    !cJSON_IsObject(rep)) {
-		files_unreport(rep, &c);
+	if (cause != NULL) {
+		files_helper_cause(&c, cause);
 		op_file_fail(of, &c);
 		cause_clear(&c);
 		return;
@@ -384,7 +378,6 @@ op_file_published(int status, struct evbuffer *report, void *arg)
 			    cJSON_Duplicate(v, 1));
 		op_file_fail(of, &c);
 		cause_clear(&c);
-		cJSON_Delete(rep);
 		return;
 	}
 	cJSON_AddStringToObject(rep, "path", of->op.path);
@@ -408,7 +401,6 @@ op_file_published(int status, struct evbuffer *report, void *arg)
 		squash_auto(of->sandbox, NULL, rep);
 	} else
 		cJSON_AddNullToObject(r, "layer_id");	/* the head's top layer */
-	cJSON_Delete(rep);
 	op_file_free(of);
 	op_call_done(oc, r);
 }

@@ -63,7 +63,6 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <event2/buffer.h>
 #include <openssl/evp.h>
 
 #include "engine.h"
@@ -905,17 +904,18 @@ publish_extra(cJSON *rep, cJSON *extra)
 	cJSON_Delete(extra);
 }
 
+/*
+ * The child's answer (taken over): a publish, nothing to publish or a
+ * rejection are each an outcome of the publish, its result.
+ */
 static int
 publish_report(int fd, cJSON *rep)
 {
-	char	*text;
-	int	 r;
+	int	r;
 
-	text = util_json_print(rep);
-	r = job_write_all(fd, text, strlen(text));
-	free(text);
+	r = job_answer(fd, rep, NULL);
 	cJSON_Delete(rep);
-	return (r == 0 ? 0 : 1);
+	return (r);
 }
 
 static int
@@ -1345,7 +1345,7 @@ publish_child(void *arg, int fd)
 static int
 publish_file_refuse(int fd, struct cause *err)
 {
-	return (publish_report(fd, files_report(NULL, err)));
+	return (job_answer(fd, NULL, err));
 }
 
 /* A sessionless write or edit, and its path as the head has it. */

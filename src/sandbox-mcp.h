@@ -313,10 +313,11 @@ struct nsexec_zygote {
 void		 nsexec_init(int, char **);
 char		*nsexec_argv(size_t *);
 int		 nsexec_zygote(void *, int);
+int		 nsexec_root_child(void *, int);
 
 /* job.c */
 struct job;
-typedef void (*job_cb)(int, struct evbuffer *, void *);
+typedef void (*job_cb)(struct cJSON *, const struct cause *, void *);
 struct job	*job_fork(const char *, int (*)(void *, int), void *, job_cb,
 		     void *);
 struct job	*job_fork_keep(const char *, int (*)(void *, int), void *,
@@ -331,12 +332,13 @@ int		 job_reap_pid(pid_t);
 void		 job_watch(pid_t, void (*)(int, void *), void *);
 void		 job_unwatch(pid_t);
 pid_t		 job_pid(struct job *);
-void		 job_on_line(struct job *, void (*)(const char *, void *),
-		     void *);
 void		 job_cancel(struct job *);
 void		 job_early(struct job *);
 int		 job_write_all(int, const void *, size_t);
-int		 job_report_error(int, const char *, const char *);
+int		 job_answer(int, struct cJSON *, const struct cause *);
+int		 job_fail(int, enum cause_kind, const char *, const char *,
+		     const char *, ...)
+		     __attribute__((__format__ (printf, 5, 6)));
 
 /* cgroup.c */
 int		 cgroup_write(const char *, const char *, const char *);

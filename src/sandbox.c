@@ -39,6 +39,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,6 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "engine.h"
@@ -74,6 +74,7 @@ enum sandbox_create_step {
 	SANDBOX_CREATE_BASE,
 	SANDBOX_CREATE_CONTAINERS,
 	SANDBOX_CREATE_START,
+	SANDBOX_CREATE_ROOTS,
 	SANDBOX_CREATE_ROLLBACK
 };
 
@@ -403,6 +404,195 @@ sandbox_create_finish(struct sandbox_create *sc)
 	sandbox_create_free(sc);
 }
 
+void
+sandbox_root_free(struct sandbox_root *root)
+{
+	size_t	i;
+
+	for (i = 0; i < root->nlower; i++)
+		free(root->lower[i]);
+	free(root->lower);
+	root->lower = NULL;
+	root->nlower = 0;
+	free(root->dir);
+	root->dir = NULL;
+}
+
+/*
+ * Where the sandbox's root file system comes from (nsexec_root): a
+ * container made with a read-only root gets one on the sandbox's disk,
+ * its lower layers the image's when Docker keeps them as overlay2
+ * directories, a copy of the container's root otherwise. A container
+ * made before roots were capped keeps its own writable root. c is the
+ * container's inspection.
+ */
+int
+sandbox_root_of(const char *id, cJSON *c, struct sandbox_root *root,
+    char **cause)
+{
+	cJSON	*gd, *lower;
+	char	*dirs, *dir, *next, *path;
+	size_t	 n = 0;
+
+	sandbox_root_free(root);
+	if (!cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(c,
+	    "HostConfig"), "ReadonlyRootfs")))
+		return (0);
+	if (!disk_mounted(id)) {
+		xasprintf(cause, "the container of sandbox %s has a read-only"
+		    " root and the sandbox no disk for its own", id);
+		return (-1);
+	}
+	path = state_where(STATE_SANDBOX, id, "root");
+	root->dir = xstrdup(path + strlen(cfg->state_dir) + 1);
+	free(path);
+	gd = cJSON_GetObjectItem(c, "GraphDriver");
+	lower = cJSON_GetObjectItem(cJSON_GetObjectItem(gd, "Data"),
+	    "LowerDir");
+	if (!cJSON_IsString(cJSON_GetObjectItem(gd, "Name")) ||
+	    strcmp(cJSON_GetObjectItem(gd, "Name")->valuestring,
+	    "overlay2") != 0 || !cJSON_IsString(lower))
+		return (0);
+	dirs = xstrdup(lower->valuestring);
+	for (dir = dirs; dir != NULL; dir = next) {
+		if ((next = strchr(dir, ':')) != NULL)
+			*next++ = '\0';
+		if (*dir != '/' || strstr(dir, "/../") != NULL) {
+			xasprintf(cause, "the Docker Engine gave an image layer"
+			    " of sandbox %s that is no absolute path: %.200s",
+			    id, dir);
+			free(dirs);
+			sandbox_root_free(root);
+			return (-1);
+		}
+		root->lower = xreallocarray(root->lower, n + 1,
+		    sizeof *root->lower);
+		root->lower[n++] = xstrdup(dir);
+	}
+	root->nlower = n;
+	free(dirs);
+	return (0);
+}
+
+/* A descriptor of the state directory, for the children that make roots. */
+static int
+sandbox_state_fd(void)
+{
+	static int	fd = -1;
+
+	if (fd == -1)
+		fd = open(cfg->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return (fd);
+}
+
+static void	sandbox_create_ready(struct sandbox_create *);
+
+/* One member's root is there, or could not be made. */
+static void
+sandbox_create_root_done(struct sandbox_member *mb)
+{
+	struct sandbox_create	*sc = mb->sc;
+
+	if (--sc->pending > 0)
+		return;
+	if (sc->cause.kind != CAUSE_NONE)
+		sandbox_create_rollback(sc);
+	else
+		sandbox_create_ready(sc);
+}
+
+static void
+sandbox_create_root_cb(cJSON *result, const struct cause *cause, void *arg)
+{
+	struct sandbox_member	*mb = arg;
+
+	if (cause != NULL)
+		sandbox_create_error(mb->sc, CAUSE_FAILED, "sandbox_id",
+		    mb->id, "cannot make the root file system of %s: %s",
+		    mb->id, cause->message);
+	sandbox_create_root_done(mb);
+}
+
+/* A member's container, inspected: its root, on its disk, in a child. */
+static void
+sandbox_create_root_inspect_cb(cJSON *reply, const char *error, int status,
+    void *arg)
+{
+	struct sandbox_member	*mb = arg;
+	struct sandbox_root	 root = { NULL, NULL, 0 };
+	struct nsexec_zygote	 z;
+	cJSON			*pid;
+	char			*cause = NULL;
+	int			 keep[1];
+
+	mb->dc = NULL;
+	pid = cJSON_GetObjectItem(cJSON_GetObjectItem(reply, "State"), "Pid");
+	if (error != NULL)
+		sandbox_create_error(mb->sc, CAUSE_FAILED, "sandbox_id", mb->id,
+		    "cannot inspect the container of %s: %s", mb->id, error);
+	else if (!cJSON_IsNumber(pid) || pid->valuedouble <= 0 ||
+	    pid->valuedouble > INT32_MAX)
+		sandbox_create_error(mb->sc, CAUSE_FAILED, "sandbox_id", mb->id,
+		    "the container of %s is not running", mb->id);
+	else if (sandbox_root_of(mb->id, reply, &root, &cause) != 0) {
+		sandbox_create_error(mb->sc, CAUSE_FAILED, "sandbox_id", mb->id,
+		    "%s", cause);
+		free(cause);
+	} else if (root.dir != NULL && (keep[0] = sandbox_state_fd()) == -1)
+		sandbox_create_error(mb->sc, CAUSE_INTERNAL, "sandbox_id",
+		    mb->id, "cannot open %s: %s", cfg->state_dir,
+		    strerror(errno));
+	else if (root.dir != NULL) {
+		/* The child has its copy of z once forked. */
+		memset(&z, 0, sizeof z);
+		z.container_pid = (pid_t)pid->valuedouble;
+		z.root = root.dir;
+		z.root_lower = root.lower;
+		z.nroot_lower = root.nlower;
+		job_fork_keep("sandbox-root", nsexec_root_child, &z, keep, 1,
+		    sandbox_create_root_cb, mb);
+		sandbox_root_free(&root);
+		return;
+	}
+	sandbox_root_free(&root);
+	sandbox_create_root_done(mb);
+}
+
+/*
+ * Every container is running and every disk mounted: each sandbox's
+ * root file system on its disk (nsexec_root), before anything runs in
+ * the container.
+ */
+static void
+sandbox_create_roots(struct sandbox_create *sc)
+{
+	struct sandbox_member	*mb;
+	char			*path;
+	int			 i;
+
+	if (sc->disk_pending > 0) {
+		sc->after_disks = sandbox_create_roots;
+		return;
+	}
+	if (sc->cause.kind != CAUSE_NONE) {	/* a disk could not be made */
+		sandbox_create_rollback(sc);
+		return;
+	}
+	if (cfg->profile.disk <= 0) {
+		sandbox_create_ready(sc);
+		return;
+	}
+	sc->step = SANDBOX_CREATE_ROOTS;
+	sc->pending = sc->count;
+	for (i = 0; i < sc->count; i++) {
+		mb = &sc->m[i];
+		xasprintf(&path, "/containers/%s/json", mb->container_id);
+		mb->dc = docker_call("GET", path, "container_inspect", NULL,
+		    sc->span, sandbox_create_root_inspect_cb, mb);
+		free(path);
+	}
+}
+
 /* Every container is running: the records become ready. */
 static void
 sandbox_create_ready(struct sandbox_create *sc)
@@ -454,7 +644,7 @@ sandbox_create_start_cb(cJSON *reply, const char *error, int status,
 	if (sc->cause.kind != CAUSE_NONE)
 		sandbox_create_rollback(sc);
 	else
-		sandbox_create_ready(sc);
+		sandbox_create_roots(sc);
 }
 
 /* Start every container at once. */

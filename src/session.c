@@ -72,7 +72,6 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "engine.h"
@@ -1331,23 +1330,18 @@ session_publish_refuse(struct session_publish *sp, const char *class,
 }
 
 static void
-session_publish_done(int status, struct evbuffer *report, void *arg)
+session_publish_done(cJSON *result, const struct cause *cause, void *arg)
 {
 	struct session_publish	*sp = arg;
 	cJSON			*rep;
-	size_t			 len = evbuffer_get_length(report);
 
-	rep = len != 0 ? cJSON_ParseWithLength((const char *)
-	    evbuffer_pullup(report, len), len) : NULL;
-	if (!cJSON_IsObject(rep)) {
-		cJSON_Delete(rep);
+	if (cause != NULL) {
 		rep = cJSON_CreateObject();
 		cJSON_AddStringToObject(rep, "reject_class", "storage_error");
-		cJSON_AddStringToObject(rep, "message", "the publishing"
-		    " process ended without a report (it may have run out of"
-		    " the memory or time its sandbox's helpers may use)");
+		cJSON_AddStringToObject(rep, "message", cause->message);
 		cJSON_AddObjectToObject(rep, "details");
-	}
+	} else
+		rep = cJSON_Duplicate(result, 1);
 	session_publish_end(sp, rep);
 }
 
@@ -1506,6 +1500,7 @@ session_size_child(void *arg, int fd)
 	struct session_size	*z = arg;
 	const char		*rw[1];
 	char			*dir, *cause = NULL;
+	cJSON			*res;
 	int			 r;
 
 	dir = state_where(STATE_SANDBOX, z->sandbox, NULL);
@@ -1513,27 +1508,30 @@ session_size_child(void *arg, int fd)
 	r = confine_enter(rw, 1, NULL, 0, &cause);
 	free(dir);
 	if (r != 0) {
-		log_warnx("session size: %s", cause);
-		return (1);
+		r = job_fail(fd, CAUSE_INTERNAL, NULL, NULL, "%s", cause);
+		free(cause);
+		return (r != 0 ? r : 1);
 	}
-	dprintf(fd, "%llu\n", tree_size(z->upper));
-	return (0);
+	res = cJSON_CreateObject();
+	cJSON_AddNumberToObject(res, "bytes", (double)tree_size(z->upper));
+	r = job_answer(fd, res, NULL);
+	cJSON_Delete(res);
+	return (r);
 }
 
 static void
-session_size_done(int status, struct evbuffer *report, void *arg)
+session_size_done(cJSON *result, const struct cause *cause, void *arg)
 {
 	struct session_size	*z = arg;
-	size_t			 len = evbuffer_get_length(report);
-	char			*text;
 	unsigned long long	 bytes = 0;
+	double			 v;
 
-	if (len != 0) {
-		text = xstrndup((const char *)evbuffer_pullup(report, len),
-		    len);
-		bytes = strtoull(text, NULL, 10);
-		free(text);
-	}
+	v = cJSON_GetNumberValue(cJSON_GetObjectItem(result, "bytes"));
+	if (cause != NULL)
+		log_warnx("session %s: its size: %s", z->s->id,
+		    cause->message);
+	else if (v >= 0)	/* not NaN */
+		bytes = (unsigned long long)v;
 	z->s->publishing = 0;
 	z->cb(z->s, bytes, z->arg);
 	free(z->sandbox);

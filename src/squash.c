@@ -64,7 +64,6 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <event2/buffer.h>
 #include <event2/event.h>
 #include <openssl/evp.h>
 
@@ -1002,21 +1001,21 @@ squash_child(void *arg, int fd)
 	free(path);
 	if (sq == -1 || flock(sq, LOCK_EX | LOCK_NB) != 0) {
 		if (sq != -1 && errno == EWOULDBLOCK)
-			return (job_report_error(fd, "conflict", "another"
-			    " squash of this sandbox's stack is running; try"
-			    " again when it is done") == 0 ? 0 : 1);
-		return (job_report_error(fd, "error", "cannot take the"
-		    " squash lock of the stack") == 0 ? 0 : 1);
+			return (job_fail(fd, CAUSE_CONFLICT, NULL, NULL,
+			    "another squash of this sandbox's stack is"
+			    " running; try again when it is done"));
+		return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "cannot take"
+		    " the squash lock of the stack"));
 	}
 	if (squash_leases_read(a->sandbox, &sl, &cause) != 0) {
 		squash_unlock(&sq);
-		job_report_error(fd, "error", cause);
+		job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", cause);
 		free(cause);
 		return (1);
 	}
 	if ((x.head = layer_stack_read(a->sandbox, &cause)) == NULL) {
 		squash_unlock(&sq);
-		job_report_error(fd, "error", cause);
+		job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", cause);
 		free(cause);
 		squash_leases_free(&sl);
 		return (1);
@@ -1034,7 +1033,7 @@ squash_child(void *arg, int fd)
 	ro[0] = x.head->paths[x.head->n - 1];
 	if (confine_enter(rw, 1, ro, 1, &cause) != 0) {
 		squash_unlock(&sq);
-		job_report_error(fd, "error", cause);
+		job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", cause);
 		free(cause);
 		free(dir);
 		goto out;
@@ -1050,7 +1049,7 @@ squash_child(void *arg, int fd)
 			xasprintf(&cause, "cannot open layer %s: %s",
 			    x.head->ids[i], strerror(errno));
 			squash_unlock(&sq);
-			job_report_error(fd, "error", cause);
+			job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", cause);
 			free(cause);
 			goto out;
 		}
@@ -1059,14 +1058,14 @@ squash_child(void *arg, int fd)
 		layer_new_id(x.head->version + 1, 'S', runs[i].id);
 		if (squash_build(&x, &runs[i]) != 0) {
 			squash_unlock(&sq);
-			job_report_error(fd, "error", x.error);
+			job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", x.error);
 			goto out;
 		}
 	}
 	version = x.head->version;
 	if (nruns > 0 && squash_commit(&x, runs, nruns, &version) != 0) {
 		squash_unlock(&sq);
-		job_report_error(fd, "error", x.error);
+		job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", x.error);
 		goto out;
 	}
 
@@ -1117,12 +1116,10 @@ squash_child(void *arg, int fd)
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		cJSON_AddNumberToObject(rep, "peak_rss_kib",
 		    (double)ru.ru_maxrss);
-	path = util_json_print(rep);
-	cJSON_Delete(rep);
 	/* The answer may come as soon as the report ends: the lock first. */
 	squash_unlock(&sq);
-	r = job_write_all(fd, path, strlen(path)) == 0 ? 0 : 1;
-	free(path);
+	r = job_answer(fd, rep, NULL);
+	cJSON_Delete(rep);
 out:
 	if (x.roots != NULL) {
 		for (i = 0; i < x.head->n; i++) {
@@ -1154,8 +1151,8 @@ squash_gc_child(void *arg, int fd)
 	struct layer_stack	*head;
 	struct dirent		*de;
 	DIR			*d;
-	char			*dir, *path, *to, *cause = NULL, *text;
-	size_t			 i, k, len;
+	char			*dir, *path, *to, *cause = NULL;
+	size_t			 i, k;
 	cJSON			*rep, *reclaimed, *kept;
 	struct {
 		char		*name;
@@ -1165,10 +1162,10 @@ squash_gc_child(void *arg, int fd)
 	int			 lock, ldfd, lfd, keep, unread;
 
 	if ((lock = layer_lock(a->sandbox)) == -1)
-		return (job_report_error(fd, "error", "cannot take the"
-		    " stack's writer lock") == 0 ? 0 : 1);
+		return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "cannot take"
+		    " the stack's writer lock"));
 	if ((head = layer_stack_read(a->sandbox, &cause)) == NULL) {
-		job_report_error(fd, "error", cause);
+		job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", cause);
 		free(cause);
 		layer_unlock(lock);
 		return (1);
@@ -1239,12 +1236,9 @@ report:
 	layer_stack_free(head);
 	layer_unlock(lock);
 	squash_leases_free(&sl);
-	text = util_json_print(rep);
+	keep = job_answer(fd, rep, NULL);
 	cJSON_Delete(rep);
-	len = strlen(text);
-	i = job_write_all(fd, text, len) == 0;
-	free(text);
-	return (i ? 0 : 1);
+	return (keep);
 }
 
 /* ---- the server's side ---- */
@@ -1321,24 +1315,6 @@ squash_sb_done(struct squash_sb *ssb)
 	free(ssb);
 }
 
-/* A child's report, parsed (NULL when there is none). */
-static cJSON *
-squash_parse(struct evbuffer *report)
-{
-	size_t	 len = evbuffer_get_length(report);
-	cJSON	*rep;
-
-	if (len == 0)
-		return (NULL);
-	rep = cJSON_ParseWithLength((const char *)evbuffer_pullup(report,
-	    len), len);
-	if (!cJSON_IsObject(rep)) {
-		cJSON_Delete(rep);
-		return (NULL);
-	}
-	return (rep);
-}
-
 /*
  * The squash's answer, once its layers' fate is known. The caller then
  * lets the sandbox's entry go (squash_sb_done) when it is done with it.
@@ -1413,14 +1389,16 @@ squash_fail(struct squash *sq, enum cause_kind kind, const char *message)
 }
 
 static void
-squash_gc_done(int status, struct evbuffer *report, void *arg)
+squash_gc_done(cJSON *rep, const struct cause *cause, void *arg)
 {
 	struct squash_sb	*ssb = arg;
 	struct squash		*sq;
-	cJSON			*rep, *kept;
+	cJSON			*kept;
 
 	ssb->gc = NULL;
-	rep = squash_parse(report);
+	if (cause != NULL)
+		log_warnx("sandbox %s: reclaiming layers: %s", ssb->id,
+		    cause->message);
 	kept = cJSON_GetObjectItem(rep, "kept");
 	ssb->pending = rep == NULL || !cJSON_IsArray(kept) ||
 	    cJSON_GetArraySize(kept) > 0;
@@ -1430,7 +1408,6 @@ squash_gc_done(int status, struct evbuffer *report, void *arg)
 		ssb->gc_for = NULL;
 		squash_finish(sq, rep);
 	}
-	cJSON_Delete(rep);
 	if (ssb->gc_again) {
 		ssb->gc_again = 0;
 		squash_gc_start(ssb);
@@ -1457,31 +1434,22 @@ squash_gc_start(struct squash_sb *ssb)
 }
 
 static void
-squash_done(int status, struct evbuffer *report, void *arg)
+squash_done(cJSON *rep, const struct cause *cause, void *arg)
 {
 	struct squash		*sq = arg;
 	struct squash_sb	*ssb;
-	cJSON			*rep, *v;
 
-	if ((rep = squash_parse(report)) == NULL) {
-		squash_fail(sq, CAUSE_FAILED, "the squashing process ended"
-		    " without a report (it may have run out of the memory or"
-		    " time its sandbox's helpers may use)");
+	if (cause != NULL) {
+		squash_fail(sq, cause->kind == CAUSE_CONFLICT ? CAUSE_CONFLICT :
+		    CAUSE_FAILED, cause->message);
 		return;
 	}
-	if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "conflict"))) {
-		squash_fail(sq, CAUSE_CONFLICT, v->valuestring);
-		cJSON_Delete(rep);
+	if (!cJSON_IsNumber(cJSON_GetObjectItem(rep, "manifest_version"))) {
+		squash_fail(sq, CAUSE_FAILED, "the squash's report is"
+		    " malformed");
 		return;
 	}
-	if (cJSON_IsString(v = cJSON_GetObjectItem(rep, "error")) ||
-	    !cJSON_IsNumber(cJSON_GetObjectItem(rep, "manifest_version"))) {
-		squash_fail(sq, CAUSE_FAILED, cJSON_IsString(v) ?
-		    v->valuestring : "the squash's report is malformed");
-		cJSON_Delete(rep);
-		return;
-	}
-	sq->rep = rep;
+	sq->rep = cJSON_Duplicate(rep, 1);
 	if (cJSON_GetArraySize(cJSON_GetObjectItem(rep,
 	    "squashed_blocks")) == 0) {
 		ssb = sq->ssb;
@@ -1489,7 +1457,7 @@ squash_done(int status, struct evbuffer *report, void *arg)
 		squash_sb_done(ssb);
 		return;
 	}
-	/* Spares on the old stack go; then what is not held goes. */
+/* Spares on the old stack go; then what is not held goes. */
 	session_restack(sq->ssb->id);
 	squash_gc_quiet(sq->ssb);
 }

@@ -47,7 +47,6 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "engine.h"
@@ -412,16 +411,16 @@ tenantnet_wall_child(void *arg, int fd)
 	    / sizeof tenantnet_ip6tables[0]);
 	v6 = access("/proc/sys/net/ipv6", F_OK) == 0;
 	if (ipt == NULL || (v6 && ip6t == NULL)) {
-		job_report_error(fd, "error", "iptables is not installed"
-		    " (Debian package iptables): a tenant's network cannot be"
-		    " walled off from the host");
+		job_fail(fd, CAUSE_FAILED, NULL, NULL, "iptables is not"
+		    " installed (Debian package iptables): a tenant's network"
+		    " cannot be walled off from the host");
 		return (1);
 	}
 	if (w->remove) {
 		tenantnet_sweep(ipt);
 		if (v6)
 			tenantnet_sweep(ip6t);
-		return (0);
+		return (job_answer(fd, NULL, NULL));
 	}
 	/*
 	 * A bridge not in this network namespace (an Engine in another
@@ -429,13 +428,13 @@ tenantnet_wall_child(void *arg, int fd)
 	 */
 	snprintf(path, sizeof path, "/sys/class/net/%s", w->bridge);
 	if (access(path, F_OK) != 0 && errno == ENOENT)
-		return (0);
+		return (job_answer(fd, NULL, NULL));
 	if (tenantnet_wall_family(ipt, w->bridge, msg, sizeof msg) != 0) {
-		job_report_error(fd, "error", msg);
+		job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", msg);
 		return (1);
 	}
 	if (!v6)
-		return (0);
+		return (job_answer(fd, NULL, NULL));
 	snprintf(path, sizeof path, "/proc/sys/net/ipv6/conf/%s/disable_ipv6",
 	    w->bridge);
 	if ((sfd = open(path, O_WRONLY | O_CLOEXEC)) == -1 ||
@@ -444,33 +443,27 @@ tenantnet_wall_child(void *arg, int fd)
 		    " %s", w->bridge, strerror(errno));
 		if (sfd != -1)
 			close(sfd);
-		job_report_error(fd, "error", msg);
+		job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", msg);
 		return (1);
 	}
 	close(sfd);
 	if (tenantnet_wall_family(ip6t, w->bridge, msg, sizeof msg) != 0) {
-		job_report_error(fd, "error", msg);
+		job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", msg);
 		return (1);
 	}
-	return (0);
+	return (job_answer(fd, NULL, NULL));
 }
 
 static void
-tenantnet_wall_done(int status, struct evbuffer *report, void *arg)
+tenantnet_wall_done(cJSON *result, const struct cause *cause, void *arg)
 {
 	struct tenantnet_req	*r = arg;
 	struct tenantnet_walled	*w;
-	size_t			 len = evbuffer_get_length(report);
-	cJSON			*rep, *v;
 	char			*error = NULL;
 
-	if (status != 0) {
-		rep = len != 0 ? cJSON_ParseWithLength((const char *)
-		    evbuffer_pullup(report, len), len) : NULL;
-		v = cJSON_GetObjectItem(rep, "error");
+	if (cause != NULL) {
 		xasprintf(&error, "the network of tenant %s: %s", r->tenant,
-		    cJSON_IsString(v) ? v->valuestring : "iptables failed");
-		cJSON_Delete(rep);
+		    cause->message);
 		tenantnet_req_done(r, error);
 		free(error);
 		return;
@@ -707,10 +700,11 @@ tenantnet_rel_free(struct tenantnet_rel *rel)
 }
 
 static void
-tenantnet_unwall_done(int status, struct evbuffer *report, void *arg)
+tenantnet_unwall_done(cJSON *result, const struct cause *cause, void *arg)
 {
-	if (status != 0)
-		log_warnx("the rules of a removed tenant network stay");
+	if (cause != NULL)
+		log_warnx("the rules of a removed tenant network stay: %s",
+		    cause->message);
 }
 
 /* The rules of bridges that are gone go (a child sweeps the chain). */

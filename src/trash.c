@@ -30,13 +30,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
+#include <cjson/cJSON.h>
 #include <event2/event.h>
 
 #include "sandbox-mcp.h"
@@ -65,9 +66,34 @@ trash_orphan(const char *name)
 	    state_process_start(pid) != start);
 }
 
+/*
+ * Child side: what could not be removed, for the answer (the first
+ * TRASH_PROBLEMS_MAX of them, and how many).
+ */
+#define TRASH_PROBLEMS_MAX	32
+static cJSON	*trash_problems;
+static int	 trash_nproblems;
+
+static void
+trash_problem(const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*msg;
+
+	if (trash_problems == NULL)
+		trash_problems = cJSON_CreateArray();
+	if (trash_nproblems++ >= TRASH_PROBLEMS_MAX)
+		return;
+	va_start(ap, fmt);
+	xvasprintf(&msg, fmt, ap);
+	va_end(ap);
+	cJSON_AddItemToArray(trash_problems, cJSON_CreateString(msg));
+	free(msg);
+}
+
 /* Child side: remove every entry of a trash directory (or orphans). */
 static void
-trash_dir(const char *dir, int orphans, int fd)
+trash_dir(const char *dir, int orphans)
 {
 	struct dirent	*de;
 	DIR		*d;
@@ -82,7 +108,7 @@ trash_dir(const char *dir, int orphans, int fd)
 			continue;
 		xasprintf(&path, "%s/%s", dir, de->d_name);
 		if (tree_remove_path(path) != 0)
-			dprintf(fd, "cannot remove %s: %s\n", path,
+			trash_problem("cannot remove %s: %s", path,
 			    strerror(errno));
 		free(path);
 	}
@@ -91,12 +117,12 @@ trash_dir(const char *dir, int orphans, int fd)
 
 /* Child side: take down a sandbox's disk and directory (see disk.c). */
 static void
-trash_teardown(const char *id, int fd)
+trash_teardown(const char *id)
 {
 	char	*error = NULL;
 
 	if (disk_teardown(id, &error) != 0) {
-		dprintf(fd, "%s\n", error);
+		trash_problem("%s", error);
 		free(error);
 	}
 }
@@ -108,7 +134,7 @@ trash_teardown(const char *id, int fd)
  */
 static void
 trash_unpaired(const char *dir, const char *name, size_t slen,
-    const char *pair, const char *path, int fd)
+    const char *pair, const char *path)
 {
 	char	*other, *id;
 	size_t	 stem = strlen(name) - slen;
@@ -117,7 +143,7 @@ trash_unpaired(const char *dir, const char *name, size_t slen,
 	if (access(other, F_OK) != 0 && errno == ENOENT &&
 	    (path == NULL || unlink(path) == 0)) {
 		id = xstrndup(name, stem);
-		trash_teardown(id, fd);
+		trash_teardown(id);
 		free(id);
 	}
 	free(other);
@@ -133,7 +159,7 @@ trash_unpaired(const char *dir, const char *name, size_t slen,
  * that no one writes (records are written under the lock).
  */
 static void
-trash_leftover(const char *dir, const char *name, int fd)
+trash_leftover(const char *dir, const char *name)
 {
 	struct stat	 st;
 	char		*path, *other, *legacy, *id, *p;
@@ -152,7 +178,7 @@ trash_leftover(const char *dir, const char *name, int fd)
 		if (util_id_valid(name) && access(other, F_OK) != 0 &&
 		    errno == ENOENT && access(legacy, F_OK) != 0 &&
 		    errno == ENOENT)
-			trash_teardown(name, fd);
+			trash_teardown(name);
 		free(legacy);
 		free(other);
 		free(path);
@@ -163,21 +189,21 @@ trash_leftover(const char *dir, const char *name, int fd)
 		return;
 	}
 	if (len > 4 && strcmp(name + len - 4, ".img") == 0)
-		trash_unpaired(dir, name, 4, ".lock", NULL, fd);
+		trash_unpaired(dir, name, 4, ".lock", NULL);
 	else if (len > 5 && strcmp(name + len - 5, ".json") == 0)
-		trash_unpaired(dir, name, 5, ".lock", path, fd);
+		trash_unpaired(dir, name, 5, ".lock", path);
 	else if ((p = strstr(name, ".json.tmp-")) != NULL) {
 		id = xstrndup(name, p - name);
 		lock = state_lock(id);	/* none: the sandbox is gone */
 		if (unlink(path) != 0 && errno != ENOENT)
-			dprintf(fd, "cannot remove %s: %s\n", path,
+			trash_problem("cannot remove %s: %s", path,
 			    strerror(errno));
 		state_unlock(lock);
 		free(id);
 	} else if (st.st_mtime + 60 > time(NULL))
 		;	/* a create may be under way */
 	else if (len > 5 && strcmp(name + len - 5, ".lock") == 0)
-		trash_unpaired(dir, name, 5, ".json", path, fd);
+		trash_unpaired(dir, name, 5, ".json", path);
 	free(path);
 }
 
@@ -192,46 +218,64 @@ trash_child(void *arg, int fd)
 	struct dirent	*de;
 	DIR		*d;
 	char		*dir, *path;
+	cJSON		*rep;
+	int		 r;
 
 	dir = state_where(STATE_TRASH, NULL, NULL);
-	trash_dir(dir, 0, fd);
+	trash_dir(dir, 0);
 	free(dir);
 	dir = state_where(STATE_STAGING, NULL, NULL);
-	trash_dir(dir, 1, fd);
+	trash_dir(dir, 1);
 	free(dir);
 	dir = state_where(STATE_BASE_STAGING, NULL, NULL);
-	trash_dir(dir, 1, fd);
+	trash_dir(dir, 1);
 	free(dir);
 
 	dir = state_where(STATE_SANDBOXES, NULL, NULL);
-	if ((d = opendir(dir)) == NULL) {
-		free(dir);
-		return (0);
+	if ((d = opendir(dir)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			trash_leftover(dir, de->d_name);
+			if (!util_id_valid(de->d_name))
+				continue;
+			xasprintf(&path, "%s/%s/trash", dir, de->d_name);
+			trash_dir(path, 0);
+			free(path);
+		}
+		closedir(d);
 	}
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		trash_leftover(dir, de->d_name, fd);
-		if (!util_id_valid(de->d_name))
-			continue;
-		xasprintf(&path, "%s/%s/trash", dir, de->d_name);
-		trash_dir(path, 0, fd);
-		free(path);
-	}
-	closedir(d);
 	free(dir);
-	return (0);
+	rep = cJSON_CreateObject();
+	cJSON_AddItemToObject(rep, "problems", trash_problems != NULL ?
+	    trash_problems : cJSON_CreateArray());
+	cJSON_AddNumberToObject(rep, "count", trash_nproblems);
+	trash_problems = NULL;
+	r = job_answer(fd, rep, NULL);
+	cJSON_Delete(rep);
+	return (r);
 }
 
 static void
-trash_done(int status, struct evbuffer *report, void *arg)
+trash_done(cJSON *result, const struct cause *cause, void *arg)
 {
 	struct trash_waiter	*w;
-	size_t			 len = evbuffer_get_length(report);
+	cJSON			*p;
+	double			 n;
 
-	if (len != 0)
-		log_warnx("cleaning the state directory: %.*s", (int)len,
-		    (const char *)evbuffer_pullup(report, len));
+	n = cJSON_GetNumberValue(cJSON_GetObjectItem(result, "count"));
+	if (cause != NULL)
+		log_warnx("cleaning the state directory: %s", cause->message);
+	else if (n > 0) {
+		cJSON_ArrayForEach(p, cJSON_GetObjectItem(result, "problems")) {
+			if (cJSON_IsString(p))
+				log_warnx("cleaning the state directory: %s",
+				    p->valuestring);
+		}
+		if (n > TRASH_PROBLEMS_MAX)
+			log_warnx("cleaning the state directory: %.0f more"
+			    " problems", n - TRASH_PROBLEMS_MAX);
+	}
 	trash_running = 0;
 	while ((w = TAILQ_FIRST(&trash_now)) != NULL) {
 		TAILQ_REMOVE(&trash_now, w, entry);

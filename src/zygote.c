@@ -227,74 +227,6 @@ zygote_ids(size_t *n)
 }
 
 static void
-zygote_free_root(struct rt_sandbox *sb)
-{
-	size_t	i;
-
-	for (i = 0; i < sb->nroot_lower; i++)
-		free(sb->root_lower[i]);
-	free(sb->root_lower);
-	sb->root_lower = NULL;
-	sb->nroot_lower = 0;
-	free(sb->root);
-	sb->root = NULL;
-}
-
-/*
- * Where the sandbox's root file system comes from (nsexec_root): a
- * container made with a read-only root gets one on the sandbox's disk,
- * its lower layers the image's when Docker keeps them as overlay2
- * directories, a copy of the container's root otherwise. A container
- * made before roots were capped keeps its own writable root.
- */
-static int
-zygote_root(struct rt_sandbox *sb, cJSON *c, char **cause)
-{
-	cJSON	*gd, *lower;
-	char	*dirs, *dir, *next, *path;
-	size_t	 n = 0;
-
-	zygote_free_root(sb);
-	if (!cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(c,
-	    "HostConfig"), "ReadonlyRootfs")))
-		return (0);
-	if (!disk_mounted(sb->id)) {
-		xasprintf(cause, "the container of sandbox %s has a read-only"
-		    " root and the sandbox no disk for its own", sb->id);
-		return (-1);
-	}
-	path = state_where(STATE_SANDBOX, sb->id, "root");
-	sb->root = xstrdup(path + strlen(cfg->state_dir) + 1);
-	free(path);
-	gd = cJSON_GetObjectItem(c, "GraphDriver");
-	lower = cJSON_GetObjectItem(cJSON_GetObjectItem(gd, "Data"),
-	    "LowerDir");
-	if (!cJSON_IsString(cJSON_GetObjectItem(gd, "Name")) ||
-	    strcmp(cJSON_GetObjectItem(gd, "Name")->valuestring,
-	    "overlay2") != 0 || !cJSON_IsString(lower))
-		return (0);
-	dirs = xstrdup(lower->valuestring);
-	for (dir = dirs; dir != NULL; dir = next) {
-		if ((next = strchr(dir, ':')) != NULL)
-			*next++ = '\0';
-		if (*dir != '/' || strstr(dir, "/../") != NULL) {
-			xasprintf(cause, "the Docker Engine gave an image layer"
-			    " of sandbox %s that is no absolute path: %.200s",
-			    sb->id, dir);
-			free(dirs);
-			zygote_free_root(sb);
-			return (-1);
-		}
-		sb->root_lower = xreallocarray(sb->root_lower, n + 1,
-		    sizeof *sb->root_lower);
-		sb->root_lower[n++] = xstrdup(dir);
-	}
-	sb->nroot_lower = n;
-	free(dirs);
-	return (0);
-}
-
-static void
 zygote_inspect_cb(cJSON *result, const struct cause *why, void *arg)
 {
 	struct zygote_wait	*w = arg;
@@ -348,7 +280,8 @@ zygote_inspect_cb(cJSON *result, const struct cause *why, void *arg)
 	sb->pid_start = state_process_start(sb->pid);
 	free(sb->freezer);
 	sb->freezer = cgroup_freezer_of(sb->pid);
-	if (zygote_root(sb, c, &msg) != 0 || zygote_cgroups(sb, &msg) != 0) {
+	if (sandbox_root_of(sb->id, c, &sb->root, &msg) != 0 ||
+	    zygote_cgroups(sb, &msg) != 0) {
 		cause_set(&cause, CAUSE_FAILED, "sandbox_id", w->id, "%s", msg);
 		free(msg);
 		w->cb(NULL, &cause, w->arg);
@@ -542,12 +475,14 @@ zygote_read_cb(evutil_socket_t fd, short events, void *arg)
 	}
 }
 
+/* The zygote ended (it answers on its control socket, never here). */
 static void
-zygote_done(int status, struct evbuffer *report, void *arg)
+zygote_done(cJSON *result, const struct cause *cause, void *arg)
 {
 	struct rt_sandbox	*sb = arg;
 
-	log_trace(TRACE_JOB, "zygote of %s exited status=%d", sb->id, status);
+	log_trace(TRACE_JOB, "zygote of %s: %s", sb->id, cause != NULL ?
+	    cause->message : "ended");
 	zygote_lost(sb, "the sandbox's zygote ended");
 }
 
@@ -573,9 +508,9 @@ zygote_start(struct rt_sandbox *sb, char **cause)
 	z.cgroup_procs = sb->cgroups;
 	z.ncgroup = sb->ncgroup;
 	z.argv0 = nsexec_argv(&z.argv_len);
-	z.root = sb->root;
-	z.root_lower = sb->root_lower;
-	z.nroot_lower = sb->nroot_lower;
+	z.root = sb->root.dir;
+	z.root_lower = sb->root.lower;
+	z.nroot_lower = sb->root.nlower;
 	keep[0] = zygote_state_dir();
 	keep[1] = sv[1];
 	sb->zjob = job_fork_keep("zygote", nsexec_zygote, &z, keep, 2,

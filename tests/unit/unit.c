@@ -46,6 +46,7 @@ static const struct unit_case *unit_groups[] = {
 	unit_gitignore_cases,
 	unit_merge_cases,
 	unit_files_cases,
+	unit_job_cases,
 };
 
 static char	unit_state[] = "/tmp/sandbox-mcp-unit.XXXXXX";

@@ -40,6 +40,7 @@ extern const struct unit_case unit_transcript_cases[];
 extern const struct unit_case unit_gitignore_cases[];
 extern const struct unit_case unit_merge_cases[];
 extern const struct unit_case unit_files_cases[];
+extern const struct unit_case unit_job_cases[];
 
 void	unit_setup(void);
 
