@@ -468,35 +468,37 @@ command_detach(struct command *c)
 
 /* Publishing of the automatic session is done: the command is too. */
 static void
-command_published(struct session *s, cJSON *rep, void *arg)
+command_published(struct session *s, cJSON *result, const struct cause *cause,
+    void *arg)
 {
 	struct command	*c = arg;
-	cJSON		*v;
+	cJSON		*v, *details;
 
-	c->publish = cJSON_CreateObject();
-	if ((v = cJSON_GetObjectItem(rep, "reject_class")) != NULL) {
+	if (cause != NULL) {
+		c->publish = cJSON_CreateObject();
 		cJSON_AddTrueToObject(c->publish, "publish_rejected");
-		cJSON_AddStringToObject(c->publish, "publish_reject_class",
-		    v->valuestring);
-		v = cJSON_DetachItemFromObject(rep, "details");
+		cJSON_AddItemToObject(c->publish, "publish_reject_class",
+		    cJSON_Duplicate(cJSON_GetObjectItem(cause->details,
+		    "publish_reject_class"), 1));
+		details = cJSON_Duplicate(cJSON_GetObjectItem(cause->details,
+		    "publish_reject_details"), 1);
+		if (!cJSON_IsObject(details)) {
+			cJSON_Delete(details);
+			details = cJSON_CreateObject();
+		}
+		cJSON_AddStringToObject(details, "message", cause->message);
 		cJSON_AddItemToObject(c->publish, "publish_reject_details",
-		    v != NULL ? v : cJSON_CreateObject());
-		if ((v = cJSON_GetObjectItem(rep, "message")) != NULL)
-			cJSON_AddStringToObject(cJSON_GetObjectItem(
-			    c->publish, "publish_reject_details"), "message",
-			    v->valuestring);
-	} else if ((v = cJSON_GetObjectItem(rep, "layer_id")) != NULL) {
-		cJSON_AddItemToObject(c->publish, "publish",
-		    session_publish_fields(rep));
-		squash_auto(c->sandbox, c->sb->tenant, rep);
-	} else
-		cJSON_AddNullToObject(c->publish, "publish");
-	if ((v = cJSON_GetObjectItem(rep, "dropped")) != NULL &&
-	    cJSON_GetArraySize(v) > 0)
-		cJSON_AddItemToObject(c->publish, "publish_dropped",
-		    cJSON_Duplicate(v, 1));
-	session_end(s, cJSON_GetObjectItem(rep, "reject_class") != NULL ?
-	    "publish rejected" : "published");
+		    details);
+	} else {
+		c->publish = cJSON_CreateObject();
+		cJSON_AddItemToObject(c->publish, "publish", cJSON_Duplicate(
+		    cJSON_GetObjectItem(result, "publish"), 1));
+		if ((v = cJSON_GetObjectItem(result, "publish_dropped")) !=
+		    NULL)
+			cJSON_AddItemToObject(c->publish, "publish_dropped",
+			    cJSON_Duplicate(v, 1));
+	}
+	session_end(s, cause != NULL ? "publish rejected" : "published");
 	c->s = NULL;
 	c->state = COMMAND_DONE;
 	command_wake(c);

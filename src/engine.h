@@ -137,7 +137,8 @@ char		**zygote_forget(struct rt_sandbox *, const char *, size_t *);
 /* session.c */
 struct session_publish;
 typedef void (*session_cb)(struct session *, const struct cause *, void *);
-typedef void (*session_publish_cb)(struct session *, struct cJSON *, void *);
+typedef void (*session_publish_cb)(struct session *, struct cJSON *,
+		     const struct cause *, void *);
 enum session_state {
 	SESSION_STARTING,
 	SESSION_LIVE,
@@ -188,7 +189,6 @@ void		 session_upper_size(struct session *,
 		     void *);
 void		 session_publish(struct session *, const char *,
 		     session_publish_cb, void *);
-struct cJSON	*session_publish_fields(struct cJSON *);
 char		**session_forget(const char *, const char *, const char *,
 		     size_t *);
 void		 session_recover(const char *);
@@ -218,7 +218,6 @@ struct publish_args {
 	const char		*owner;
 	int			 copy;	/* copy files, never link them */
 };
-int		 publish_child(void *, int);
 struct publish_file_args {
 	const char		*sandbox;
 	const char		*path;		/* normalized, relative */
@@ -228,7 +227,15 @@ struct publish_file_args {
 	size_t			 len;
 	struct cJSON		*edits;
 };
-int		 publish_file_child(void *, int);
+typedef void (*publish_cb)(struct cJSON *, const struct cause *, void *);
+void		 publish_session(const struct publish_args *, const char *,
+		     const char *, publish_cb, void *);
+void		 publish_file(const struct publish_file_args *, const char *,
+		     struct tspan *, publish_cb, void *);
+void		 publish_on_layer(void (*)(const char *, const char *,
+		     struct cJSON *));
+void		 publish_rejection(struct cause *, const char *,
+		     const char *, const char *, const char *, struct cJSON *);
 
 /* squash.c: folding layers newest-wins, and the squash */
 #define FOLD_ENTRIES_MAX	1000000	/* names in one directory */

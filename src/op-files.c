@@ -348,59 +348,36 @@ op_file_read_exec(struct op_call *oc)
 	op_sandbox_runtime(oc, op_file_sb, of);
 }
 
-/* A sessionless write or edit's child reported. */
+/* A sessionless write or edit is published, or was refused. */
 static void
-op_file_published(cJSON *rep, const struct cause *cause, void *arg)
+op_file_published(cJSON *result, const struct cause *cause, void *arg)
 {
 	struct op_file	*of = arg;
 	struct op_call	*oc = of->oc;
-	struct cause	 c = { 0 };
-	cJSON		*r, *v, *attrs;
+	cJSON		*r, *v;
 	const char	*fields[] = { "type", "path", "edits_applied",
 			    "replacements", "bytes_written" };
 	size_t		 i;
 
 	if (cause != NULL) {
-		files_helper_cause(&c, cause);
-		op_file_fail(of, &c);
-		cause_clear(&c);
+		op_file_fail(of, cause);
 		return;
 	}
-	if ((v = cJSON_GetObjectItem(rep, "reject_class")) != NULL) {
-		r = cJSON_GetObjectItem(rep, "message");
-		cause_set(&c, CAUSE_FAILED, "path", of->op.path, "%s",
-		    cJSON_IsString(r) ? r->valuestring : "the publish was"
-		    " rejected");
-		cause_detail_item(&c, "publish_reject_class",
-		    cJSON_Duplicate(v, 1));
-		if ((v = cJSON_GetObjectItem(rep, "details")) != NULL)
-			cause_detail_item(&c, "publish_reject_details",
-			    cJSON_Duplicate(v, 1));
-		op_file_fail(of, &c);
-		cause_clear(&c);
-		return;
-	}
-	cJSON_AddStringToObject(rep, "path", of->op.path);
 	r = cJSON_CreateObject();
 	for (i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-		if ((v = cJSON_GetObjectItem(rep, fields[i])) != NULL)
+		if ((v = cJSON_GetObjectItem(result, fields[i])) != NULL)
 			cJSON_AddItemToObject(r, fields[i],
 			    cJSON_Duplicate(v, 1));
 	}
+	if (cJSON_GetObjectItem(r, "path") == NULL)
+		cJSON_AddStringToObject(r, "path", of->op.path);
 	cJSON_AddStringToObject(r, "owner", of->owner);
-	if ((v = cJSON_GetObjectItem(rep, "layer_id")) != NULL) {
-		cJSON_AddItemToObject(r, "layer_id", cJSON_Duplicate(v, 1));
-		attrs = cJSON_CreateObject();
-		cJSON_AddItemToObject(attrs, "layer_id", cJSON_Duplicate(v, 1));
-		cJSON_AddItemToObject(attrs, "manifest_version",
-		    cJSON_Duplicate(cJSON_GetObjectItem(rep,
-		    "manifest_version"), 1));
-		cJSON_AddStringToObject(attrs, "owner", of->owner);
-		telemetry_event(of->sandbox, NULL, op_call_span(oc),
-		    "layer.published", attrs);
-		squash_auto(of->sandbox, NULL, rep);
-	} else
-		cJSON_AddNullToObject(r, "layer_id");	/* the head's top layer */
+	/* Null: the head's top layer already held it. */
+	cJSON_AddItemToObject(r, "layer_id", cJSON_Duplicate(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(result, "publish"),
+	    "layer_id"), 1));
+	if (cJSON_GetObjectItem(r, "layer_id") == NULL)
+		cJSON_AddNullToObject(r, "layer_id");
 	op_file_free(of);
 	op_call_done(oc, r);
 }
@@ -431,8 +408,8 @@ op_file_change_sb(struct rt_sandbox *sb, const struct cause *cause,
 	of->pf.content = of->op.content;
 	of->pf.len = of->op.len;
 	of->pf.edits = of->op.edits;
-	job_early(job_helper("publish-file", of->sandbox, sb->tenant,
-	    publish_file_child, &of->pf, NULL, 0, op_file_published, of));
+	publish_file(&of->pf, sb->tenant, op_call_span(of->oc),
+	    op_file_published, of);
 }
 
 static void

@@ -39,7 +39,7 @@
 #define OP_YIELD_DEFAULT	1000
 #define OP_YIELD_MAX		600000
 
-/* The "publish" object of a result (session_publish_fields). */
+/* The "publish" object of a result (publish.c, publish_outcome). */
 #define OP_PUBLISH_SCHEMA						\
 	"{\"type\": [\"object\", \"null\"], \"properties\": {"		\
 	" \"layer_id\": {\"type\": \"string\"},"			\
@@ -446,35 +446,21 @@ op_rt_session(struct op_rt *rt, struct rt_sandbox *sb)
 }
 
 static void
-op_publish_workspace_session_done(struct session *s, cJSON *rep, void *arg)
+op_publish_workspace_session_done(struct session *s, cJSON *result,
+    const struct cause *cause, void *arg)
 {
 	struct op_rt	*rt = arg;
-	struct cause	 c = { 0 };
-	cJSON		*r, *p, *v;
+	cJSON		*r, *v;
 
-	if ((v = cJSON_GetObjectItem(rep, "reject_class")) != NULL) {
-		p = cJSON_GetObjectItem(rep, "message");
-		cause_set(&c, CAUSE_FAILED, "workspace_session_id",
-		    session_id(s), "%s", cJSON_IsString(p) ? p->valuestring :
-		    "the publish was rejected");
-		cause_detail(&c, "publish_reject_class", v->valuestring);
-		if ((p = cJSON_GetObjectItem(rep, "details")) != NULL)
-			cause_detail_item(&c, "publish_reject_details",
-			    cJSON_Duplicate(p, 1));
-		op_rt_done(NULL, &c, rt);
-		cause_clear(&c);
+	if (cause != NULL) {
+		op_rt_done(NULL, cause, rt);
 		return;
 	}
 	r = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, "workspace_session_id", session_id(s));
-	if (cJSON_GetObjectItem(rep, "layer_id") != NULL) {
-		cJSON_AddItemToObject(r, "publish", session_publish_fields(rep));
-		squash_auto(session_sandbox(s)->id, session_sandbox(s)->tenant,
-		    rep);
-	} else
-		cJSON_AddNullToObject(r, "publish");
-	if ((v = cJSON_GetObjectItem(rep, "dropped")) != NULL &&
-	    cJSON_GetArraySize(v) > 0)
+	cJSON_AddItemToObject(r, "publish", cJSON_Duplicate(
+	    cJSON_GetObjectItem(result, "publish"), 1));
+	if ((v = cJSON_GetObjectItem(result, "publish_dropped")) != NULL)
 		cJSON_AddItemToObject(r, "publish_dropped",
 		    cJSON_Duplicate(v, 1));
 	cJSON_AddTrueToObject(r, "destroyed");

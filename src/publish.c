@@ -24,9 +24,13 @@
  * staging, rename it into place and write the next manifest. All or
  * nothing: a rejection changes nothing.
  *
- * The child reports one JSON object: {"publish": null} when nothing
- * changed, {"layer_id", "manifest_version", "changed_paths", ...} after a
- * commit, or {"reject_class", "message", "details"}.
+ * The child answers (job_answer) with one JSON object: {"publish": null}
+ * when nothing changed, {"layer_id", "manifest_version", "changed_paths",
+ * ...} after a commit, or {"reject_class", "message", "details"}; a
+ * sessionless write answers a refusal of the file operation as a cause.
+ * The server's side (publish_session, publish_file) reads it once, in
+ * publish_outcome: the callers get a result or a cause, a layer
+ * published is told (layer.published, and squash.c's autosquash).
  *
  * The upper directory is the sandbox's: any name in it may be a symlink
  * swapped in a moment ago by a process racing us (the session's own are
@@ -1286,7 +1290,7 @@ publish_check_all(struct publish_ctx *x, int fd, void *arg, int *code)
 }
 
 /* The child: capture, validate, then check and commit on the head. */
-int
+static int
 publish_child(void *arg, int fd)
 {
 	struct publish_ctx	 x;
@@ -1485,7 +1489,7 @@ publish_file_prepare(struct publish_ctx *x, int fd, void *arg, int *code)
  * change is applied again to what it published, so that concurrent
  * writers never lose an update.
  */
-int
+static int
 publish_file_child(void *arg, int fd)
 {
 	struct publish_file_attempt	 fa;
@@ -1519,4 +1523,203 @@ publish_file_child(void *arg, int fd)
 		return (publish_reject(fd, "storage_error", msg, NULL));
 	}
 	return (publish_attempts(&x, fd, publish_file_prepare, &fa));
+}
+
+/* ---- the server's side ---- */
+
+/* Told of every layer published (squash.c's autosquash). */
+static void	(*publish_layer_fn)(const char *, const char *, cJSON *);
+
+struct publish_job {
+	char		*sandbox;
+	char		*tenant;
+	char		*owner;
+	char		*session;	/* named by a rejection, or NULL */
+	char		*path;		/* a sessionless write's */
+	struct tspan	*span;
+	int		 file;		/* a sessionless write or edit */
+	publish_cb	 cb;
+	void		*arg;
+};
+
+static void
+publish_job_free(struct publish_job *pj)
+{
+	free(pj->sandbox);
+	free(pj->tenant);
+	free(pj->owner);
+	free(pj->session);
+	free(pj->path);
+	free(pj);
+}
+
+/*
+ * Call fn(sandbox, tenant, report) after each layer published: the
+ * report says how deep the stack has grown.
+ */
+void
+publish_on_layer(void (*fn)(const char *, const char *, cJSON *))
+{
+	publish_layer_fn = fn;
+}
+
+/*
+ * A rejection, as a cause: operation_failed with the reject class and
+ * its details (taken over; NULL for none), and key: value first when
+ * key is not NULL.
+ */
+void
+publish_rejection(struct cause *cause, const char *key, const char *value,
+    const char *class, const char *message, cJSON *details)
+{
+	cause_set(cause, CAUSE_FAILED, key, value, "%s", message);
+	cause_detail(cause, "publish_reject_class", class);
+	cause_detail_item(cause, "publish_reject_details", details != NULL ?
+	    details : cJSON_CreateObject());
+}
+
+/*
+ * The outcome of a publish, from its child's report: the result
+ *
+ *	{"publish": {"layer_id", "manifest_version", "changed_paths"[,
+ *	 "changed_path_count"]} or null when nothing was published,
+ *	 "publish_dropped": [what was not published] when there is some,
+ *	 and a sessionless write's fields (type, path, edits_applied,
+ *	 replacements, bytes_written)}
+ *
+ * or a rejection (publish_rejection). A layer published is told
+ * (layer.published, and to the function publish_on_layer set: an
+ * autosquash may start).
+ */
+static cJSON *
+publish_outcome(struct publish_job *pj, cJSON *rep, struct cause *cause)
+{
+	static const char	*fields[] = { "type", "path", "edits_applied",
+	    "replacements", "bytes_written" };
+	cJSON			*result, *p, *v, *attrs;
+	size_t			 i;
+
+	if ((v = cJSON_GetObjectItem(rep, "reject_class")) != NULL) {
+		p = cJSON_GetObjectItem(rep, "message");
+		publish_rejection(cause, pj->session != NULL ?
+		    "workspace_session_id" : "path", pj->session != NULL ?
+		    pj->session : pj->path, cJSON_IsString(v) ? v->valuestring :
+		    "storage_error", cJSON_IsString(p) ? p->valuestring :
+		    "the publish was rejected", cJSON_Duplicate(
+		    cJSON_GetObjectItem(rep, "details"), 1));
+		return (NULL);
+	}
+	result = cJSON_CreateObject();
+	if ((v = cJSON_GetObjectItem(rep, "layer_id")) != NULL) {
+		p = cJSON_AddObjectToObject(result, "publish");
+		cJSON_AddItemToObject(p, "layer_id", cJSON_Duplicate(v, 1));
+		cJSON_AddItemToObject(p, "manifest_version", cJSON_Duplicate(
+		    cJSON_GetObjectItem(rep, "manifest_version"), 1));
+		cJSON_AddItemToObject(p, "changed_paths", cJSON_Duplicate(
+		    cJSON_GetObjectItem(rep, "changed_paths"), 1));
+		if ((v = cJSON_GetObjectItem(rep, "changed_path_count")) !=
+		    NULL)
+			cJSON_AddItemToObject(p, "changed_path_count",
+			    cJSON_Duplicate(v, 1));
+		attrs = cJSON_CreateObject();
+		if (pj->session != NULL)
+			cJSON_AddStringToObject(attrs, "workspace_session_id",
+			    pj->session);
+		cJSON_AddItemToObject(attrs, "layer_id", cJSON_Duplicate(
+		    cJSON_GetObjectItem(p, "layer_id"), 1));
+		cJSON_AddItemToObject(attrs, "manifest_version",
+		    cJSON_Duplicate(cJSON_GetObjectItem(p,
+		    "manifest_version"), 1));
+		cJSON_AddStringToObject(attrs, "owner", pj->owner);
+		telemetry_event(pj->sandbox, NULL, pj->span, "layer.published",
+		    attrs);
+		if (publish_layer_fn != NULL)
+			publish_layer_fn(pj->sandbox, pj->tenant, rep);
+	} else
+		cJSON_AddNullToObject(result, "publish");
+	if ((v = cJSON_GetObjectItem(rep, "dropped")) != NULL &&
+	    cJSON_GetArraySize(v) > 0)
+		cJSON_AddItemToObject(result, "publish_dropped",
+		    cJSON_Duplicate(v, 1));
+	for (i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+		if ((v = cJSON_GetObjectItem(rep, fields[i])) != NULL)
+			cJSON_AddItemToObject(result, fields[i],
+			    cJSON_Duplicate(v, 1));
+	}
+	return (result);
+}
+
+static void
+publish_job_done(cJSON *rep, const struct cause *why, void *arg)
+{
+	struct publish_job	*pj = arg;
+	struct cause		 cause = { 0 };
+	cJSON			*result = NULL;
+
+	if (why != NULL && pj->file)
+		files_helper_cause(&cause, why);	/* a refusal */
+	else if (why != NULL)
+		publish_rejection(&cause, pj->session != NULL ?
+		    "workspace_session_id" : "path", pj->session != NULL ?
+		    pj->session : pj->path, "storage_error", why->message,
+		    NULL);
+	else
+		result = publish_outcome(pj, rep, &cause);
+	pj->cb(result, result != NULL ? NULL : &cause, pj->arg);
+	cJSON_Delete(result);
+	cause_clear(&cause);
+	publish_job_free(pj);
+}
+
+static struct publish_job *
+publish_job_new(const char *sandbox, const char *tenant, const char *owner,
+    publish_cb cb, void *arg)
+{
+	struct publish_job	*pj;
+
+	pj = xcalloc(1, sizeof *pj);
+	pj->sandbox = xstrdup(sandbox);
+	pj->tenant = tenant != NULL ? xstrdup(tenant) : NULL;
+	pj->owner = xstrdup(owner);
+	pj->cb = cb;
+	pj->arg = arg;
+	return (pj);
+}
+
+/*
+ * Publish a session's changes (a, which stays valid until the callback,
+ * naming the session), in a helper of the sandbox's, answered as soon as
+ * the report is whole: cb(result, NULL, arg) or cb(NULL, cause, arg),
+ * the outcome of publish_outcome; a publishing process that ended
+ * without a report is a storage_error rejection.
+ */
+void
+publish_session(const struct publish_args *a, const char *session,
+    const char *tenant, publish_cb cb, void *arg)
+{
+	struct publish_job	*pj;
+
+	pj = publish_job_new(a->sandbox, tenant, a->owner, cb, arg);
+	pj->session = xstrdup(session);
+	job_early(job_helper("publish", a->sandbox, tenant, publish_child,
+	    (void *)a, NULL, 0, publish_job_done, pj));
+}
+
+/*
+ * A sessionless write or edit (f stays valid until the callback), as
+ * publish_session; a refusal of the file operation is its cause
+ * (files_helper_cause), a rejection names the path.
+ */
+void
+publish_file(const struct publish_file_args *f, const char *tenant,
+    struct tspan *span, publish_cb cb, void *arg)
+{
+	struct publish_job	*pj;
+
+	pj = publish_job_new(f->sandbox, tenant, f->owner, cb, arg);
+	pj->path = xstrdup(f->path);
+	pj->span = span;
+	pj->file = 1;
+	job_early(job_helper("publish-file", f->sandbox, tenant,
+	    publish_file_child, (void *)f, NULL, 0, publish_job_done, pj));
 }

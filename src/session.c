@@ -1249,64 +1249,40 @@ struct session_publish {
 	char			*owner;
 };
 
-/* The "publish" object of a result, from a committed publish's report. */
-cJSON *
-session_publish_fields(cJSON *rep)
-{
-	cJSON	*p, *v;
-
-	p = cJSON_CreateObject();
-	cJSON_AddItemToObject(p, "layer_id", cJSON_Duplicate(
-	    cJSON_GetObjectItem(rep, "layer_id"), 1));
-	cJSON_AddItemToObject(p, "manifest_version", cJSON_Duplicate(
-	    cJSON_GetObjectItem(rep, "manifest_version"), 1));
-	cJSON_AddItemToObject(p, "changed_paths", cJSON_Duplicate(
-	    cJSON_GetObjectItem(rep, "changed_paths"), 1));
-	if ((v = cJSON_GetObjectItem(rep, "changed_path_count")) != NULL)
-		cJSON_AddItemToObject(p, "changed_path_count",
-		    cJSON_Duplicate(v, 1));
-	return (p);
-}
-
-/* The end of a publish, or of its start: answer with rep (consumed). */
+/* The end of a publish, or of its start: answer with its outcome. */
 static void
-session_publish_end(struct session_publish *sp, cJSON *rep)
+session_publish_end(struct session_publish *sp, cJSON *result,
+    const struct cause *cause)
 {
 	struct session		*s = sp->s;
 	struct rt_sandbox	*sb = s->sb;
-	cJSON			*attrs, *v;
+	cJSON			*attrs, *details;
+	const char		*class;
 	int			 published;
 
 	if (s->cgroup != NULL && !s->automatic)
 		cgroup_freeze(s->cgroup, 0);
 	/* Rejected, a managed session goes on: writable again. */
-	if (!s->automatic && s->ctl != -1 &&
-	    cJSON_GetObjectItem(rep, "reject_class") != NULL) {
+	if (!s->automatic && s->ctl != -1 && cause != NULL)
 		session_send(s, NSEXEC_UNSEAL, NULL, 0, NULL, 0);
-	}
 	s->publishing = 0;
-	attrs = cJSON_CreateObject();
-	cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
-	if ((v = cJSON_GetObjectItem(rep, "layer_id")) != NULL) {
-		cJSON_AddItemToObject(attrs, "layer_id", cJSON_Duplicate(v, 1));
-		cJSON_AddItemToObject(attrs, "manifest_version", cJSON_Duplicate(
-		    cJSON_GetObjectItem(rep, "manifest_version"), 1));
-		telemetry_event(sb->id, NULL, NULL, "layer.published", attrs);
-	} else if ((v = cJSON_GetObjectItem(rep, "reject_class")) != NULL) {
-		cJSON_AddItemToObject(attrs, "reject_class",
-		    cJSON_Duplicate(v, 1));
+	if (cause != NULL) {
+		details = cause->details;
+		class = cJSON_GetStringValue(cJSON_GetObjectItem(details,
+		    "publish_reject_class"));
+		attrs = cJSON_CreateObject();
+		cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
+		cJSON_AddStringToObject(attrs, "reject_class", class != NULL ?
+		    class : "?");
 		telemetry_event(sb->id, NULL, NULL, "publish.rejected", attrs);
 		notice(sb->tenant, NOTICE_WARNING, "publish.rejected", sb->id,
 		    "the publish of workspace session %s was rejected (%s):"
-		    " %s", s->id, cJSON_IsString(v) ? v->valuestring : "?",
-		    cJSON_IsString(cJSON_GetObjectItem(rep, "message")) ?
-		    cJSON_GetObjectItem(rep, "message")->valuestring : "");
-	} else
-		cJSON_Delete(attrs);
-	published = cJSON_GetObjectItem(rep, "layer_id") != NULL ||
-	    s->automatic;
-	sp->cb(s, rep, sp->arg);
-	cJSON_Delete(rep);
+		    " %s", s->id, class != NULL ? class : "?",
+		    cause->message);
+	}
+	published = s->automatic || cJSON_IsObject(cJSON_GetObjectItem(
+	    result, "publish"));
+	sp->cb(s, result, cause, sp->arg);
 	free(sp->upper);
 	free(sp->owner);
 	free(sp);
@@ -1320,38 +1296,26 @@ static void
 session_publish_refuse(struct session_publish *sp, const char *class,
     const char *message)
 {
-	cJSON	*rep;
+	struct cause	cause = { 0 };
 
-	rep = cJSON_CreateObject();
-	cJSON_AddStringToObject(rep, "reject_class", class);
-	cJSON_AddStringToObject(rep, "message", message);
-	cJSON_AddObjectToObject(rep, "details");
-	session_publish_end(sp, rep);
+	publish_rejection(&cause, "workspace_session_id", sp->s->id, class,
+	    message, NULL);
+	session_publish_end(sp, NULL, &cause);
+	cause_clear(&cause);
 }
 
 static void
 session_publish_done(cJSON *result, const struct cause *cause, void *arg)
 {
-	struct session_publish	*sp = arg;
-	cJSON			*rep;
-
-	if (cause != NULL) {
-		rep = cJSON_CreateObject();
-		cJSON_AddStringToObject(rep, "reject_class", "storage_error");
-		cJSON_AddStringToObject(rep, "message", cause->message);
-		cJSON_AddObjectToObject(rep, "details");
-	} else
-		rep = cJSON_Duplicate(result, 1);
-	session_publish_end(sp, rep);
+	session_publish_end(arg, result, cause);
 }
 
 /* The session's processes are still: the publishing process may go. */
 static void
 session_publish_start(struct session_publish *sp)
 {
-	/* Answered as soon as the report is whole; the reap comes after. */
-	job_early(job_helper("publish", sp->s->sb->id, sp->s->sb->tenant,
-	    publish_child, &sp->a, NULL, 0, session_publish_done, sp));
+	publish_session(&sp->a, sp->s->id, sp->s->sb->tenant,
+	    session_publish_done, sp);
 }
 
 /* Wait for the session's freezer group to report every process frozen. */
@@ -1384,7 +1348,8 @@ session_freeze_cb(evutil_socket_t fd, short events, void *arg)
  * process (publish.c). The processes of a managed session are frozen
  * first and thawed once the publish is over, so the tree it captures
  * cannot change under it (an automatic session's are gone already).
- * cb(session, report) gets the report.
+ * cb(session, result, NULL, arg) or cb(session, NULL, cause, arg) gets
+ * the outcome (publish_session).
  */
 void
 session_publish(struct session *s, const char *owner,
@@ -1421,7 +1386,7 @@ session_publish(struct session *s, const char *owner,
 		cJSON_AddNullToObject(rep, "publish");
 		sb = s->sb;
 		automatic = s->automatic;
-		cb(s, rep, arg);
+		cb(s, rep, NULL, arg);
 		cJSON_Delete(rep);
 		if (automatic)
 			session_prepare(sb);

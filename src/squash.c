@@ -1619,6 +1619,7 @@ void
 squash_init(void)
 {
 	session_on_gone(squash_session_gone);
+	publish_on_layer(squash_auto);
 }
 
 /* A sandbox goes: what this process does to its stack is dropped. */
