@@ -476,6 +476,7 @@ forward_start(struct forward *f, const char *ip)
 		forward_error(f, CAUSE_FAILED, "cannot connect to the sandbox");
 		return;
 	}
+	util_tcp_nodelay(bufferevent_getfd(f->upstream));
 
 	out = bufferevent_get_output(f->upstream);
 	evbuffer_add_printf(out, "%s %s HTTP/1.1\r\n", req->method, f->target);

@@ -236,6 +236,7 @@ int		 util_id_valid_layer(const char *);
 void		 util_sha256(const void *, size_t, unsigned char[32]);
 int		 util_base64url(const unsigned char *, size_t, char *, size_t);
 int		 util_set_nonblock(int);
+int		 util_tcp_nodelay(int);
 int		 util_set_cloexec(int);
 char		*util_json_print(struct cJSON *);
 int		 util_mkdir_p(const char *, mode_t, char **);

@@ -2798,6 +2798,8 @@ transport_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		c->client = transport_http_client_get(name);
 		c->client->conns++;
 	}
+	if (util_tcp_nodelay(fd) != 0)
+		log_warn("http client %u: TCP_NODELAY", c->id);
 	c->bev = bufferevent_socket_new(ev_base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->bev == NULL)
 		fatalx("%s: bufferevent_socket_new", __func__);
