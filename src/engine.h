@@ -418,6 +418,7 @@ char		**workspace_hidden(const char *, const char *, size_t *);
 
 /* runtime.c */
 void		 runtime_init(void);
+int		 runtime_helpers_busy(struct cause *);
 void		 runtime_end(const char *);
 void		 runtime_lost(const char *, const char *, const char *,
 		     const char *);

@@ -277,11 +277,8 @@ op_file_busy(struct op_file *of)
 {
 	struct cause	cause = { 0 };
 
-	if (!job_helper_busy())
+	if (!runtime_helpers_busy(&cause))
 		return (0);
-	cause_set(&cause, CAUSE_BUSY, "limit", "helper-queue", "the server"
-	    " has too many file operations and publishes waiting (limit"
-	    " helper-queue); try again shortly");
 	op_file_fail(of, &cause);
 	cause_clear(&cause);
 	return (1);

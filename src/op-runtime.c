@@ -483,10 +483,7 @@ op_publish_workspace_session_sb(struct rt_sandbox *sb,
 	}
 	if ((s = op_rt_session(rt, sb)) == NULL)
 		return;
-	if (job_helper_busy()) {
-		cause_set(&c, CAUSE_BUSY, "limit", "helper-queue", "the server"
-		    " has too many publishes and file operations waiting"
-		    " (limit helper-queue); try again shortly");
+	if (runtime_helpers_busy(&c)) {
 		op_rt_done(NULL, &c, rt);
 		cause_clear(&c);
 		return;

@@ -110,6 +110,21 @@ runtime_sweep_cb(evutil_socket_t fd, short events, void *arg)
 	free(ids);
 }
 
+/*
+ * Whether the helpers' queue is full (limit helper-queue): then cause
+ * is server_busy, for the caller to answer before it queues any work.
+ */
+int
+runtime_helpers_busy(struct cause *cause)
+{
+	if (!job_helper_busy())
+		return (0);
+	cause_set(cause, CAUSE_BUSY, "limit", "helper-queue", "the server"
+	    " has too many publishes and file operations waiting (limit"
+	    " helper-queue); try again shortly");
+	return (1);
+}
+
 /* Start watching for sandboxes that other processes destroy. */
 void
 runtime_init(void)

@@ -6,7 +6,8 @@
 # surface.h, a surface never engine.h); engine files name no symbol of
 # the tool layer or the front ends (tool_, TOOL_ERR_, transport_, mcp_);
 # and the link graph of the built objects (nm: which file's symbols each
-# file uses) has no call up a floor and no cycle among engine files.
+# file uses) has no call up a floor and no cycle among engine files; the
+# door starts no child process (job.c) itself.
 
 import collections
 import os
@@ -126,6 +127,10 @@ def test():
             check(not (floors[n] == "surface" and floors[t] == "engine"),
                   "src/%s.c reaches the engine (%s in src/%s.c) without"
                   " the door" % (n, s, t))
+            # The door checks arguments and shapes results: the engine
+            # runs the children.
+            check(not (floors[n] == "door" and t == "job"),
+                  "src/%s.c (the door) runs a child itself: %s" % (n, s))
 
     # No cycle among engine files (Tarjan's strongly connected parts).
     engine = [n for n in sources if floors[n] == "engine"]
