@@ -135,6 +135,7 @@ static void	command_finish(struct command *);
 static void	command_wait_stdin_taken(struct command_wait *);
 static cJSON	*command_output(const char *, size_t);
 static void	command_wake(struct command *);
+static void	command_set_state(struct command *, enum command_state);
 static void	command_run(struct command *, long long, command_cb, void *,
 		    struct command_wait **);
 
@@ -456,6 +457,26 @@ command_gone(struct session_client *sc, const char *why)
 		command_lost(c, why);
 }
 
+/*
+ * The one place a command's state changes: starting, running, maybe
+ * finalizing (its automatic session publishing), done; a command never
+ * goes back.
+ */
+static void
+command_set_state(struct command *c, enum command_state state)
+{
+	static const char	*names[] = { "starting", "running",
+	    "finalizing", "done" };
+
+	if (state <= c->state || (state == COMMAND_FINALIZING &&
+	    c->state != COMMAND_RUNNING))
+		log_warnx("%s: command %s from %s to %s", __func__, c->id,
+		    names[c->state], names[state]);
+	else
+		log_trace(TRACE_JOB, "command %s %s", c->id, names[state]);
+	c->state = state;
+}
+
 /* The command no longer holds its session. */
 static void
 command_detach(struct command *c)
@@ -500,7 +521,7 @@ command_published(struct session *s, cJSON *result, const struct cause *cause,
 	}
 	session_end(s, cause != NULL ? "publish rejected" : "published");
 	c->s = NULL;
-	c->state = COMMAND_DONE;
+	command_set_state(c, COMMAND_DONE);
 	command_wake(c);
 	command_retain(c->sandbox);
 }
@@ -548,13 +569,13 @@ command_finish(struct command *c)
 	if (c->attached && session_automatic(s) && session_clients(s) == 1 &&
 	    !session_ended(s)) {
 		command_detach(c);
-		c->state = COMMAND_FINALIZING;
+		command_set_state(c, COMMAND_FINALIZING);
 		session_when_dead(s, command_finalize_dead, c);
 		return;
 	}
 	command_detach(c);
 	c->s = NULL;
-	c->state = COMMAND_DONE;
+	command_set_state(c, COMMAND_DONE);
 	command_wake(c);
 	command_retain(c->sandbox);
 }
@@ -868,7 +889,7 @@ command_run(struct command *c, long long yield_ms, command_cb cb,
 		close(out[0]);
 		goto fail_closed;
 	}
-	c->state = COMMAND_RUNNING;
+	command_set_state(c, COMMAND_RUNNING);
 	c->start_us = mono_us();
 	c->client.id = c->id;
 	c->client.message = command_message;
@@ -909,7 +930,7 @@ fail:
 		close(out[1]);
 	}
 fail_closed:
-	c->state = COMMAND_DONE;
+	command_set_state(c, COMMAND_DONE);
 	cause_set(&fail, CAUSE_INTERNAL, NULL, NULL, "%s", msg);
 	cb(NULL, &fail, arg);
 	cause_clear(&fail);
@@ -928,7 +949,7 @@ command_session_ready(struct session *s, const struct cause *cause,
 	struct command		*c = st->c;
 
 	if (s == NULL) {
-		c->state = COMMAND_DONE;
+		command_set_state(c, COMMAND_DONE);
 		st->cb(NULL, cause, st->arg);
 		command_free(c);
 		free(st);
@@ -994,7 +1015,7 @@ command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
 	c->sb = sb;
 	c->cmd = xstrdup(cmd);
 	c->timeout_ms = timeout_ms;
-	c->state = COMMAND_STARTING;
+	/* Starting (zero): command_set_state changes it. */
 	TAILQ_INIT(&c->waits);
 	TAILQ_INSERT_TAIL(&commands, c, entry);
 	if (s != NULL) {
