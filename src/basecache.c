@@ -29,11 +29,19 @@
  * by what was actually copied. A copy is built under .staging/ and
  * renamed into place, so a reader never sees half a tree; when two
  * creators race, the first rename wins and the other copy is dropped.
+ *
+ * A copy is made only when the file system of the state directory keeps
+ * what the create needs besides (its disks and the reserve), so a create
+ * refused for room copies nothing. A base no sandbox record names is
+ * removed by the trash (trash_bases); a create holds the cache's lock
+ * shared from the moment its base is picked until its record names it.
  */
 
 #include "config.h"
 
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/time.h>
 
 #include <dirent.h>
@@ -89,6 +97,8 @@ struct basecache_build {
 	char			*staging;
 	long long		 max_entries;
 	long long		 max_bytes;
+	long long		 need;		/* to stay free after a copy */
+	int			 lock;		/* the cache's, shared */
 	struct job		*job;
 	basecache_cb		 cb;
 	void			*arg;
@@ -467,6 +477,8 @@ basecache_child(void *arg, int fd)
 	size_t			 i, len;
 	int			 changed = 0, reused = 0;
 	struct stat		 st;
+	struct statvfs		 sv;
+	long long		 room;
 
 	memset(&w, 0, sizeof w);
 	w.src = b->src;
@@ -506,11 +518,33 @@ basecache_child(void *arg, int fd)
 			return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s",
 			    error));
 	}
+	/*
+	 * Shared on the descriptor the server keeps: the base picked
+	 * here stays until the server has a record naming it.
+	 */
+	while (flock(4, LOCK_SH) != 0) {
+		if (errno != EINTR)
+			return (job_fail(fd, CAUSE_INTERNAL, NULL, NULL,
+			    "cannot lock the base cache: %s",
+			    strerror(errno)));
+	}
 	basecache_root_hash(&w, hash);
 	dest = basecache_path(hash);
 	if (stat(dest, &st) == 0 && S_ISDIR(st.st_mode))
 		reused = 1;
-	else {
+	else if (fstatvfs(4, &sv) == 0 && (room =
+	    (long long)sv.f_bavail * (long long)sv.f_frsize) <
+	    (long long)w.bytes + b->need) {
+		/* Refused before a byte is copied: nothing to clean. */
+		free(dest);
+		return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "no room to"
+		    " copy the workspace: its %llu MiB and the %lld MiB that"
+		    " must stay free (the sandboxes' disks and the reserve,"
+		    " limit disk-reserve) are more than the %lld MiB free on"
+		    " the file system of the state directory; destroy"
+		    " sandboxes or free space", (w.bytes + (1 << 20) - 1) >>
+		    20, b->need >> 20, room >> 20));
+	} else {
 		if (basecache_copy(&w, b->staging, &changed, &error) != 0) {
 			tree_remove_path(b->staging);
 			return (job_fail(fd, CAUSE_FAILED, NULL, NULL,
@@ -553,6 +587,8 @@ basecache_free(struct basecache_build *b)
 	free(b->hidden);
 	free(b->src);
 	free(b->staging);
+	if (b->lock != -1)
+		close(b->lock);
 	free(b);
 }
 
@@ -563,21 +599,25 @@ basecache_done(cJSON *result, const struct cause *cause, void *arg)
 	struct cause		 c = { 0 };
 	cJSON			*v;
 
+	int			 hold;
+
 	b->job = NULL;
 	v = cJSON_GetObjectItem(result, "root_hash");
 	if (cause != NULL)
-		b->cb(NULL, cause, b->arg);
+		b->cb(NULL, -1, cause, b->arg);
 	else if (!cJSON_IsString(v)) {
 		cause_set(&c, CAUSE_INTERNAL, NULL, NULL, "the process that"
 		    " copies the workspace gave no root hash");
-		b->cb(NULL, &c, b->arg);
+		b->cb(NULL, -1, &c, b->arg);
 		cause_clear(&c);
 	} else {
 		log_debug("base %s for %s reused=%d entries=%.0f",
 		    v->valuestring, b->src, cJSON_IsTrue(cJSON_GetObjectItem(
 		    result, "reused")), cJSON_GetNumberValue(
 		    cJSON_GetObjectItem(result, "entries")));
-		b->cb(v->valuestring, NULL, b->arg);
+		hold = b->lock;		/* the caller's now */
+		b->lock = -1;
+		b->cb(v->valuestring, hold, NULL, b->arg);
 	}
 	basecache_free(b);
 }
@@ -585,17 +625,32 @@ basecache_done(cJSON *result, const struct cause *cause, void *arg)
 /*
  * Make sure the base for a workspace (a canonical directory) is in the
  * cache, without the nhidden paths of hidden (relative, taken over: the
- * roots of other tenants below it). cb(root_hash, NULL, arg) on success,
- * or cb(NULL, cause, arg), from the loop.
+ * roots of other tenants below it), leaving need bytes free besides a
+ * copy. cb(root_hash, hold, NULL, arg) on success, from the loop: hold
+ * keeps the base from the sweep of unused ones (trash.c) until the
+ * caller has a record naming it and closes it (state_unlock). Else
+ * cb(NULL, -1, cause, arg), or NULL at once with a cause.
  */
 struct basecache_build *
 basecache_ensure(const char *src, char **hidden, size_t nhidden,
-    basecache_cb cb, void *arg)
+    long long need, basecache_cb cb, void *arg, struct cause *cause)
 {
 	struct basecache_build	*b;
 	char			 rnd[9];
+	int			 lock;
+	size_t			 i;
 
+	if ((lock = state_bases_lock()) == -1) {
+		cause_set(cause, CAUSE_INTERNAL, NULL, NULL, "cannot open the"
+		    " lock of the base cache: %s", strerror(errno));
+		for (i = 0; i < nhidden; i++)
+			free(hidden[i]);
+		free(hidden);
+		return (NULL);
+	}
 	b = xcalloc(1, sizeof *b);
+	b->lock = lock;
+	b->need = need;
 	b->src = xstrdup(src);
 	b->hidden = hidden;
 	b->nhidden = nhidden;
@@ -606,7 +661,8 @@ basecache_ensure(const char *src, char **hidden, size_t nhidden,
 	util_random_hex(rnd, 8);
 	b->staging = state_where(STATE_BASE_STAGING, NULL, "%ld-%llu-%s",
 	    (long)getpid(), state_process_start(getpid()), rnd);
-	b->job = job_fork("basecache", basecache_child, b, basecache_done, b);
+	b->job = job_fork_keep("basecache", basecache_child, b, &b->lock, 1,
+	    basecache_done, b);
 	return (b);
 }
 

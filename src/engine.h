@@ -371,10 +371,11 @@ struct cJSON	*audit_blame(const char *, const char *, struct cause *);
 
 /* basecache.c */
 struct basecache_build;
-typedef void (*basecache_cb)(const char *, const struct cause *, void *);
+typedef void (*basecache_cb)(const char *, int, const struct cause *,
+		     void *);
 char		*basecache_path(const char *);
 struct basecache_build *basecache_ensure(const char *, char **, size_t,
-		     basecache_cb, void *);
+		     long long, basecache_cb, void *, struct cause *);
 void		 basecache_cancel(struct basecache_build *);
 
 /* sandbox.c */

@@ -285,6 +285,7 @@ int		 state_owner_is_self(struct cJSON *);
 int		 state_owner_alive(struct cJSON *);
 int		 state_lock(const char *);
 void		 state_unlock(int);
+int		 state_bases_lock(void);
 int		 state_record_gone(const char *);
 struct cJSON	*state_record_read(const char *);
 int		 state_record_write(const char *, struct cJSON *, char **);

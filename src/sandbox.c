@@ -921,13 +921,14 @@ sandbox_create_records(struct sandbox_create *sc)
 }
 
 static void
-sandbox_create_base_cb(const char *root_hash, const struct cause *cause,
-    void *arg)
+sandbox_create_base_cb(const char *root_hash, int hold,
+    const struct cause *cause, void *arg)
 {
 	struct sandbox_create	*sc = arg;
 
 	sc->base = NULL;
 	if (root_hash == NULL || sc->cancelled) {
+		state_unlock(hold);
 		if (cause != NULL)
 			sandbox_create_error(sc, cause->kind, "workspace_root",
 			    sc->workspace, "%s", cause->message);
@@ -937,6 +938,8 @@ sandbox_create_base_cb(const char *root_hash, const struct cause *cause,
 	sc->root_hash = xstrdup(root_hash);
 	telemetry_span_attr_str(sc->span, "root_hash", root_hash);
 	sandbox_create_records(sc);
+	/* The records name the base now (or are on their way out). */
+	state_unlock(hold);
 }
 
 static void
@@ -944,8 +947,10 @@ sandbox_create_image_cb(cJSON *reply, const char *error, int status,
     void *arg)
 {
 	struct sandbox_create	*sc = arg;
+	struct cause		  cause = { 0 };
 	char			**hidden;
 	size_t			  nhidden;
+	long long		  need;
 
 	if (sc->cancelled) {
 		sandbox_create_finish(sc);
@@ -968,10 +973,20 @@ sandbox_create_image_cb(cJSON *reply, const char *error, int status,
 	/* The tenant's network meanwhile (asked for once the image is). */
 	sc->net = SANDBOX_NET_ASKED;
 	tenantnet_ensure(sc->tenant, sc->span, sandbox_create_network_cb, sc);
-	/* Another tenant's root inside the workspace is not copied. */
+	/*
+	 * Another tenant's root inside the workspace is not copied; no copy
+	 * is made unless the disks and the reserve still fit beside it.
+	 */
 	hidden = workspace_hidden(sc->workspace, sc->tenant, &nhidden);
-	sc->base = basecache_ensure(sc->workspace, hidden, nhidden,
-	    sandbox_create_base_cb, sc);
+	need = cfg->profile.disk * sc->count + cfg_limit(LIMIT_DISK_RESERVE);
+	sc->base = basecache_ensure(sc->workspace, hidden, nhidden, need,
+	    sandbox_create_base_cb, sc, &cause);
+	if (sc->base == NULL) {
+		sandbox_create_error(sc, cause.kind, NULL, NULL, "%s",
+		    cause.message);
+		cause_clear(&cause);
+		sandbox_create_finish(sc);
+	}
 }
 
 /* Whether an image reference could be one (before asking Docker). */

@@ -37,6 +37,9 @@
  *	<state>/sandboxes/.staging/		disk images being made
  *	<state>/base-cache/<hex>/		shared bases by root hash
  *	<state>/base-cache/.staging/		copies in progress
+ *	<state>/base-cache/.lock		held by creates, taken by the
+ *						sweep of unused bases
+ *	<state>/base-cache/.gone-<hex>-<rnd>/	unused bases being removed
  *	<state>/telemetry/			telemetry of no sandbox
  *	<state>/sandboxes/<id>/sessions/<ws>/	a workspace session's lease,
  *						upper and work directories
@@ -317,6 +320,24 @@ state_unlock(int fd)
 {
 	if (fd != -1)
 		close(fd);	/* releases the flock */
+}
+
+/*
+ * Open the lock of the base cache (not yet taken): a create holds it
+ * shared from the moment it picks a base until its record names it; the
+ * sweep of unused bases (trash.c) takes it exclusively. Returns -1 with
+ * errno on failure.
+ */
+int
+state_bases_lock(void)
+{
+	char	*path;
+	int	 fd;
+
+	path = state_where(STATE_BASES, NULL, ".lock");
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	free(path);
+	return (fd);
 }
 
 /* Whether a sandbox's record is gone (the sandbox was destroyed). */

@@ -20,12 +20,14 @@
  * trash directory (the shared one, or a sandbox's own on its disk) on the
  * way to an answer; a child process removes it later, with what killed
  * processes left behind: staging copies and disk images of owners that
- * are gone, and the files of sandboxes whose lock is gone. Runs are
- * coalesced; nothing here runs on the loop but the fork.
+ * are gone, the files of sandboxes whose lock is gone, and the shared
+ * bases no sandbox record names. Runs are coalesced; nothing here runs
+ * on the loop but the fork.
  */
 
 #include "config.h"
 
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -207,6 +209,132 @@ trash_leftover(const char *dir, const char *name)
 	free(path);
 }
 
+/* Whether a name is a base's: 64 lowercase hex digits. */
+static int
+trash_base_name(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < 64; i++) {
+		if (!((name[i] >= '0' && name[i] <= '9') ||
+		    (name[i] >= 'a' && name[i] <= 'f')))
+			return (0);
+	}
+	return (name[64] == '\0');
+}
+
+/*
+ * Child side: the names of the bases the sandbox records name (*n of
+ * them, allocated), or -1 when a record cannot be read: then no base is
+ * known to be unused.
+ */
+static int
+trash_bases_named(char ***names, size_t *n)
+{
+	cJSON		*rec, *v;
+	char		**ids;
+	const char	*hash;
+	size_t		 nids, i;
+	int		 r = 0;
+
+	*names = NULL;
+	*n = 0;
+	ids = state_sandbox_ids(&nids);
+	for (i = 0; i < nids; i++) {
+		if ((rec = state_record_read(ids[i])) == NULL) {
+			if (errno != ENOENT) {
+				trash_problem("keeping every base: cannot read"
+				    " the record of %s: %s", ids[i],
+				    strerror(errno));
+				r = -1;
+			}
+			continue;
+		}
+		v = cJSON_GetObjectItem(cJSON_GetObjectItem(rec,
+		    "shared_base"), "root_hash");
+		hash = cJSON_GetStringValue(v);
+		if (hash != NULL && strncmp(hash, "sha256:", 7) == 0) {
+			*names = xreallocarray(*names, *n + 1, sizeof **names);
+			(*names)[(*n)++] = xstrdup(hash + 7);
+		} else {
+			trash_problem("keeping every base: the record of %s"
+			    " names none", ids[i]);
+			r = -1;
+		}
+		cJSON_Delete(rec);
+	}
+	for (i = 0; i < nids; i++)
+		free(ids[i]);
+	free(ids);
+	return (r);
+}
+
+/*
+ * Child side: remove the bases no sandbox record names. Under the cache's
+ * lock, taken exclusively and never waited for (a create holding it
+ * shared will have a record when it lets go; the next run looks again),
+ * each is renamed out of sight; then removed, with what a killed run
+ * left.
+ */
+static void
+trash_bases(void)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		*dir, *from, *to, **named, rnd[9];
+	size_t		 nnamed, i;
+	int		 lock;
+
+	dir = state_where(STATE_BASES, NULL, NULL);
+	if ((lock = state_bases_lock()) == -1) {
+		trash_problem("cannot open the lock of %s: %s", dir,
+		    strerror(errno));
+		free(dir);
+		return;
+	}
+	if (flock(lock, LOCK_EX | LOCK_NB) == 0 &&
+	    trash_bases_named(&named, &nnamed) == 0 &&
+	    (d = opendir(dir)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (!trash_base_name(de->d_name))
+				continue;
+			for (i = 0; i < nnamed; i++) {
+				if (strcmp(named[i], de->d_name) == 0)
+					break;
+			}
+			if (i < nnamed)
+				continue;
+			util_random_hex(rnd, 8);
+			xasprintf(&from, "%s/%s", dir, de->d_name);
+			xasprintf(&to, "%s/.gone-%s-%s", dir, de->d_name, rnd);
+			if (rename(from, to) != 0)
+				trash_problem("cannot remove %s: %s", from,
+				    strerror(errno));
+			free(from);
+			free(to);
+		}
+		closedir(d);
+		for (i = 0; i < nnamed; i++)
+			free(named[i]);
+		free(named);
+	}
+	close(lock);
+
+	if ((d = opendir(dir)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (strncmp(de->d_name, ".gone-", 6) != 0)
+				continue;
+			xasprintf(&from, "%s/%s", dir, de->d_name);
+			if (tree_remove_path(from) != 0)
+				trash_problem("cannot remove %s: %s", from,
+				    strerror(errno));
+			free(from);
+		}
+		closedir(d);
+	}
+	free(dir);
+}
+
 /*
  * The child: remove the trash (the shared one and each sandbox's own),
  * the staging copies and images of dead owners, and what killed
@@ -230,6 +358,7 @@ trash_child(void *arg, int fd)
 	dir = state_where(STATE_BASE_STAGING, NULL, NULL);
 	trash_dir(dir, 1);
 	free(dir);
+	trash_bases();
 
 	dir = state_where(STATE_SANDBOXES, NULL, NULL);
 	if ((d = opendir(dir)) != NULL) {

@@ -26,7 +26,9 @@
  * deepest root that holds a path decides whether a caller may use it, so
  * a root limited to other tenants is hidden even inside a root that
  * serves everyone; to such a caller it is exactly a path under no root.
- * The local operator uses every root.
+ * An export root limited to other tenants is hidden the same way: what
+ * was exported there is theirs, whatever workspace root holds it. The
+ * local operator uses every root.
  */
 
 #include "config.h"
@@ -134,6 +136,24 @@ workspace_root_decides(const char *p, const char *tenant, int resolve)
 	if (!serves) {
 		free(best);
 		return (NULL);
+	}
+	/*
+	 * An export root limited to other tenants at that depth or deeper
+	 * holds what they exported: not the caller's to read or list.
+	 */
+	TAILQ_FOREACH(w, &cfg->export_roots, entry) {
+		if (workspace_root_serves(w, tenant))
+			continue;
+		if (!resolve)
+			r = workspace_clean(w->word);
+		else if ((r = realpath(w->word, NULL)) == NULL)
+			continue;
+		if (workspace_under(p, r) && strlen(r) >= bestlen) {
+			free(r);
+			free(best);
+			return (NULL);
+		}
+		free(r);
 	}
 	return (best);
 }
@@ -571,6 +591,7 @@ workspace_list_start(const char *path, const char *tenant,
 	struct workspace_list	*wl;
 	struct cfg_word		*w;
 	char			*canon, *root, *slash, *r;
+	int			 i;
 
 	if ((canon = workspace_resolve("path", path, tenant, cause)) == NULL)
 		return (NULL);
@@ -581,18 +602,21 @@ workspace_list_start(const char *path, const char *tenant,
 	wl->arg = arg;
 	wl->cap = (size_t)cfg_limit(LIMIT_LIST_DIRECTORIES);
 	wl->kept = xcalloc(wl->cap, sizeof wl->kept[0]);
-	TAILQ_FOREACH(w, &cfg->roots, entry) {
-		if (workspace_root_serves(w, tenant) ||
-		    (r = realpath(w->word, NULL)) == NULL)
-			continue;
-		if ((root = workspace_root_of(r, tenant)) != NULL) {
-			free(root);
-			free(r);
-			continue;
+	for (i = 0; i < 2; i++) {
+		TAILQ_FOREACH(w, i == 0 ? &cfg->roots : &cfg->export_roots,
+		    entry) {
+			if (workspace_root_serves(w, tenant) ||
+			    (r = realpath(w->word, NULL)) == NULL)
+				continue;
+			if ((root = workspace_root_of(r, tenant)) != NULL) {
+				free(root);
+				free(r);
+				continue;
+			}
+			wl->hidden = xreallocarray(wl->hidden, wl->nhidden + 1,
+			    sizeof *wl->hidden);
+			wl->hidden[wl->nhidden++] = r;
 		}
-		wl->hidden = xreallocarray(wl->hidden, wl->nhidden + 1,
-		    sizeof *wl->hidden);
-		wl->hidden[wl->nhidden++] = r;
 	}
 	root = workspace_root_of(canon, tenant);
 	if (root != NULL && strcmp(root, canon) != 0) {

@@ -283,12 +283,21 @@ def groups_and_roots(base, roots, ws_open, state, sa, sb):
     a_only = os.path.join(base, "alice-only")
     b_only = os.path.join(base, "bob-only")
     outside = os.path.join(base, "outside")
-    for d in (secret, a_only, b_only, outside):
+    a_exp = os.path.join(roots, "alice-exp")      # alice's export root
+    b_exp = os.path.join(roots, "bob-exp")        # bob's export root
+    for d in (secret, a_only, b_only, outside, a_exp, b_exp):
         os.makedirs(os.path.join(d, "ws"))
+    with open(os.path.join(a_exp, "ws", "exported.txt"), "w") as f:
+        f.write("alice's export\n")
+    os.symlink(a_exp, os.path.join(b_exp, "to-alice"))
+    os.symlink(os.path.join(a_exp, "ws"), os.path.join(roots, "to-alice-ws"))
     conf = ("workspace-root %s\nworkspace-root %s tenants alice\n"
             "workspace-root %s tenants alice,nobody\n"
-            "workspace-root %s tenants bob\n%s\n%s\n%s\n"
-            % (roots, secret, a_only, b_only, line_a, line_b, line_c))
+            "workspace-root %s tenants bob\n"
+            "export-root %s tenants alice\nexport-root %s tenants bob\n"
+            "%s\n%s\n%s\n"
+            % (roots, secret, a_only, b_only, a_exp, b_exp, line_a, line_b,
+               line_c))
     m = Server(sets=SETS, config=conf, listen="127.0.0.1:0", state=state)
     m.initialize()
     a, b = Peer(m.port, key_a, "alice"), Peer(m.port, key_b, "bob")
@@ -358,6 +367,47 @@ def groups_and_roots(base, roots, ws_open, state, sa, sb):
                  "bob: a missing directory under %s is outside" % path)
         check_eq(want["structuredContent"]["error"]["kind"],
                  "invalid_request", "outside every root")
+    # An export root limited to alice, inside a root that serves
+    # everyone, holds what alice exported: to bob it is a path under no
+    # root, reached directly, below it, or through a link bob or anyone
+    # planted; alice lists it and makes sandboxes of it.
+    lst = b.ok("list_workspace_directories", {"path": roots})
+    names = [d["name"] for d in lst["directories"]]
+    check("alice-exp" not in names and "to-alice-ws" not in names and
+          "bob-exp" in names, "alice's export root is hidden from bob: %r"
+          % names)
+    lst = b.ok("list_workspace_directories", {"path": b_exp})
+    check("to-alice" not in [d["name"] for d in lst["directories"]],
+          "a link into alice's export root is hidden from bob: %r" % lst)
+    for path in (a_exp, os.path.join(a_exp, "ws"),
+                 os.path.join(b_exp, "to-alice"),
+                 os.path.join(b_exp, "to-alice", "ws"),
+                 os.path.join(roots, "to-alice-ws")):
+        got = b.call("create_sandbox", {"image": IMAGE,
+                                        "workspace_root": path})
+        check_eq(got["structuredContent"]["error"]["kind"],
+                 "invalid_request", "bob: create_sandbox from %s" % path)
+        check("alice's export" not in json.dumps(got),
+              "bob reads nothing of alice's export through %s" % path)
+        got = b.call("list_workspace_directories", {"path": path})
+        check_eq(got["structuredContent"]["error"]["kind"],
+                 "invalid_request", "bob: list %s" % path)
+    got = b.call("list_workspace_directories", {"path": a_exp})
+    want = b.call("list_workspace_directories", {"path": outside})
+    check_eq(json.loads(json.dumps(got).replace(a_exp, outside)), want,
+             "bob: alice's export root is a path under no root")
+    lst = a.ok("list_workspace_directories", {"path": roots})
+    check("alice-exp" in [d["name"] for d in lst["directories"]] and
+          "bob-exp" not in [d["name"] for d in lst["directories"]],
+          "alice lists her export root, not bob's: %r" % lst)
+    ra = a.ok("create_sandbox", {"image": IMAGE,
+                                 "workspace_root": os.path.join(a_exp,
+                                                                "ws")})
+    check_eq(a.ok("exec_command", {"sandbox_id": ra["id"],
+                                   "cmd": "cat exported.txt"})["output"],
+             "alice's export\n", "alice makes a sandbox of her export")
+    a.ok("destroy_sandbox", {"sandbox_id": ra["id"]})
+
     check_eq(a.call("list_workspace_directories", {"path": os.path.join(
         a_only, "nope")})["structuredContent"]["error"]["kind"],
              "not_found", "alice: a missing directory in her root")

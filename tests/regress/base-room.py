@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+# The shared bases on a small loop-mounted ext4 state directory (400 MiB)
+# with profile disk 64M and limit disk-reserve 48M, as a tenant pressing
+# on the host's disk would:
+# - once the sandboxes' disks have taken the room, creates from new
+#   workspaces (24 MiB each) are refused before anything is copied: the
+#   base cache gains no entry and the host's free space does not move,
+#   however many are tried (before, each refused create left its copy in
+#   the base cache, and the host filled past the reserve);
+# - a base no sandbox uses is removed with the last sandbox on it; one a
+#   sandbox still uses stays;
+# - a create that reuses a base while the last sandbox on it is destroyed
+#   gets a working sandbox (the sweep of unused bases waits for the
+#   create's record).
+
+import os
+import subprocess
+
+from lib import (IMAGE, Server, check, check_eq, check_in, cleanup, main,
+                 ok_result, remove_our_containers, tmpdir)
+
+MIB = 1024 * 1024
+
+
+def free(path):
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def bases(state):
+    d = os.path.join(state, "base-cache")
+    return sorted(n for n in os.listdir(d) if not n.startswith("."))
+
+
+def test():
+    top = tmpdir()
+    img = os.path.join(top, "fs.img")
+    fs = os.path.join(top, "fs")
+    os.makedirs(fs)
+    subprocess.run(["truncate", "-s", "400M", img], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", img], check=True)
+    subprocess.run(["mount", "-o", "loop", img, fs], check=True)
+    cleanup(lambda: subprocess.run(["umount", "-l", fs],
+                                   capture_output=True))
+    roots = os.path.join(top, "roots")
+    ws = os.path.join(roots, "ws")
+    os.makedirs(ws)
+    with open(os.path.join(ws, "readme.txt"), "w") as f:
+        f.write("base\n")
+    other = os.path.join(roots, "other")
+    os.makedirs(other)
+    with open(os.path.join(other, "other.txt"), "w") as f:
+        f.write("other\n")
+    subs = []
+    for i in range(6):
+        d = os.path.join(roots, "big", "sub%d" % i)
+        os.makedirs(d)
+        with open(os.path.join(d, "data.bin"), "wb") as f:
+            f.write(os.urandom(24 * MIB))
+        subs.append(d)
+    state = os.path.join(fs, "state")
+    s = Server(sets=("management", "runtime"), state=state,
+               config="workspace-root %s\nprofile disk 64M\n"
+               "limit disk-reserve 48M\n" % roots)
+    cleanup(lambda: remove_our_containers(state))
+    s.initialize()
+
+    def create(path):
+        return s.call("create_sandbox", {"image": IMAGE,
+                                         "workspace_root": path},
+                      timeout=120)
+
+    def destroy(sid):
+        ok_result(s.call("destroy_sandbox", {"sandbox_id": sid},
+                         timeout=60), "destroy %s" % sid)
+
+    def cat(sid, name):
+        return ok_result(s.call("exec_command", {
+            "sandbox_id": sid, "cmd": "cat /workspace/" + name}),
+            "cat %s" % name)["output"]
+
+    # One sandbox on another workspace, then ws's until the room is gone.
+    r = create(other)
+    keep = ok_result(r, "create from other")["id"]
+    made = []
+    for i in range(10):
+        r = create(ws)
+        if r.get("isError"):
+            check_in("no room", r["structuredContent"]["error"]["message"],
+                     "the disk refusal says why")
+            break
+        made.append(r["structuredContent"]["id"])
+    check(len(made) >= 1, "sandboxes fit: %d" % len(made))
+    check_eq(len(bases(state)), 2, "two bases: %r" % bases(state))
+
+    # New workspaces now: each refused before its copy.
+    before_free, before_bases = free(fs), bases(state)
+    for d in subs:
+        r = create(d)
+        check(r.get("isError"), "a create from %s is refused" % d)
+        err = r["structuredContent"]["error"]
+        check_eq(err["kind"], "operation_failed", "refusal kind")
+        check_in("no room", err["message"], "the refusal says why")
+        check_in("disk-reserve", err["message"], "and names the reserve")
+        check_eq(bases(state), before_bases,
+                 "no base left by a refused create from %s" % d)
+    os.sync()
+    check(abs(free(fs) - before_free) < 2 * MIB,
+          "the host's room did not move: %d then %d"
+          % (before_free, free(fs)))
+    check(free(fs) >= 48 * MIB, "the reserve is free: %d" % free(fs))
+    staging = os.listdir(os.path.join(state, "base-cache", ".staging"))
+    check_eq(staging, [], "no copy in progress is left")
+
+    # The last sandbox on ws goes, and ws's base with it; other's stays.
+    ws_base = [b for b in bases(state) if b in
+               open(os.path.join(state, "sandboxes", made[0] + ".json"))
+               .read()]
+    check_eq(len(ws_base), 1, "ws's base is named by its records")
+    for sid in made[1:]:
+        destroy(sid)
+    check(ws_base[0] in bases(state), "a base in use stays")
+    destroy(made[0])
+    left = bases(state)
+    check_eq(len(left), 1, "ws's base went with its last sandbox: %r"
+             % left)
+    check(ws_base[0] not in left, "the one left is other's")
+    check_eq(cat(keep, "other.txt"), "other\n", "other's sandbox reads on")
+
+    # A create reusing a base while the last sandbox on it goes.
+    for i in range(3):
+        first = ok_result(create(ws), "create on ws (%d)" % i)["id"]
+        ids = []
+        for name, args in (("create_sandbox", {"image": IMAGE,
+                                               "workspace_root": ws}),
+                           ("destroy_sandbox", {"sandbox_id": first})):
+            s._next_id += 1
+            ids.append(s._next_id)
+            s.send({"jsonrpc": "2.0", "id": s._next_id,
+                    "method": "tools/call",
+                    "params": {"name": name, "arguments": args}})
+        made_r = s.wait(ids[0], 120)
+        ok_result(s.wait(ids[1], 60)["result"], "destroy beside a create")
+        second = ok_result(made_r["result"], "a create beside a destroy")[
+            "id"]
+        check_eq(cat(second, "readme.txt"), "base\n",
+                 "the new sandbox reads its base (%d)" % i)
+        destroy(second)
+        check_eq(len(bases(state)), 1, "its base went after it (%d)" % i)
+    destroy(keep)
+    check_eq(bases(state), [], "no base is left with no sandbox")
+
+
+main(test)
