@@ -169,6 +169,8 @@ struct session	*session_use(struct rt_sandbox *, const char *,
 void		 session_create(struct rt_sandbox *, int, int, session_cb,
 		     void *);
 void		 session_end(struct session *, const char *);
+void		 session_end_then(struct session *, const char *,
+		     void (*)(void *), void *);
 int		 session_full(struct rt_sandbox *, struct cause *);
 void		 session_when_dead(struct session *,
 		     void (*)(struct session *, void *), void *);

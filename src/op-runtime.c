@@ -255,6 +255,7 @@ const struct op_entry op_destroy_workspace_session_entry = {
 struct op_rt {
 	struct op_call		*oc;
 	struct command_wait	*wait;
+	cJSON			*result;	/* once the engine is done */
 };
 
 static struct op_rt *
@@ -500,6 +501,15 @@ op_publish_workspace_session_exec(struct op_call *oc)
 	    op_rt_new(oc));
 }
 
+/* The session's files are off the disk: answer. */
+static void
+op_destroy_workspace_session_gone(void *arg)
+{
+	struct op_rt	*rt = arg;
+
+	op_rt_done(rt->result, NULL, rt);
+}
+
 static void
 op_destroy_workspace_session_sized(struct session *s,
     unsigned long long bytes, void *arg)
@@ -511,8 +521,9 @@ op_destroy_workspace_session_sized(struct session *s,
 	cJSON_AddStringToObject(r, "workspace_session_id", session_id(s));
 	cJSON_AddTrueToObject(r, "destroyed");
 	cJSON_AddNumberToObject(r, "discarded_bytes", (double)bytes);
-	session_end(s, "destroyed");
-	op_rt_done(r, NULL, rt);
+	rt->result = r;
+	session_end_then(s, "destroyed", op_destroy_workspace_session_gone,
+	    rt);
 }
 
 static void

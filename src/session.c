@@ -117,6 +117,8 @@ struct session {
 	int			 freeze_tries;
 	struct session_publish	*sealing;	/* waits for the seal */
 	int			 freeing;	/* to be freed from the loop */
+	void			(*gone_cb)(void *); /* its scratch removed */
+	void			*gone_arg;
 	LIST_ENTRY(session)	 entry;
 };
 
@@ -295,6 +297,8 @@ session_free(struct session *s)
 	struct timeval	tv = { SESSION_SWEEP_SECONDS, 0 };
 
 	session_count--;
+	if (s->gone_cb != NULL)		/* never trashed: nothing to wait for */
+		s->gone_cb(s->gone_arg);
 	if (s->cgroup != NULL && cgroup_session_remove(s->cgroup) != 0) {
 		/* Its last processes are on their way out: later. */
 		session_cgroups_left = xreallocarray(session_cgroups_left,
@@ -361,7 +365,11 @@ session_trash(struct session *s)
 		log_warn("cannot remove %s", s->dir);
 	free(to);
 	s->trashed = 1;
-	trash_soon();
+	if (s->gone_cb != NULL) {
+		trash_empty_then(s->gone_cb, s->gone_arg);
+		s->gone_cb = NULL;
+	} else
+		trash_soon();
 	/* Its lease has gone: whoever waits for that (a squash) hears. */
 	if (session_gone_hook != NULL)
 		session_gone_hook(s->sb->id, s->sb->tenant);
@@ -752,6 +760,24 @@ session_end_for(struct session *s, const char *why, const char *message)
 void
 session_end(struct session *s, const char *why)
 {
+	session_end_for(s, why, NULL);
+}
+
+/*
+ * End a session and call cb(arg) once its scratch is removed (the room
+ * its upper directory took is free again), from the loop: what an
+ * explicit destroy answers after.
+ */
+void
+session_end_then(struct session *s, const char *why, void (*cb)(void *),
+    void *arg)
+{
+	if (s->trashed) {
+		trash_empty_then(cb, arg);
+		return;
+	}
+	s->gone_cb = cb;
+	s->gone_arg = arg;
 	session_end_for(s, why, NULL);
 }
 
