@@ -198,3 +198,44 @@ docker_image_references(cJSON *reply)
 	free(refs);
 	return (out);
 }
+
+/*
+ * The state of a container (an inspection, or NULL when it is gone) in
+ * the words of the health route: running, paused, exited or missing.
+ */
+const char *
+docker_container_status(cJSON *container)
+{
+	cJSON		*st;
+	const char	*s;
+
+	if (!cJSON_IsObject(container))
+		return ("missing");
+	st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+	    container, "State"), "Status");
+	s = cJSON_IsString(st) ? st->valuestring : "";
+	if (strcmp(s, "running") == 0 || strcmp(s, "restarting") == 0)
+		return ("running");
+	if (strcmp(s, "paused") == 0)
+		return ("paused");
+	return ("exited");
+}
+
+/* A container's address on its network (from an inspection), or NULL. */
+const char *
+docker_container_address(cJSON *container)
+{
+	cJSON	*ns, *v, *net;
+
+	ns = cJSON_GetObjectItemCaseSensitive(container, "NetworkSettings");
+	v = cJSON_GetObjectItemCaseSensitive(ns, "IPAddress");
+	if (cJSON_IsString(v) && v->valuestring[0] != '\0')
+		return (v->valuestring);
+	cJSON_ArrayForEach(net, cJSON_GetObjectItemCaseSensitive(ns,
+	    "Networks")) {
+		v = cJSON_GetObjectItemCaseSensitive(net, "IPAddress");
+		if (cJSON_IsString(v) && v->valuestring[0] != '\0')
+			return (v->valuestring);
+	}
+	return (NULL);
+}

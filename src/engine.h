@@ -194,6 +194,22 @@ void		 session_publish(struct session *, const char *,
 char		**session_forget(const char *, const char *, const char *,
 		     size_t *);
 void		 session_recover(const char *);
+/* A workspace session's lease, as session_leases reads it. */
+struct session_lease {
+	char			*ws;
+	struct cJSON		*lease;		/* NULL: none, or unreadable */
+	int			 alive;		/* its owner lives */
+	int			 automatic;
+	struct layer_stack	*ls;		/* SESSION_LEASES_LIVE only */
+};
+struct session_leases {
+	struct session_lease	*l;
+	size_t			 n;
+};
+#define SESSION_LEASES_LIVE	0x1
+int		 session_leases(const char *, int, size_t,
+		     struct session_leases *, char **);
+void		 session_leases_free(struct session_leases *);
 char		**session_leaving(const char *, size_t *);
 void		 session_restack(const char *);
 void		 session_on_gone(void (*)(const char *, const char *));
@@ -239,7 +255,7 @@ void		 publish_on_layer(void (*)(const char *, const char *,
 void		 publish_rejection(struct cause *, const char *,
 		     const char *, const char *, const char *, struct cJSON *);
 
-/* squash.c: folding layers newest-wins, and the squash */
+/* fold.c: folding layers newest-wins */
 #define FOLD_ENTRIES_MAX	1000000	/* names in one directory */
 #define FOLD_SKIP		(-2)	/* enter: leave this one alone */
 struct fold_name {		/* a name of a level, and its layer */
@@ -274,6 +290,8 @@ struct fold {
 };
 int		 fold_dir(struct fold *, const char *, const size_t *, size_t,
 		     const size_t *, size_t, int, int);
+
+/* squash.c */
 struct squash;
 struct squash_args {
 	const char		*sandbox;
@@ -384,6 +402,10 @@ void		 basecache_cancel(struct basecache_build *);
 struct sandbox_create;
 typedef void (*sandbox_cb)(struct cJSON *, const struct cause *, void *);
 struct cJSON	*sandbox_record_public(struct cJSON *);
+struct sandbox_images;
+struct sandbox_images *sandbox_images(struct tspan *, sandbox_cb, void *);
+void		 sandbox_images_cancel(struct sandbox_images *);
+void		 sandbox_endpoint(const char *, sandbox_cb, void *);
 struct sandbox_create *sandbox_create(struct tspan *, const char *,
 		     const char *, long long, const char *, sandbox_cb, void *);
 void		 sandbox_create_cancel(struct sandbox_create *);

@@ -246,50 +246,37 @@ const struct op_entry op_sandbox_endpoint_entry = {
 	.exec = op_sandbox_endpoint_exec,
 };
 
-/* The image references of an /images/json reply, as the tool returns them. */
 static void
-op_list_docker_images_cb(cJSON *reply, const char *error, int status,
+op_list_docker_images_cb(cJSON *result, const struct cause *cause,
     void *arg)
 {
 	struct op_call	*oc = arg;
-	cJSON		*images, *result;
 
 	op_call_set_data(oc, NULL);
-	if (error != NULL) {
-		op_call_error(oc, CAUSE_FAILED, NULL, NULL, "%s", error);
+	if (result == NULL) {
+		op_call_fail(oc, cause);
 		return;
 	}
-	if ((images = docker_image_references(reply)) == NULL) {
-		op_call_error(oc, CAUSE_FAILED, NULL, NULL, "the Docker Engine"
-		    " answered the image list with something other than a"
-		    " list");
-		return;
-	}
-	result = cJSON_CreateObject();
-	cJSON_AddItemToObject(result, "images", images);
 	op_call_done(oc, result);
 }
 
 static void
 op_list_docker_images_exec(struct op_call *oc)
 {
-	struct docker_call	*dc;
-
-	dc = docker_call("GET", "/images/json", "images_list", NULL,
-	    op_call_span(oc), op_list_docker_images_cb, oc);
-	op_call_set_data(oc, dc);
+	op_call_set_data(oc, sandbox_images(op_call_span(oc),
+	    op_list_docker_images_cb, oc));
 }
 
-/* Nobody waits for the list any more: drop the Docker call. */
+/* Nobody waits for the list any more: drop the Engine's call. */
 static void
 op_list_docker_images_cancel(struct op_call *oc)
 {
-	struct docker_call	*dc = op_call_data(oc);
+	struct sandbox_images	*si = op_call_data(oc);
 
-	if (dc == NULL)
+	if (si == NULL)
 		return;
 	op_call_set_data(oc, NULL);
-	docker_call_cancel(dc);
+	sandbox_images_cancel(si);
 	op_call_error(oc, CAUSE_FAILED, NULL, NULL, "the call was cancelled"
 	    " before the Docker Engine answered");
 }
@@ -464,70 +451,17 @@ op_destroy_sandbox_exec(struct op_call *oc)
 	sandbox_destroy(op_call_span(oc), id, op_sandbox_cb, oc);
 }
 
-/* The container's state in the words of the health route. */
-static const char *
-op_container_state(cJSON *container)
-{
-	cJSON		*st;
-	const char	*s;
-
-	if (!cJSON_IsObject(container))
-		return ("missing");
-	st = cJSON_GetObjectItem(cJSON_GetObjectItem(container, "State"),
-	    "Status");
-	s = cJSON_IsString(st) ? st->valuestring : "";
-	if (strcmp(s, "running") == 0 || strcmp(s, "restarting") == 0)
-		return ("running");
-	if (strcmp(s, "paused") == 0)
-		return ("paused");
-	return ("exited");
-}
-
-/* The container's address on its network, or NULL. */
-static const char *
-op_container_address(cJSON *container)
-{
-	cJSON	*ns, *v, *net;
-
-	ns = cJSON_GetObjectItem(container, "NetworkSettings");
-	v = cJSON_GetObjectItem(ns, "IPAddress");
-	if (cJSON_IsString(v) && v->valuestring[0] != '\0')
-		return (v->valuestring);
-	cJSON_ArrayForEach(net, cJSON_GetObjectItem(ns, "Networks")) {
-		v = cJSON_GetObjectItem(net, "IPAddress");
-		if (cJSON_IsString(v) && v->valuestring[0] != '\0')
-			return (v->valuestring);
-	}
-	return (NULL);
-}
-
-/* The record and the container's inspection, in the route's terms. */
+/* The sandbox's endpoint, as the health route gives it. */
 static void
 op_sandbox_endpoint_cb(cJSON *result, const struct cause *cause, void *arg)
 {
 	struct op_call	*oc = arg;
-	cJSON		*rec, *container, *v, *r;
-	const char	*address;
 
 	if (result == NULL) {
 		op_call_fail(oc, cause);
 		return;
 	}
-	rec = cJSON_GetObjectItem(result, "record");
-	container = cJSON_GetObjectItem(result, "container");
-	r = cJSON_CreateObject();
-	cJSON_AddStringToObject(r, "sandbox_id", op_arg_string(oc,
-	    "sandbox_id"));
-	v = cJSON_GetObjectItem(rec, "state");
-	cJSON_AddStringToObject(r, "state", cJSON_IsString(v) ?
-	    v->valuestring : "unknown");
-	cJSON_AddStringToObject(r, "container", op_container_state(container));
-	if ((address = op_container_address(container)) != NULL)
-		cJSON_AddStringToObject(r, "address", address);
-	else
-		cJSON_AddNullToObject(r, "address");
-	cJSON_Delete(result);
-	op_call_done(oc, r);
+	op_call_done(oc, result);
 }
 
 static void
@@ -537,5 +471,5 @@ op_sandbox_endpoint_exec(struct op_call *oc)
 
 	if (op_sandbox_hidden(oc, id))
 		return;
-	sandbox_lookup(id, op_sandbox_endpoint_cb, oc);
+	sandbox_endpoint(id, op_sandbox_endpoint_cb, oc);
 }

@@ -434,6 +434,8 @@ struct docker_call *docker_call(const char *, const char *, const char *,
 void		 docker_call_cancel(struct docker_call *);
 char		*docker_error_message(int, struct cJSON *);
 struct cJSON	*docker_image_references(struct cJSON *);
+const char	*docker_container_status(struct cJSON *);
+const char	*docker_container_address(struct cJSON *);
 
 /* docker-events.c */
 typedef void (*docker_event_cb)(const char *, const char *, struct cJSON *,

@@ -2030,3 +2030,110 @@ sandbox_watch(sandbox_lost_fn lost)
 	sandbox_events = docker_events_follow(filters, sandbox_event_cb, NULL);
 	cJSON_Delete(filters);
 }
+
+/* A sandbox's endpoint from its record and its container's inspection. */
+struct sandbox_endpoint {
+	char		 id[65];
+	sandbox_cb	 cb;
+	void		*arg;
+};
+
+static void
+sandbox_endpoint_cb(cJSON *result, const struct cause *cause, void *arg)
+{
+	struct sandbox_endpoint	*se = arg;
+	cJSON			*container, *r;
+	const char		*address;
+
+	if (result == NULL) {
+		se->cb(NULL, cause, se->arg);
+		free(se);
+		return;
+	}
+	container = cJSON_GetObjectItem(result, "container");
+	r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "sandbox_id", se->id);
+	cJSON_AddStringToObject(r, "state", sandbox_record_state(
+	    cJSON_GetObjectItem(result, "record")));
+	cJSON_AddStringToObject(r, "container",
+	    docker_container_status(container));
+	if ((address = docker_container_address(container)) != NULL)
+		cJSON_AddStringToObject(r, "address", address);
+	else
+		cJSON_AddNullToObject(r, "address");
+	cJSON_Delete(result);
+	se->cb(r, NULL, se->arg);	/* taken over */
+	free(se);
+}
+
+/*
+ * The endpoint of a sandbox, for the health route: {"sandbox_id",
+ * "state" (its record's), "container" (running, paused, exited or
+ * missing), "address" (on its network, or null)}, taken over by cb.
+ */
+void
+sandbox_endpoint(const char *id, sandbox_cb cb, void *arg)
+{
+	struct sandbox_endpoint	*se;
+
+	se = xcalloc(1, sizeof *se);
+	strlcpy(se->id, id, sizeof se->id);
+	se->cb = cb;
+	se->arg = arg;
+	sandbox_lookup(id, sandbox_endpoint_cb, se);
+}
+
+/* The local images, as list_docker_images gives them. */
+struct sandbox_images {
+	struct docker_call	*dc;
+	sandbox_cb		 cb;
+	void			*arg;
+};
+
+static void
+sandbox_images_cb(cJSON *reply, const char *error, int status, void *arg)
+{
+	struct sandbox_images	*si = arg;
+	struct cause		 cause = { 0 };
+	cJSON			*images = NULL, *result;
+
+	if (error != NULL)
+		cause_set(&cause, CAUSE_FAILED, NULL, NULL, "%s", error);
+	else if ((images = docker_image_references(reply)) == NULL)
+		cause_set(&cause, CAUSE_FAILED, NULL, NULL, "the Docker Engine"
+		    " answered the image list with something other than a"
+		    " list");
+	if (cause.kind != CAUSE_NONE) {
+		si->cb(NULL, &cause, si->arg);
+		cause_clear(&cause);
+	} else {
+		result = cJSON_CreateObject();
+		cJSON_AddItemToObject(result, "images", images);
+		si->cb(result, NULL, si->arg);	/* taken over */
+	}
+	free(si);
+}
+
+/*
+ * Every local image reference ({"images": [...]}, sorted, taken over by
+ * cb) from the loop, unless sandbox_images_cancel comes first.
+ */
+struct sandbox_images *
+sandbox_images(struct tspan *parent, sandbox_cb cb, void *arg)
+{
+	struct sandbox_images	*si;
+
+	si = xcalloc(1, sizeof *si);
+	si->cb = cb;
+	si->arg = arg;
+	si->dc = docker_call("GET", "/images/json", "images_list", NULL,
+	    parent, sandbox_images_cb, si);
+	return (si);
+}
+
+void
+sandbox_images_cancel(struct sandbox_images *si)
+{
+	docker_call_cancel(si->dc);
+	free(si);
+}

@@ -1551,83 +1551,173 @@ session_upper_size(struct session *s,
 #define SESSION_LEASE_MAX	(1024 * 1024)
 
 /*
- * Recovery at start, for one sandbox: sessions whose owner has died.
- * Their processes ended with it (the lifeline), so only the lease and
- * scratch are left; they go to the trash, and a session.abandoned event
- * says their changes are lost. A lease names every layer: up to ~150 KiB.
+ * The leases of the workspace sessions of sandbox sbox, of any process:
+ * the one reader of lease.json. Each names its session, its lease (NULL
+ * when there is none yet, or it cannot be read: too long, not JSON) and
+ * whether its owner lives. With SESSION_LEASES_LIVE, only those of a
+ * live owner whose stack reads, with it, up to max of them. The owner's
+ * liveness is read in /proc: a confined child reads the leases before
+ * its confinement. 0, or -1 with a cause when the sessions cannot be
+ * listed (none: 0 leases).
+ */
+int
+session_leases(const char *sbox, int flags, size_t max,
+    struct session_leases *sl, char **cause)
+{
+	struct dirent		*de;
+	struct session_lease	*l;
+	DIR			*d;
+	char			*dir, *path, *text, *msg;
+	size_t			 len;
+	cJSON			*lease, *v;
+	int			 dfd, fd, alive;
+
+	sl->l = NULL;
+	sl->n = 0;
+	dir = state_where(STATE_SESSIONS, sbox, NULL);
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1 || (d = fdopendir(dfd)) == NULL) {
+		if (dfd != -1)
+			close(dfd);
+		if (errno == ENOENT) {
+			free(dir);
+			return (0);
+		}
+		xasprintf(cause, "cannot read the sessions of %s: %s", sbox,
+		    strerror(errno));
+		free(dir);
+		return (-1);
+	}
+	free(dir);
+	while ((de = readdir(d)) != NULL && sl->n < max) {
+		if (de->d_name[0] == '.' || !util_id_valid(de->d_name))
+			continue;
+		xasprintf(&path, "%s/lease.json", de->d_name);
+		fd = openat(dirfd(d), path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		free(path);
+		lease = NULL;
+		if (fd != -1) {
+			text = tree_read_fd(fd, SESSION_LEASE_MAX, &len);
+			close(fd);
+			if (text != NULL)
+				lease = cJSON_ParseWithLength(text, len);
+			free(text);
+			if (!cJSON_IsObject(lease)) {
+				cJSON_Delete(lease);
+				lease = NULL;
+			}
+		}
+		alive = lease != NULL && state_owner_alive(
+		    cJSON_GetObjectItem(lease, "owner"));
+		if ((flags & SESSION_LEASES_LIVE) && !alive) {
+			cJSON_Delete(lease);
+			continue;
+		}
+		sl->l = xreallocarray(sl->l, sl->n + 1, sizeof *sl->l);
+		l = &sl->l[sl->n];
+		memset(l, 0, sizeof *l);
+		if (flags & SESSION_LEASES_LIVE) {
+			v = cJSON_GetObjectItem(lease, "manifest_version");
+			msg = NULL;
+			if (cJSON_IsNumber(v))
+				l->ls = layer_stack_from_json(
+				    (int)v->valuedouble, cJSON_GetObjectItem(
+				    lease, "layers"), &msg);
+			free(msg);
+			if (l->ls == NULL) {
+				cJSON_Delete(lease);
+				continue;
+			}
+		}
+		l->ws = xstrdup(de->d_name);
+		l->lease = lease;
+		l->alive = alive;
+		l->automatic = cJSON_IsTrue(cJSON_GetObjectItem(lease,
+		    "automatic"));
+		sl->n++;
+	}
+	closedir(d);
+	return (0);
+}
+
+void
+session_leases_free(struct session_leases *sl)
+{
+	size_t	i;
+
+	for (i = 0; i < sl->n; i++) {
+		free(sl->l[i].ws);
+		cJSON_Delete(sl->l[i].lease);
+		layer_stack_free(sl->l[i].ls);
+	}
+	free(sl->l);
+	sl->l = NULL;
+	sl->n = 0;
+}
+
+/*
+ * Recovery of the workspace sessions of sandbox id whose lease names a
+ * process that is gone: their upper and work directories and the rest of
+ * their scratch are left; they go to the trash, and a session.abandoned
+ * event says their changes are lost.
  */
 void
 session_recover(const char *id)
 {
-	struct dirent		*de;
-	DIR			*d;
-	char			*dir, *path, *to, *text;
-	cJSON			*lease, *attrs;
-	FILE			*f;
+	struct session_leases	 sl;
+	struct session_lease	*l;
+	char			*dir, *path, *to, *cause = NULL;
+	cJSON			*attrs, *cg;
 	struct stat		 st;
-	long			 len;
+	size_t			 i;
 
-	dir = state_where(STATE_SESSIONS, id, NULL);
-	if ((d = opendir(dir)) == NULL) {
-		free(dir);
+	if (session_leases(id, 0, SIZE_MAX, &sl, &cause) != 0) {
+		log_warnx("recovery: %s", cause);
+		free(cause);
 		return;
 	}
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.' || !util_id_valid(de->d_name))
+	dir = state_where(STATE_SESSIONS, id, NULL);
+	for (i = 0; i < sl.n; i++) {
+		l = &sl.l[i];
+		if (l->alive)
 			continue;
-		xasprintf(&path, "%s/%s/lease.json", dir, de->d_name);
-		lease = NULL;
-		if ((f = fopen(path, "re")) != NULL) {
-			text = xmalloc(SESSION_LEASE_MAX);
-			len = (long)fread(text, 1, SESSION_LEASE_MAX, f);
-			fclose(f);
-			lease = cJSON_ParseWithLength(text, len);
-			free(text);
-		}
-		free(path);
-		if (lease != NULL && state_owner_alive(
-		    cJSON_GetObjectItem(lease, "owner"))) {
-			cJSON_Delete(lease);
-			continue;
-		}
 		/*
 		 * No lease yet, or one being rewritten in place: a session
 		 * being made, or a kept one taken, right now?
 		 */
-		xasprintf(&path, "%s/%s", dir, de->d_name);
-		if (lease == NULL && stat(path, &st) == 0 &&
+		xasprintf(&path, "%s/%s", dir, l->ws);
+		if (l->lease == NULL && stat(path, &st) == 0 &&
 		    st.st_mtime + 30 > time(NULL)) {
 			free(path);
 			continue;
 		}
 		free(path);
-		xasprintf(&path, "%s/%s/lease.json", dir, de->d_name);
-		if (lease == NULL && stat(path, &st) == 0 &&
+		xasprintf(&path, "%s/%s/lease.json", dir, l->ws);
+		if (l->lease == NULL && stat(path, &st) == 0 &&
 		    st.st_mtime + 30 > time(NULL)) {
 			free(path);
 			continue;
 		}
 		free(path);
 		/* Its processes may have been frozen for a publish. */
-		if (cJSON_IsString(cJSON_GetObjectItem(lease, "cgroup")))
-			cgroup_session_abandon(cJSON_GetObjectItem(lease,
-			    "cgroup")->valuestring, de->d_name);
-		cJSON_Delete(lease);
-		xasprintf(&path, "%s/%s", dir, de->d_name);
-		to = state_trash_path(id, de->d_name);
+		cg = cJSON_GetObjectItem(l->lease, "cgroup");
+		if (cJSON_IsString(cg))
+			cgroup_session_abandon(cg->valuestring, l->ws);
+		xasprintf(&path, "%s/%s", dir, l->ws);
+		to = state_trash_path(id, l->ws);
 		if (rename(path, to) == 0) {
 			log_info("recovery: workspace session %s of %s was"
 			    " abandoned by its process; its unpublished"
-			    " changes are discarded", de->d_name, id);
+			    " changes are discarded", l->ws, id);
 			attrs = cJSON_CreateObject();
 			cJSON_AddStringToObject(attrs, "workspace_session_id",
-			    de->d_name);
+			    l->ws);
 			telemetry_event(id, NULL, NULL, "session.abandoned",
 			    attrs);
 		}
 		free(path);
 		free(to);
 	}
-	closedir(d);
 	free(dir);
+	session_leases_free(&sl);
 }
