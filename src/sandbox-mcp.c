@@ -366,9 +366,10 @@ main(int argc, char **argv)
 	sandbox_watch(runtime_lost);
 
 	if (cfg->listen != NULL) {
-		transport_http_register("/mcp", transport_http_mcp, NULL);
-		transport_http_register("/sandboxes/", forward_http, NULL);
-		transport_http_register("/v1/", rest_http, rest_refuse);
+		mcp_http_init();
+		transport_http_register("/sandboxes/", forward_http, NULL,
+		    NULL);
+		transport_http_register("/v1/", rest_http, rest_refuse, NULL);
 		if (transport_http_start(cfg->listen, opt_sets, &cause) != 0) {
 			log_warnx("%s", cause);
 			free(cause);

@@ -99,6 +99,9 @@ const char	*mcp_tools_list_json(int, int);
 struct cJSON	*mcp_tools_list_object(int, int);
 struct cJSON	*mcp_tools_envelope(struct cJSON *, const struct cause *);
 
+/* mcp-http.c */
+void		 mcp_http_init(void);
+
 /* transport-stdio.c */
 void		 transport_stdio_start(int);
 int		 transport_stdio_active(void);
@@ -119,8 +122,7 @@ int		 transport_http_active(void);
 int		 transport_http_endpoint(const char **, int *);
 void		 transport_http_stop(void);
 void		 transport_http_register(const char *, transport_http_handler,
-		     transport_http_refuser);
-void		 transport_http_mcp(struct http_conn *, const char *);
+		     transport_http_refuser, void (*)(void));
 struct http_msg	*transport_http_msg(struct http_conn *);
 unsigned int	 transport_http_id(struct http_conn *);
 const char	*transport_http_tenant(struct http_conn *);

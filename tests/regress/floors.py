@@ -28,8 +28,8 @@ FLOORS = {
         merge publish runtime sandbox session squash tenantnet transcript
         workspace zygote""",
     "door": "op op-files op-layer op-runtime op-sandbox",
-    "surface": "auth forward jsonrpc mcp mcp-tools rest transport-http"
-        " transport-stdio",
+    "surface": "auth forward jsonrpc mcp mcp-http mcp-tools rest"
+        " transport-http transport-stdio",
     "main": "sandbox-mcp",
 }
 RANK = {"base": 0, "engine": 1, "door": 2, "surface": 3, "main": 4}
@@ -40,6 +40,10 @@ FLOOR_HEADERS = {
     "engine.h": {"engine", "door", "main"},
     "op.h": {"door", "surface", "main"},
     "surface.h": {"surface", "main"},
+}
+# A floor's private headers, and the files that may include them.
+PRIVATE_HEADERS = {
+    "transport-http.h": {"transport-http", "mcp-http"},
 }
 LEAF_HEADERS = {"compat.h", "config.h", "log.h", "xmalloc.h", "http.h",
                 "nsexec.h", "merge.h", "gitignore.h", "transcript.h"}
@@ -72,6 +76,11 @@ def test():
         fl = floors[n]
         for h in includes(os.path.join(SRC, n + ".c")):
             if h in LEAF_HEADERS:
+                continue
+            if h in PRIVATE_HEADERS:
+                check(n in PRIVATE_HEADERS[h], "src/%s.c includes %s,"
+                      " which only %s may" % (n, h,
+                                              sorted(PRIVATE_HEADERS[h])))
                 continue
             check(h in FLOOR_HEADERS, "src/%s.c includes %s, a header of"
                   " no floor" % (n, h))
