@@ -8,7 +8,7 @@
 # and the link graph of the built objects (nm: which file's symbols each
 # file uses) has no call up a floor and no cycle among engine files; the
 # door starts no child process (job.c) and makes no Docker call
-# (docker.c, docker-http.c) itself.
+# (docker.c, docker-http.c) itself; only job.c reads a child's report.
 
 import collections
 import os
@@ -107,6 +107,16 @@ def test():
         code = re.sub(r'"(\\.|[^"\\])*"', '""', code)
         found = sorted(set(word.findall(code)))
         check_eq(found, [], "surface symbols in src/%s.c" % n)
+
+    # Only job.c reads a child's report ({"result"} or {"cause"}): no
+    # other file below the surfaces looks those members up.
+    report = re.compile(r'cJSON_GetObjectItem\w*\([^;]*"(result|cause)"')
+    for n in sources:
+        if n == "job" or RANK[floors[n]] > RANK["door"]:
+            continue
+        with open(os.path.join(SRC, n + ".c")) as f:
+            found = report.findall(f.read())
+        check_eq(found, [], "src/%s.c reads a child's report itself" % n)
 
     # The link graph of the built objects.
     defs, uses = {}, collections.defaultdict(set)
