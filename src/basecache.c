@@ -77,6 +77,7 @@ struct basecache_entry {
 
 struct basecache_walk {
 	const char		*src;
+	int			 root;		/* src, opened once */
 	char			**hidden;	/* relative: left out */
 	size_t			 nhidden;
 	struct basecache_entry	*entries;
@@ -161,12 +162,17 @@ basecache_walk_dir(struct basecache_walk *w, const char *rel)
 	char		 target[PATH_MAX];
 	ssize_t		 n;
 	size_t		 i;
-	int		 r = 0;
+	int		 r = 0, dfd;
 
+	/* Beneath the root, no link followed: not a tree a link joins. */
 	xasprintf(&full, "%s%s%s", w->src, *rel != '\0' ? "/" : "", rel);
-	if ((d = opendir(full)) == NULL) {
+	if ((dfd = tree_open(w->root, rel, O_RDONLY | O_DIRECTORY)) == -1 ||
+	    (d = fdopendir(dfd)) == NULL) {
 		xasprintf(&w->error, "cannot read %s: %s", full,
+		    errno == ELOOP ? "a symbolic link is in its place" :
 		    strerror(errno));
+		if (dfd != -1)
+			close(dfd);
 		free(full);
 		return (-1);
 	}
@@ -260,11 +266,17 @@ basecache_file(struct basecache_walk *w, struct basecache_entry *e,
 	off_t		 total = 0;
 	int		 in, out = -1, r = -1;
 	struct timespec	 times[2];
+	struct stat	 st;
 
 	xasprintf(&src, "%s/%s", w->src, e->path);
-	in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (in == -1) {
-		xasprintf(error, "cannot read %s: %s", src, strerror(errno));
+	/* (Non-blocking: a fifo put in its place does not hang the open.) */
+	in = tree_open(w->root, e->path, O_RDONLY | O_NONBLOCK);
+	if (in == -1 || fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
+		xasprintf(error, "cannot read %s: %s", src, in == -1 ?
+		    (errno == ELOOP ? "a symbolic link is on its path" :
+		    strerror(errno)) : "it is no longer a regular file");
+		if (in != -1)
+			close(in);
 		free(src);
 		return (-1);
 	}
@@ -363,6 +375,31 @@ basecache_root_hash(struct basecache_walk *w, char out[72])
 }
 
 
+/*
+ * The target of the symlink at path beneath the root, read through its
+ * directory opened with no link followed; its length, or -1.
+ */
+static ssize_t
+basecache_readlink(struct basecache_walk *w, const char *path, char *buf,
+    size_t size)
+{
+	const char	*slash = strrchr(path, '/');
+	char		*dir;
+	ssize_t		 n;
+	int		 dfd;
+
+	dir = slash != NULL ? xstrndup(path, slash - path) : xstrdup("");
+	dfd = tree_open(w->root, dir, O_RDONLY | O_DIRECTORY);
+	free(dir);
+	if (dfd == -1)
+		return (-1);
+	n = readlinkat(dfd, slash != NULL ? slash + 1 : path, buf, size - 1);
+	close(dfd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return (n);
+}
+
 /* Copy every entry into the staging directory; fix directories last. */
 static int
 basecache_copy(struct basecache_walk *w, const char *staging,
@@ -376,7 +413,6 @@ basecache_copy(struct basecache_walk *w, const char *staging,
 	ssize_t			 n;
 	size_t			 i;
 	int			 dfd;
-	char			*src;
 
 	if (mkdir(staging, 0700) != 0 || (dfd = open(staging, O_RDONLY |
 	    O_DIRECTORY | O_CLOEXEC)) == -1) {
@@ -403,9 +439,8 @@ basecache_copy(struct basecache_walk *w, const char *staging,
 				*changed = 1;
 			break;
 		case 'l':
-			xasprintf(&src, "%s/%s", w->src, e->path);
-			n = readlink(src, target, sizeof target - 1);
-			free(src);
+			n = basecache_readlink(w, e->path, target,
+			    sizeof target);
 			if (n < 0) {
 				xasprintf(error, "%s vanished while the"
 				    " workspace was copied", e->path);
@@ -446,7 +481,7 @@ basecache_copy(struct basecache_walk *w, const char *staging,
 			goto fail;
 		}
 	}
-	if (stat(w->src, &st) == 0) {
+	if (fstat(w->root, &st) == 0) {
 		times[0] = st.st_mtim;
 		times[1] = st.st_mtim;
 		if (fchown(dfd, st.st_uid, st.st_gid) != 0 ||
@@ -479,9 +514,20 @@ basecache_child(void *arg, int fd)
 	struct stat		 st;
 	struct statvfs		 sv;
 	long long		 room;
+	int			 roomfd = -1;
 
 	memset(&w, 0, sizeof w);
 	w.src = b->src;
+	/*
+	 * The workspace as it was judged (realpath, no link in it): a link
+	 * put in the place of one of its directories since, to lead the
+	 * copy into another tenant's tree, fails the open.
+	 */
+	if ((w.root = tree_open_path(b->src, O_RDONLY | O_DIRECTORY)) == -1)
+		return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "cannot read"
+		    " the workspace %s: %s", b->src, errno == ELOOP ? "a"
+		    " symbolic link has been put in the place of a directory"
+		    " on its path" : strerror(errno)));
 	w.hidden = b->hidden;
 	w.nhidden = b->nhidden;
 	w.max_entries = b->max_entries;
@@ -530,6 +576,18 @@ basecache_child(void *arg, int fd)
 	}
 	basecache_root_hash(&w, hash);
 	dest = basecache_path(hash);
+	if (stat(dest, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		/*
+		 * A copy takes room: judged and made under the room lock,
+		 * one at a time (another copy or a disk meanwhile would
+		 * count the same free bytes); the cache is looked at again
+		 * once it is held.
+		 */
+		if ((roomfd = state_room_lock()) == -1)
+			return (job_fail(fd, CAUSE_INTERNAL, NULL, NULL,
+			    "cannot take the room lock: %s",
+			    strerror(errno)));
+	}
 	if (stat(dest, &st) == 0 && S_ISDIR(st.st_mode))
 		reused = 1;
 	else if (fstatvfs(4, &sv) == 0 && (room =
@@ -567,6 +625,7 @@ basecache_child(void *arg, int fd)
 			reused = 1;	/* another creator was first */
 		}
 	}
+	state_unlock(roomfd);
 	rep = cJSON_CreateObject();
 	cJSON_AddStringToObject(rep, "root_hash", hash);
 	cJSON_AddBoolToObject(rep, "reused", reused);

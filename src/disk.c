@@ -478,13 +478,20 @@ disk_reserve(int ifd, struct disk_op *op)
 static int
 disk_make(struct disk_op *op)
 {
-	int	ifd, r = 1;
+	int	ifd, r = 1, room;
 
 	if ((ifd = open(op->staging, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC |
 	    O_NOFOLLOW, 0600)) == -1)
 		return (disk_fail("cannot create the image: %s",
 		    strerror(errno)));
-	if ((r = disk_reserve(ifd, op)) != 0)
+	/* Judged and taken under the room lock, one at a time. */
+	if ((room = state_room_lock()) == -1) {
+		disk_fail("cannot take the room lock: %s", strerror(errno));
+		goto fail;
+	}
+	r = disk_reserve(ifd, op);
+	state_unlock(room);
+	if (r != 0)
 		goto fail;
 	r = 1;
 	if (disk_mkfs(op->staging) != 0)

@@ -286,6 +286,7 @@ int		 state_owner_alive(struct cJSON *);
 int		 state_lock(const char *);
 void		 state_unlock(int);
 int		 state_bases_lock(void);
+int		 state_room_lock(void);
 int		 state_record_gone(const char *);
 struct cJSON	*state_record_read(const char *);
 int		 state_record_write(const char *, struct cJSON *, char **);
@@ -364,6 +365,7 @@ int		 confine_enter(const char *const *, size_t,
 
 /* tree.c */
 int		 tree_open(int, const char *, int);
+int		 tree_open_path(const char *, int);
 int		 tree_extents(int, off_t, int (*)(off_t, const char *, size_t,
 		     void *), void *);
 int		 tree_sparse(int, off_t);

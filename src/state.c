@@ -37,6 +37,7 @@
  *	<state>/sandboxes/.staging/		disk images being made
  *	<state>/base-cache/<hex>/		shared bases by root hash
  *	<state>/base-cache/.staging/		copies in progress
+ *	<state>/.room				the room lock (state_room_lock)
  *	<state>/base-cache/.lock		held by creates, taken by the
  *						sweep of unused bases
  *	<state>/base-cache/.gone-<hex>-<rnd>/	unused bases being removed
@@ -320,6 +321,32 @@ state_unlock(int fd)
 {
 	if (fd != -1)
 		close(fd);	/* releases the flock */
+}
+
+/*
+ * Take the room lock of the state directory's file system, waiting for
+ * it (children only): what takes room there that the reserve (limit
+ * disk-reserve) guards, a sandbox's disk image or a copy of a workspace,
+ * judges the room and takes it under this lock, one at a time, so that
+ * two of them never both count the same free bytes. Returns the
+ * descriptor to pass to state_unlock, or -1 with errno.
+ */
+int
+state_room_lock(void)
+{
+	char	*path;
+	int	 fd;
+
+	path = state_path(".room");
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	free(path);
+	while (fd != -1 && flock(fd, LOCK_EX) == -1) {
+		if (errno != EINTR) {
+			close(fd);
+			return (-1);
+		}
+	}
+	return (fd);
 }
 
 /*

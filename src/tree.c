@@ -74,6 +74,27 @@ tree_open(int dirfd, const char *path, int flags)
 }
 
 /*
+ * Open an absolute path with no symlink and no magic link on the way: a
+ * directory a caller resolved once (realpath) is opened as it was
+ * judged, or not at all when a link has been put in its place since.
+ */
+int
+tree_open_path(const char *path, int flags)
+{
+	struct open_how	how;
+	int		fd;
+
+	memset(&how, 0, sizeof how);
+	how.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC);
+	how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+	do {
+		fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how,
+		    sizeof how);
+	} while (fd == -1 && errno == EAGAIN);
+	return (fd);
+}
+
+/*
  * The data extents of an open regular file, one after another:
  * cb(offset, data, length) for each chunk of data; holes are skipped.
  * Returns 0, or -1 (errno set) on a read error or when cb returns -1.

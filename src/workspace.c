@@ -84,6 +84,48 @@ workspace_under(const char *p, const char *r)
 	return (strncmp(p, r, len) == 0 && (p[len] == '\0' || p[len] == '/'));
 }
 
+/*
+ * Where a configured root is on the host (allocated): its realpath, or,
+ * while it does not exist yet, the realpath of its nearest ancestor that
+ * does with the rest as written, so that a root behind a link is known
+ * by where it will be before anyone makes it. NULL when nothing of it
+ * resolves.
+ */
+static char *
+workspace_root_real(const char *word)
+{
+	char	*full, *prefix, *real = NULL, *out;
+	size_t	 len;
+
+	if ((real = realpath(word, NULL)) != NULL || errno != ENOENT)
+		return (real);
+	full = workspace_clean(word);
+	prefix = xstrdup(full);
+	len = strlen(full);
+	for (;;) {
+		while (len > 0 && full[--len] != '/')
+			;		/* to the slash before the last part */
+		if (len == 0) {
+			real = xstrdup("/");
+			break;
+		}
+		prefix[len] = '\0';
+		if ((real = realpath(prefix, NULL)) != NULL || errno != ENOENT)
+			break;
+	}
+	free(prefix);
+	if (real == NULL) {
+		free(full);
+		return (NULL);
+	}
+	/* What does not exist yet, as written, after what resolved. */
+	xasprintf(&out, "%s%s", strcmp(real, "/") == 0 ? "" : real,
+	    full + len);
+	free(real);
+	free(full);
+	return (out);
+}
+
 /* Whether a configured root serves a tenant: all when it names none. */
 int
 workspace_root_serves(struct cfg_word *w, const char *tenant)
@@ -116,7 +158,7 @@ workspace_root_decides(const char *p, const char *tenant, int resolve)
 	TAILQ_FOREACH(w, &cfg->roots, entry) {
 		if (!resolve)
 			r = xstrdup(w->word);
-		else if ((r = realpath(w->word, NULL)) == NULL)
+		else if ((r = workspace_root_real(w->word)) == NULL)
 			continue;
 		len = strlen(r);
 		if (!workspace_under(p, r) || (best != NULL && len < bestlen)) {
@@ -146,7 +188,7 @@ workspace_root_decides(const char *p, const char *tenant, int resolve)
 			continue;
 		if (!resolve)
 			r = workspace_clean(w->word);
-		else if ((r = realpath(w->word, NULL)) == NULL)
+		else if ((r = workspace_root_real(w->word)) == NULL)
 			continue;
 		if (workspace_under(p, r) && strlen(r) >= bestlen) {
 			free(r);
@@ -189,7 +231,7 @@ workspace_foreign(const char *p, const char *tenant)
 				continue;
 			for (k = 0; k < 2 && !in; k++) {
 				r = k == 0 ? workspace_clean(w->word) :
-				    realpath(w->word, NULL);
+				    workspace_root_real(w->word);
 				in = r != NULL && workspace_under(p, r);
 				free(r);
 			}
@@ -239,7 +281,7 @@ workspace_hidden(const char *dir, const char *tenant, size_t *n)
 			r = workspace_clean(w->word);
 			workspace_hide_one(dir, r, &list, n);
 			free(r);
-			if ((real = realpath(w->word, NULL)) != NULL) {
+			if ((real = workspace_root_real(w->word)) != NULL) {
 				workspace_hide_one(dir, real, &list, n);
 				free(real);
 			}
@@ -606,7 +648,7 @@ workspace_list_start(const char *path, const char *tenant,
 		TAILQ_FOREACH(w, i == 0 ? &cfg->roots : &cfg->export_roots,
 		    entry) {
 			if (workspace_root_serves(w, tenant) ||
-			    (r = realpath(w->word, NULL)) == NULL)
+			    (r = workspace_root_real(w->word)) == NULL)
 				continue;
 			if ((root = workspace_root_of(r, tenant)) != NULL) {
 				free(root);

@@ -11,10 +11,14 @@
 #   sandbox still uses stays;
 # - a create that reuses a base while the last sandbox on it is destroyed
 #   gets a working sandbox (the sweep of unused bases waits for the
-#   create's record).
+#   create's record);
+# - three creates at once from new 96 MiB workspaces never take the
+#   host's free space under the reserve while they run.
 
 import os
 import subprocess
+import threading
+import time
 
 from lib import (IMAGE, Server, check, check_eq, check_in, cleanup, main,
                  ok_result, remove_our_containers, tmpdir)
@@ -149,6 +153,49 @@ def test():
         check_eq(len(bases(state)), 1, "its base went after it (%d)" % i)
     destroy(keep)
     check_eq(bases(state), [], "no base is left with no sandbox")
+
+    # Three creates at once from three new 96 MiB workspaces: the copies
+    # and the disks take their room one at a time, so the host's free
+    # space never falls under the reserve while they run, whatever they
+    # answer (before, each copy judged the room alone, and together they
+    # filled the file system).
+    triple = []
+    for i in range(3):
+        d = os.path.join(roots, "triple", "t%d" % i)
+        os.makedirs(d)
+        with open(os.path.join(d, "data.bin"), "wb") as f:
+            f.write(os.urandom(96 * MIB))
+        triple.append(d)
+    low = [free(fs)]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            low[0] = min(low[0], free(fs))
+            time.sleep(0.002)
+    t = threading.Thread(target=sample)
+    t.start()
+    ids = []
+    for d in triple:
+        s._next_id += 1
+        ids.append(s._next_id)
+        s.send({"jsonrpc": "2.0", "id": s._next_id, "method": "tools/call",
+                "params": {"name": "create_sandbox", "arguments": {
+                    "image": IMAGE, "workspace_root": d}}})
+    answers = [s.wait(i, 180)["result"] for i in ids]
+    done.set()
+    t.join()
+    made = [a["structuredContent"]["id"] for a in answers
+            if not a.get("isError")]
+    for a in answers:
+        if a.get("isError"):
+            check_in("no room", a["structuredContent"]["error"]["message"],
+                     "a create at once is refused for room: %r" % a)
+    check(len(made) >= 1, "one of the three fits")
+    check(low[0] >= 48 * MIB, "the reserve stayed free while they ran:"
+          " %d bytes free at the lowest" % low[0])
+    for sid in made:
+        destroy(sid)
 
 
 main(test)
