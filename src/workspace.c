@@ -633,7 +633,7 @@ workspace_list_start(const char *path, const char *tenant,
 	struct workspace_list	*wl;
 	struct cfg_word		*w;
 	char			*canon, *root, *slash, *r;
-	int			 i;
+	int			 i, dfd;
 
 	if ((canon = workspace_resolve("path", path, tenant, cause)) == NULL)
 		return (NULL);
@@ -670,7 +670,11 @@ workspace_list_start(const char *path, const char *tenant,
 			*slash = '\0';
 	}
 	free(root);
-	if ((wl->dir = opendir(canon)) == NULL) {
+	/* As it was judged: a link put in its place since fails the open. */
+	if ((dfd = tree_open_path(canon, O_RDONLY | O_DIRECTORY)) == -1 ||
+	    (wl->dir = fdopendir(dfd)) == NULL) {
+		if (dfd != -1)
+			close(dfd);
 		cause_set(cause, CAUSE_FAILED, "path", path, "cannot read"
 		    " %.200s: %s", canon, strerror(errno));
 		workspace_list_free(wl);
