@@ -294,6 +294,27 @@ state_owner_alive(cJSON *owner)
 }
 
 /*
+ * Open a lock file (with O_CREAT in flags: made when missing) and take
+ * it exclusively, waiting for it; the descriptor, or -1 with errno.
+ */
+static int
+state_flock(const char *path, int flags)
+{
+	int	fd, saved;
+
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | flags, 0600);
+	while (fd != -1 && flock(fd, LOCK_EX) == -1) {
+		if (errno != EINTR) {
+			saved = errno;
+			close(fd);
+			errno = saved;
+			return (-1);
+		}
+	}
+	return (fd);
+}
+
+/*
  * Take the lock of one sandbox; returns the descriptor to pass to
  * state_unlock, or -1 (the sandbox does not exist, or the lock failed).
  */
@@ -305,14 +326,8 @@ state_lock(const char *id)
 
 	/* Never created here: a lock that is missing is no sandbox. */
 	path = state_path("sandboxes/%s.lock", id);
-	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	fd = state_flock(path, 0);
 	free(path);
-	while (fd != -1 && flock(fd, LOCK_EX) == -1) {
-		if (errno != EINTR) {
-			close(fd);
-			return (-1);
-		}
-	}
 	return (fd);
 }
 
@@ -338,14 +353,8 @@ state_room_lock(void)
 	int	 fd;
 
 	path = state_path(".room");
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = state_flock(path, O_CREAT);
 	free(path);
-	while (fd != -1 && flock(fd, LOCK_EX) == -1) {
-		if (errno != EINTR) {
-			close(fd);
-			return (-1);
-		}
-	}
 	return (fd);
 }
 

@@ -16,19 +16,14 @@
 #   host's free space under the reserve while they run.
 
 import os
-import subprocess
 import threading
 import time
 
-from lib import (IMAGE, Server, check, check_eq, check_in, cleanup, main,
-                 ok_result, remove_our_containers, tmpdir)
+from lib import (IMAGE, Server, check, check_eq, check_in, cleanup,
+                 free_bytes, main, ok_result, remove_our_containers,
+                 small_fs, tmpdir)
 
 MIB = 1024 * 1024
-
-
-def free(path):
-    st = os.statvfs(path)
-    return st.f_bavail * st.f_frsize
 
 
 def bases(state):
@@ -38,14 +33,7 @@ def bases(state):
 
 def test():
     top = tmpdir()
-    img = os.path.join(top, "fs.img")
-    fs = os.path.join(top, "fs")
-    os.makedirs(fs)
-    subprocess.run(["truncate", "-s", "400M", img], check=True)
-    subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", img], check=True)
-    subprocess.run(["mount", "-o", "loop", img, fs], check=True)
-    cleanup(lambda: subprocess.run(["umount", "-l", fs],
-                                   capture_output=True))
+    fs = small_fs(top)
     roots = os.path.join(top, "roots")
     ws = os.path.join(roots, "ws")
     os.makedirs(ws)
@@ -98,7 +86,7 @@ def test():
     check_eq(len(bases(state)), 2, "two bases: %r" % bases(state))
 
     # New workspaces now: each refused before its copy.
-    before_free, before_bases = free(fs), bases(state)
+    before_free, before_bases = free_bytes(fs), bases(state)
     for d in subs:
         r = create(d)
         check(r.get("isError"), "a create from %s is refused" % d)
@@ -109,10 +97,10 @@ def test():
         check_eq(bases(state), before_bases,
                  "no base left by a refused create from %s" % d)
     os.sync()
-    check(abs(free(fs) - before_free) < 2 * MIB,
+    check(abs(free_bytes(fs) - before_free) < 2 * MIB,
           "the host's room did not move: %d then %d"
-          % (before_free, free(fs)))
-    check(free(fs) >= 48 * MIB, "the reserve is free: %d" % free(fs))
+          % (before_free, free_bytes(fs)))
+    check(free_bytes(fs) >= 48 * MIB, "the reserve is free: %d" % free_bytes(fs))
     staging = os.listdir(os.path.join(state, "base-cache", ".staging"))
     check_eq(staging, [], "no copy in progress is left")
 
@@ -166,12 +154,12 @@ def test():
         with open(os.path.join(d, "data.bin"), "wb") as f:
             f.write(os.urandom(96 * MIB))
         triple.append(d)
-    low = [free(fs)]
+    low = [free_bytes(fs)]
     done = threading.Event()
 
     def sample():
         while not done.is_set():
-            low[0] = min(low[0], free(fs))
+            low[0] = min(low[0], free_bytes(fs))
             time.sleep(0.002)
     t = threading.Thread(target=sample)
     t.start()

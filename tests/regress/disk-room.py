@@ -11,17 +11,12 @@
 #   disk is turned read-only.
 
 import os
-import subprocess
 
-from lib import (IMAGE, Server, check, check_eq, check_in, cleanup, main,
-                 ok_result, our_containers, remove_our_containers, tmpdir)
+from lib import (IMAGE, Server, check, check_eq, check_in, cleanup,
+                 free_bytes, main, ok_result, our_containers,
+                 remove_our_containers, small_fs, tmpdir)
 
 MIB = 1024 * 1024
-
-
-def free(path):
-    st = os.statvfs(path)
-    return st.f_bavail * st.f_frsize
 
 
 def mount_options(mnt):
@@ -36,14 +31,7 @@ def mount_options(mnt):
 
 def test():
     top = tmpdir()
-    img = os.path.join(top, "fs.img")
-    fs = os.path.join(top, "fs")
-    os.makedirs(fs)
-    subprocess.run(["truncate", "-s", "400M", img], check=True)
-    subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", img], check=True)
-    subprocess.run(["mount", "-o", "loop", img, fs], check=True)
-    cleanup(lambda: subprocess.run(["umount", "-l", fs],
-                                   capture_output=True))
+    fs = small_fs(top)
     roots = os.path.join(top, "roots")
     ws = os.path.join(roots, "ws")
     os.makedirs(ws)
@@ -64,21 +52,21 @@ def test():
     made = []
     refused = None
     for i in range(10):
-        before = free(fs)
+        before = free_bytes(fs)
         r = s.call("create_sandbox", {"image": IMAGE, "workspace_root": ws},
                    timeout=120)
         if r.get("isError"):
             refused = r["structuredContent"]["error"]
             break
         made.append(r["structuredContent"]["id"])
-        check(before - free(fs) >= 64 * MIB, "the cap is taken from the"
-              " host's room at once (%d bytes)" % (before - free(fs)))
+        check(before - free_bytes(fs) >= 64 * MIB, "the cap is taken from the"
+              " host's room at once (%d bytes)" % (before - free_bytes(fs)))
     check(len(made) >= 2, "some sandboxes fit: %d" % len(made))
     check(refused is not None, "one past the room is refused")
     check_eq(refused["kind"], "operation_failed", "refusal kind")
     check_in("no room", refused["message"], "the refusal says why")
     check_in("disk-reserve", refused["message"], "and names the reserve")
-    check(free(fs) >= 48 * MIB, "the reserve is still free: %d" % free(fs))
+    check(free_bytes(fs) >= 48 * MIB, "the reserve is still free: %d" % free_bytes(fs))
     sboxes = os.path.join(state, "sandboxes")
     images = sorted(n for n in os.listdir(sboxes) if n.endswith(".img"))
     check_eq(images, sorted(m + ".img" for m in made),
@@ -108,7 +96,7 @@ def test():
         except OSError:
             pass
     os.sync()
-    check(free(fs) < MIB, "the host's file system is full: %d" % free(fs))
+    check(free_bytes(fs) < MIB, "the host's file system is full: %d" % free_bytes(fs))
     out = run(b, "dd if=/dev/urandom of=/workspace/two bs=1M count=16"
                  " 2>&1 && sync && echo wrote")["output"]
     check_in("wrote", out, "b writes on a full host: %r" % out)

@@ -141,6 +141,27 @@ def tmpdir(prefix="smcp-test-"):
     return d
 
 
+def small_fs(top, size="400M"):
+    """A loop-mounted ext4 of size (no blocks reserved for root) at
+    top/fs, unmounted at the end; its mount point."""
+    img = os.path.join(top, "fs.img")
+    fs = os.path.join(top, "fs")
+    os.makedirs(fs)
+    subprocess.run(["truncate", "-s", size, img], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", img], check=True)
+    subprocess.run(["mount", "-o", "loop", img, fs], check=True)
+    cleanup(lambda: subprocess.run(["umount", "-l", fs],
+                                   capture_output=True))
+    return fs
+
+
+def free_bytes(path):
+    """What an unprivileged writer may still write on path's file
+    system."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
 SUITE_DISK = "1G"
 
 
