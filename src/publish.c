@@ -608,8 +608,8 @@ static int
 publish_check(struct publish_ctx *x, struct publish_entry *e)
 {
 	struct publish_state	 b, h, s;
-	char			*anc, *slash, *bt, *ht, *st, *out, *cause;
-	size_t			 bl, hl, sl, ol;
+	char			*anc, *slash, *bt, *ht, *st, *out, *why;
+	size_t			 bl, hl, sl, ol, line = 0;
 	int			 r, isdir;
 
 	isdir = e->kind == PUBLISH_MKDIR || e->kind == PUBLISH_OPAQUE ||
@@ -669,22 +669,25 @@ publish_check(struct publish_ctx *x, struct publish_entry *e)
 		if (bt != NULL && ht != NULL && st != NULL &&
 		    merge_mergeable(bt, bl) && merge_mergeable(ht, hl) &&
 		    merge_mergeable(st, sl)) {
-			cause = NULL;
 			r = merge_text(bt, bl, ht, hl, st, sl, &out, &ol,
-			    &cause);
+			    &line);
 			if (r == 0) {
 				e->merged = out;
 				e->merged_len = ol;
-			} else if (r == -1) {
-				x->error = cause;
 			}
 		}
 		free(bt);
 		free(ht);
 		free(st);
-		if (r == 1)
-			publish_conflict(x, e->path, "both sides changed the"
-			    " same lines", &b, &h, &s);
+		if (r == 1 && line > 0) {
+			xasprintf(&why, "both sides changed line %zu of the"
+			    " base differently", line);
+			publish_conflict(x, e->path, why, &b, &h, &s);
+			free(why);
+		} else if (r == 1)
+			publish_conflict(x, e->path, "both sides changed it,"
+			    " and it cannot be merged line by line (too large,"
+			    " or not UTF-8 text)", &b, &h, &s);
 		return (r);
 	}
 	publish_conflict(x, e->path, "changed on both sides", &b, &h, &s);

@@ -15,12 +15,15 @@
  */
 
 /*
- * Three-way text merge. Every case in merge_cases[] was checked against
- * real git 2.39.5: the three texts were written to files and
- * "git merge-file -p --quiet ours base theirs" run on them; a conflict
- * means git exited non-zero, and for a clean merge the expected bytes are
- * exactly what git printed. The cases after the table test our own rules
- * (what may be merged at all), which git does not have.
+ * Three-way text merge, line-granular. The cases in merge_cases[] that
+ * git would also merge were checked against real git 2.39.5 ("git
+ * merge-file -p --quiet ours base theirs"): the expected bytes are
+ * exactly what git printed. The "touching" group is where we differ:
+ * git conflicts on edits that merely touch (adjacent lines, an insertion
+ * next to an edit); we merge them, and conflict only on a base line both
+ * sides changed differently or on different insertions at one point. A
+ * random test then checks merge_text against a reference written the
+ * slow way, line by line, on thousands of small texts.
  */
 
 #include "config.h"
@@ -73,18 +76,54 @@ static const struct merge_case merge_cases[] = {
 	    "1\nX\nY\n4\n",
 	    "1\nX\nZ\n4\n",
 	    1, NULL },
-	/* Edits on adjacent lines (3 and 4) touch. */
+	/* Edits on adjacent lines (3 and 4) merge. */
 	{ "touching", "adjacent",
 	    "1\n2\n3\n4\n5\n",
 	    "1\n2\nX\n4\n5\n",
 	    "1\n2\n3\nY\n5\n",
-	    1, NULL },
-	/* An insertion right after an edited line touches it. */
+	    0, "1\n2\nX\nY\n5\n" },
+	/* Five sides' worth: lines 1 and 2 of ten, one each. */
+	{ "touching", "adjacent-first-lines",
+	    "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n",
+	    "one\n2\n3\n4\n5\n6\n7\n8\n9\n10\n",
+	    "1\ntwo\n3\n4\n5\n6\n7\n8\n9\n10\n",
+	    0, "one\ntwo\n3\n4\n5\n6\n7\n8\n9\n10\n" },
+	/* An insertion right after an edited line merges after it. */
 	{ "touching", "insert-after-edit",
 	    "1\n2\n3\n",
 	    "1\nX\n3\n",
 	    "1\n2\nI\n3\n",
+	    0, "1\nX\nI\n3\n" },
+	/* An insertion right before an edited line merges before it. */
+	{ "touching", "insert-before-edit",
+	    "1\n2\n3\n",
+	    "1\n2\nX\n",
+	    "1\n2\nI\n3\n",
+	    0, "1\n2\nI\nX\n" },
+	/* An insertion inside a range the other side replaced. */
+	{ "touching", "insert-inside-edit",
+	    "1\n2\n3\n4\n",
+	    "1\nX\nY\n4\n",
+	    "1\n2\nI\n3\n4\n",
 	    1, NULL },
+	/* A line deleted on one side, the next edited on the other. */
+	{ "touching", "delete-next-to-edit",
+	    "1\n2\n3\n4\n",
+	    "1\n3\n4\n",
+	    "1\n2\nX\n4\n",
+	    0, "1\nX\n4\n" },
+	/* A line deleted on one side, edited on the other. */
+	{ "touching", "delete-vs-edit",
+	    "1\n2\n3\n",
+	    "1\n3\n",
+	    "1\nX\n3\n",
+	    1, NULL },
+	/* The same insertion at the same point. */
+	{ "touching", "insert-same-place-same",
+	    "1\n2\n",
+	    "1\nA\n2\n",
+	    "1\nA\n2\n",
+	    0, "1\nA\n2\n" },
 	/* Different insertions at the same place. */
 	{ "touching", "insert-same-place",
 	    "1\n2\n",
@@ -127,11 +166,17 @@ static const struct merge_case merge_cases[] = {
 	    "a\nb\nc\nd\ne",
 	    "x\nb\nc\nd",
 	    0, "x\nb\nc\nd\ne" },
-	/* That edit touches a change to the line before. */
+	/* That edit merges with a change to the line before. */
 	{ "no-eol", "no-eol-append-near",
 	    "a\nb\nc",
 	    "a\nb\nc\nd",
 	    "a\nX\nc",
+	    0, "a\nX\nc\nd" },
+	/* But not with a change to the same last line. */
+	{ "no-eol", "no-eol-append-same",
+	    "a\nb\nc",
+	    "a\nb\nc\nd",
+	    "a\nb\nC",
 	    1, NULL },
 	/* Adding the final newline on one side. */
 	{ "no-eol", "no-eol-add-newline",
@@ -231,8 +276,8 @@ static int
 merge_check(const char *group)
 {
 	const struct merge_case	*c;
-	char			*out, *cause = NULL;
-	size_t			 outlen;
+	char			*out;
+	size_t			 outlen, line;
 	int			 r, want, n = 0, failed = 0;
 
 	for (c = merge_cases; c->group != NULL; c++) {
@@ -242,13 +287,14 @@ merge_check(const char *group)
 		want = c->conflict ? 1 : 0;
 		r = merge_text(c->base, strlen(c->base), c->ours,
 		    strlen(c->ours), c->theirs, strlen(c->theirs), &out,
-		    &outlen, &cause);
+		    &outlen, &line);
 		if (r != want) {
-			fprintf(stderr, "%s: expected %d, got %d%s%s\n",
-			    c->name, want, r, r == -1 ? ": " : "",
-			    r == -1 ? cause : "");
-			free(cause);
-			cause = NULL;
+			fprintf(stderr, "%s: expected %d, got %d\n", c->name,
+			    want, r);
+			failed = 1;
+		} else if (r == 1 && line == 0) {
+			fprintf(stderr, "%s: a conflict names no line\n",
+			    c->name);
 			failed = 1;
 		} else if (r == 1 && out != NULL) {
 			fprintf(stderr, "%s: output on a conflict\n", c->name);
@@ -310,22 +356,22 @@ test_mergeable(void)
 static int
 test_unmergeable(void)
 {
-	char	*out, *cause = NULL, *big;
-	size_t	 outlen;
+	char	*out, *big;
+	size_t	 outlen, line;
 
 	CHECK_INT(merge_text("a\n", 2, "a\0\n", 3, "a\n", 2, &out, &outlen,
-	    &cause), 1);
+	    &line), 1);
 	CHECK(out == NULL);
 	CHECK_INT(merge_text("\377\n", 2, "a\n", 2, "a\n", 2, &out, &outlen,
-	    &cause), 1);
+	    &line), 1);
 	CHECK(out == NULL);
 	big = xmalloc(MERGE_MAX_SIZE + 1);
 	memset(big, '\n', MERGE_MAX_SIZE + 1);
 	CHECK_INT(merge_text("\n", 1, "\n", 1, big, MERGE_MAX_SIZE + 1, &out,
-	    &outlen, &cause), 1);
+	    &outlen, &line), 1);
 	CHECK(out == NULL);
+	CHECK_INT(line, 0);	/* not a line's conflict */
 	free(big);
-	CHECK(cause == NULL);
 	return (0);
 }
 
@@ -333,28 +379,31 @@ test_unmergeable(void)
 static int
 test_empty(void)
 {
-	char	*out, *cause = NULL;
-	size_t	 outlen;
+	char	*out;
+	size_t	 outlen, line;
 
 	CHECK_INT(merge_text(NULL, 0, "a\n", 2, NULL, 0, &out, &outlen,
-	    &cause), 0);
+	    &line), 0);
 	CHECK_INT(outlen, 2);
 	CHECK(memcmp(out, "a\n", 2) == 0);
 	free(out);
 	CHECK_INT(merge_text(NULL, 0, NULL, 0, NULL, 0, &out, &outlen,
-	    &cause), 0);
+	    &line), 0);
 	CHECK(out != NULL);
 	CHECK_INT(outlen, 0);
 	free(out);
 	return (0);
 }
 
-/* A large file: edits at both ends merge, edits on adjacent lines not. */
+/*
+ * A large file: edits at both ends merge, and so do edits on adjacent
+ * lines; the same line edited differently is a conflict, at its line.
+ */
 static int
 test_large(void)
 {
-	char	*base, *ours, *theirs, *out, *cause = NULL, *p;
-	size_t	 i, n = 20000, len, outlen;
+	char	*base, *ours, *theirs, *out, *p;
+	size_t	 i, n = 20000, len, outlen, line;
 
 	len = n * 8;
 	base = xmalloc(len + 1);
@@ -365,7 +414,7 @@ test_large(void)
 	ours[1] = 'X';
 	theirs[len - 2] = 'Y';
 	CHECK_INT(merge_text(base, len, ours, len, theirs, len, &out, &outlen,
-	    &cause), 0);
+	    &line), 0);
 	CHECK_INT(outlen, len);
 	CHECK(out[1] == 'X' && out[len - 2] == 'Y');
 	CHECK(memcmp(out + 8, base + 8, len - 16) == 0);
@@ -373,10 +422,233 @@ test_large(void)
 	theirs[len - 2] = '9';
 	theirs[9] = 'Z';	/* the line right after ours' edit */
 	CHECK_INT(merge_text(base, len, ours, len, theirs, len, &out, &outlen,
-	    &cause), 1);
+	    &line), 0);
+	CHECK(out[1] == 'X' && out[9] == 'Z');
+	free(out);
+	theirs[2] = 'W';	/* ours' line, differently */
+	CHECK_INT(merge_text(base, len, ours, len, theirs, len, &out, &outlen,
+	    &line), 1);
+	CHECK_INT(line, 1);
 	free(theirs);
 	free(ours);
 	free(base);
+	return (0);
+}
+
+/*
+ * The reference: the same two diffs merged the slow way, base line by
+ * base line and insertion point by insertion point. Returns 1 on a
+ * conflict, else 0 with the text in out (len).
+ */
+static int
+merge_reference(const struct merge_text *b, const struct merge_text *side[2],
+    const struct merge_hunks *hs[2], char *out, size_t *len)
+{
+	int		 chg[2][16], ins[2][17], s, c0, c1, i0, i1, same;
+	size_t		 p, k, i;
+	const struct merge_hunk *h0, *h1;
+
+	for (s = 0; s < 2; s++) {
+		for (p = 0; p <= b->n; p++) {
+			ins[s][p] = -1;
+			if (p < b->n)
+				chg[s][p] = -1;
+		}
+		for (k = 0; k < hs[s]->n; k++) {
+			if (hs[s]->h[k].b0 == hs[s]->h[k].b1)
+				ins[s][hs[s]->h[k].b0] = (int)k;
+			for (p = hs[s]->h[k].b0; p < hs[s]->h[k].b1; p++)
+				chg[s][p] = (int)k;
+		}
+	}
+	*len = 0;
+	for (p = 0; p <= b->n; p++) {
+		/* The insertion point before line p. */
+		for (s = 0; s < 2; s++) {
+			if (ins[s][p] != -1 && p > 0 && p < b->n &&
+			    chg[!s][p - 1] != -1 &&
+			    chg[!s][p - 1] == chg[!s][p])
+				return (1);	/* inside the other's range */
+		}
+		i0 = ins[0][p];
+		i1 = ins[1][p];
+		if (i0 != -1 && i1 != -1) {
+			h0 = &hs[0]->h[i0];
+			h1 = &hs[1]->h[i1];
+			same = h0->n1 - h0->n0 == h1->n1 - h1->n0;
+			for (i = 0; same && i < h0->n1 - h0->n0; i++)
+				same = side[0]->lines[h0->n0 + i].len ==
+				    side[1]->lines[h1->n0 + i].len &&
+				    memcmp(side[0]->lines[h0->n0 + i].p,
+				    side[1]->lines[h1->n0 + i].p,
+				    side[0]->lines[h0->n0 + i].len) == 0;
+			if (!same)
+				return (1);
+			i1 = -1;
+		}
+		for (s = 0; s < 2; s++) {
+			k = s == 0 ? (size_t)i0 : (size_t)i1;
+			if ((s == 0 ? i0 : i1) == -1)
+				continue;
+			for (i = hs[s]->h[k].n0; i < hs[s]->h[k].n1; i++) {
+				memcpy(out + *len, side[s]->lines[i].p,
+				    side[s]->lines[i].len);
+				*len += side[s]->lines[i].len;
+			}
+		}
+		if (p == b->n)
+			break;
+		/* Line p. */
+		c0 = chg[0][p];
+		c1 = chg[1][p];
+		if (c0 != -1 && c1 != -1) {
+			h0 = &hs[0]->h[c0];
+			h1 = &hs[1]->h[c1];
+			same = h0->b0 == h1->b0 && h0->b1 == h1->b1 &&
+			    h0->n1 - h0->n0 == h1->n1 - h1->n0;
+			for (i = 0; same && i < h0->n1 - h0->n0; i++)
+				same = side[0]->lines[h0->n0 + i].len ==
+				    side[1]->lines[h1->n0 + i].len &&
+				    memcmp(side[0]->lines[h0->n0 + i].p,
+				    side[1]->lines[h1->n0 + i].p,
+				    side[0]->lines[h0->n0 + i].len) == 0;
+			if (!same)
+				return (1);
+			c1 = -1;
+		}
+		if (c0 == -1 && c1 == -1) {
+			memcpy(out + *len, b->lines[p].p, b->lines[p].len);
+			*len += b->lines[p].len;
+			continue;
+		}
+		s = c0 != -1 ? 0 : 1;
+		k = (size_t)(s == 0 ? c0 : c1);
+		if (hs[s]->h[k].b0 != p)
+			continue;	/* written at its first line */
+		for (i = hs[s]->h[k].n0; i < hs[s]->h[k].n1; i++) {
+			memcpy(out + *len, side[s]->lines[i].p,
+			    side[s]->lines[i].len);
+			*len += side[s]->lines[i].len;
+		}
+	}
+	return (0);
+}
+
+/* A small random text of lines a, b and c, maybe with no final LF. */
+static size_t
+merge_random_text(unsigned int *seed, char *buf, size_t maxlines)
+{
+	size_t	n, i, len = 0;
+
+	n = (size_t)(rand_r(seed) % (maxlines + 1));
+	for (i = 0; i < n; i++) {
+		buf[len++] = "abc"[rand_r(seed) % 3];
+		buf[len++] = '\n';
+	}
+	if (len > 0 && rand_r(seed) % 8 == 0)
+		len--;
+	return (len);
+}
+
+/* A side: the base with a few random edits. */
+static size_t
+merge_random_edit(unsigned int *seed, const char *base, size_t blen,
+    char *buf)
+{
+	size_t	len = 0, i = 0;
+	int	op;
+
+	while (i < blen) {
+		op = rand_r(seed) % 6;
+		if (op == 0)			/* delete a line */
+			while (i < blen && base[i++] != '\n')
+				;
+		else if (op == 1) {		/* insert one */
+			buf[len++] = "abcd"[rand_r(seed) % 4];
+			buf[len++] = '\n';
+		} else if (op == 2) {		/* replace one */
+			while (i < blen && base[i++] != '\n')
+				;
+			buf[len++] = "abcd"[rand_r(seed) % 4];
+			buf[len++] = '\n';
+		} else				/* keep one */
+			while (i < blen && (buf[len++] = base[i++]) != '\n')
+				;
+	}
+	if (rand_r(seed) % 4 == 0) {
+		buf[len++] = "abcd"[rand_r(seed) % 4];
+		buf[len++] = '\n';
+	}
+	return (len);
+}
+
+/*
+ * Random small texts: merge_text agrees with the reference on whether
+ * they conflict and on every byte of the merge; a clean merge is the
+ * same both ways round, and one side unchanged gives the other.
+ */
+static int
+test_random(void)
+{
+	struct merge_text	 t[3];
+	struct merge_hunks	 h[2];
+	const struct merge_text	*sides[2];
+	const struct merge_hunks *hs[2];
+	char			 base[64], ours[160], theirs[160], ref[512];
+	char			*out, *out2;
+	size_t			 bl, ol, tl, outlen, outlen2, reflen, line;
+	unsigned int		 seed = 20261207;
+	int			 i, r, rr, clean = 0, conflicts = 0;
+
+	for (i = 0; i < 20000; i++) {
+		bl = merge_random_text(&seed, base, 12);
+		ol = merge_random_edit(&seed, base, bl, ours);
+		tl = merge_random_edit(&seed, base, bl, theirs);
+		merge_split(base, bl, &t[0]);
+		merge_split(ours, ol, &t[1]);
+		merge_split(theirs, tl, &t[2]);
+		merge_diff(&t[0], &t[1], &h[0]);
+		merge_diff(&t[0], &t[2], &h[1]);
+		sides[0] = &t[1];
+		sides[1] = &t[2];
+		hs[0] = &h[0];
+		hs[1] = &h[1];
+		rr = merge_reference(&t[0], sides, hs, ref, &reflen);
+		r = merge_text(base, bl, ours, ol, theirs, tl, &out, &outlen,
+		    &line);
+		if (r != rr || (r == 0 && (outlen != reflen ||
+		    memcmp(out, ref, reflen) != 0))) {
+			fprintf(stderr, "case %d: base \"%.*s\" ours \"%.*s\""
+			    " theirs \"%.*s\": got %d \"%.*s\", the reference"
+			    " %d \"%.*s\"\n", i, (int)bl, base, (int)ol, ours,
+			    (int)tl, theirs, r, r == 0 ? (int)outlen : 0,
+			    r == 0 ? out : "", rr, rr == 0 ? (int)reflen : 0,
+			    ref);
+			return (1);
+		}
+		CHECK(r == 0 || line >= 1);
+		CHECK_INT(merge_text(base, bl, theirs, tl, ours, ol, &out2,
+		    &outlen2, &line), r);
+		if (r == 0) {
+			CHECK(outlen2 == outlen &&
+			    memcmp(out2, out, outlen) == 0);
+			clean++;
+		} else
+			conflicts++;
+		free(out);
+		free(out2);
+		CHECK_INT(merge_text(base, bl, ours, ol, base, bl, &out,
+		    &outlen, &line), 0);
+		CHECK(outlen == ol && memcmp(out, ours, ol) == 0);
+		free(out);
+		free(h[0].h);
+		free(h[1].h);
+		free(t[0].lines);
+		free(t[1].lines);
+		free(t[2].lines);
+	}
+	/* Both outcomes were exercised. */
+	CHECK(clean > 1000 && conflicts > 1000);
 	return (0);
 }
 
@@ -395,5 +667,6 @@ const struct unit_case unit_merge_cases[] = {
 	{ "merge/unmergeable", test_unmergeable },
 	{ "merge/empty", test_empty },
 	{ "merge/large", test_large },
+	{ "merge/random", test_random },
 	{ NULL, NULL }
 };
