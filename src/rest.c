@@ -108,7 +108,7 @@ rest_hex(int ch)
  * a space); an encoded NUL becomes the mark the door refuses by name.
  * NULL when an escape is broken.
  */
-static char *
+char *
 rest_decode(const char *s, size_t n, int plus)
 {
 	char	*out, *o;
@@ -140,7 +140,7 @@ rest_decode(const char *s, size_t n, int plus)
 }
 
 /* The status of a cause's kind. */
-static int
+int
 rest_status(enum cause_kind kind)
 {
 	switch (kind) {
@@ -279,6 +279,30 @@ rest_match(const char *pattern, const char *path, cJSON *args)
 		p = e + 1;
 	}
 	return (*q == '\0');
+}
+
+/*
+ * The operation a method takes on a path (HEAD is GET's), with the
+ * path's parameters in *args, a new object the caller frees; NULL when
+ * no route takes it.
+ */
+const char *
+rest_route(const char *method, const char *path, cJSON **args)
+{
+	size_t	i;
+
+	*args = cJSON_CreateObject();
+	if (strlen(path) >= REST_PATH_MAX)
+		return (NULL);
+	for (i = 0; i < REST_NROUTES; i++) {
+		if (strcmp(rest_routes[i].method, strcmp(method, "HEAD") ==
+		    0 ? "GET" : method) == 0 &&
+		    rest_match(rest_routes[i].pattern, path, *args))
+			return (rest_routes[i].op);
+		cJSON_Delete(*args);
+		*args = cJSON_CreateObject();
+	}
+	return (NULL);
 }
 
 /* A query value with the type its argument has. */
@@ -550,10 +574,9 @@ rest_http(struct http_conn *c, const char *path)
 	struct rest_call	*rc;
 	const struct op_entry	*oe = NULL;
 	struct cause		 cause = { 0 };
-	const char		*query, *extra, *method = req->method;
+	const char		*query, *extra, *method = req->method, *name;
 	char			 allow[128], hdr[192];
 	cJSON			*args;
-	size_t			 i;
 	int			 status, unserved;
 
 	if (transport_http_from_page(c)) {
@@ -593,17 +616,8 @@ rest_http(struct http_conn *c, const char *path)
 		transport_http_respond(c, 204, NULL, NULL, 0, hdr);
 		return;
 	}
-	args = cJSON_CreateObject();
-	for (i = 0; i < REST_NROUTES; i++) {
-		if (strcmp(rest_routes[i].method, strcmp(method, "HEAD") ==
-		    0 ? "GET" : method) == 0 &&
-		    rest_match(rest_routes[i].pattern, path, args)) {
-			oe = op_find(rest_routes[i].op, TOOLSET_ALL);
-			break;
-		}
-		cJSON_Delete(args);
-		args = cJSON_CreateObject();
-	}
+	if ((name = rest_route(method, path, &args)) != NULL)
+		oe = op_find(name, TOOLSET_ALL);
 	if (oe == NULL) {
 		cJSON_Delete(args);
 		snprintf(hdr, sizeof hdr, "Allow: %s\r\n", allow);

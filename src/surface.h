@@ -158,6 +158,9 @@ void		 transport_http_close(struct http_conn *, const char *);
 void		 rest_init(void);
 void		 rest_http(struct http_conn *, const char *);
 void		 rest_refuse(struct http_conn *, int, const struct cause *);
+const char	*rest_route(const char *, const char *, struct cJSON **);
+char		*rest_decode(const char *, size_t, int);
+int		 rest_status(enum cause_kind);
 
 /* forward.c */
 void		 forward_http(struct http_conn *, const char *);

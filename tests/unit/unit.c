@@ -47,6 +47,10 @@ static const struct unit_case *unit_groups[] = {
 	unit_merge_cases,
 	unit_files_cases,
 	unit_job_cases,
+	unit_rest_cases,
+	unit_nsexec_cases,
+	unit_layer_cases,
+	unit_fold_cases,
 };
 
 static char	unit_state[] = "/tmp/sandbox-mcp-unit.XXXXXX";

@@ -41,6 +41,10 @@ extern const struct unit_case unit_gitignore_cases[];
 extern const struct unit_case unit_merge_cases[];
 extern const struct unit_case unit_files_cases[];
 extern const struct unit_case unit_job_cases[];
+extern const struct unit_case unit_rest_cases[];
+extern const struct unit_case unit_nsexec_cases[];
+extern const struct unit_case unit_layer_cases[];
+extern const struct unit_case unit_fold_cases[];
 
 void	unit_setup(void);
 
