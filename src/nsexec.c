@@ -332,7 +332,7 @@ nsexec_msg_recv(int sock, char *buf, size_t size, struct nsexec_msg *m)
 	char		 cbuf[CMSG_SPACE(sizeof(int) * NSEXEC_FDS_MAX)];
 	ssize_t		 n, i;
 	size_t		 body;
-	int		 k;
+	int		 k, fd, extra = 0;
 
 	memset(m, 0, sizeof *m);
 	memset(&msg, 0, sizeof msg);
@@ -345,19 +345,31 @@ nsexec_msg_recv(int sock, char *buf, size_t size, struct nsexec_msg *m)
 	do {
 		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
 	} while (n == -1 && errno == EINTR);
-	if (n <= 0)
-		return ((int)n);
+	if (n < 0)
+		return (-1);
+	/*
+	 * The descriptors are ours once received, whatever the datagram
+	 * holds (even none of it): each is kept to be closed, or closed.
+	 */
 	for (cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type !=
 		    SCM_RIGHTS)
 			continue;
 		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		if (k > NSEXEC_FDS_MAX - m->nfds)
-			k = NSEXEC_FDS_MAX - m->nfds;
-		memcpy(m->fds + m->nfds, CMSG_DATA(cm), sizeof(int) * k);
-		m->nfds += k;
+		for (i = 0; i < k; i++) {
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
+			    sizeof fd);
+			if (m->nfds < NSEXEC_FDS_MAX)
+				m->fds[m->nfds++] = fd;
+			else {
+				close(fd);
+				extra = 1;
+			}
+		}
 	}
-	if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	if (n == 0 && m->nfds == 0 && !extra)
+		return (0);		/* the peer has closed */
+	if (n == 0 || extra || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    (size_t)n < sizeof hdr)
 		goto bad;
 	memcpy(&hdr, buf, sizeof hdr);

@@ -564,13 +564,16 @@ test_nsexec_extra_fds(void)
 	return (0);
 }
 
-/* The peer gone: 0, after what it sent before it went; nothing: EAGAIN. */
+/*
+ * The peer gone: 0, after what it sent before it went; nothing: EAGAIN;
+ * no bytes but descriptors: refused, the descriptors closed.
+ */
 static int
 test_nsexec_eof(void)
 {
 	struct nsexec_msg	 m;
 	const char		*one[] = { "done" };
-	int			 sp[2];
+	int			 sp[2], fd, before;
 
 	CHECK(pair(sp) == 0);
 	CHECK(fcntl(sp[1], F_SETFL, O_NONBLOCK) == 0);
@@ -594,6 +597,19 @@ test_nsexec_eof(void)
 	CHECK(send_raw(sp[0], "", 0, NULL, 0) == 0);
 	CHECK_INT(nsexec_msg_recv(sp[1], nsexec_buf, sizeof nsexec_buf, &m), 0);
 	pair_close(sp);
+
+	/*
+	 * But one of no bytes that carries descriptors is a bad message,
+	 * and the descriptors it brought are closed.
+	 */
+	CHECK((before = open_fds()) > 0);
+	CHECK(pair(sp) == 0);
+	CHECK((fd = open("/dev/null", O_RDONLY)) != -1);
+	CHECK(send_raw(sp[0], "", 0, &fd, 1) == 0);
+	close(fd);
+	CHECK(refused(sp[1], "no bytes and a descriptor") == 0);
+	pair_close(sp);
+	CHECK_INT(open_fds(), before);
 
 	/* A send to a peer gone fails (no SIGPIPE). */
 	CHECK(pair(sp) == 0);
