@@ -11,12 +11,15 @@
 #   seq:     exec_command "true" in an automatic session (session created,
 #            command run, changes captured, session destroyed, all before
 #            the answer), strictly one after another, 500 timed; with 100
-#            "docker exec CONTAINER true" (the CLI, process start to exit)
-#            and 100 Engine API execs (POST /containers/ID/exec, POST
+#            "docker exec CONTAINER true" (the CLI, process start to exit),
+#            100 Engine API execs (POST /containers/ID/exec, POST
 #            /exec/ID/start attached until the stream ends, GET
 #            /exec/ID/json: what the CLI does, without the CLI) of the
-#            sandbox's own container interleaved with them, in shuffled
-#            rounds
+#            sandbox's own container, and 200 "nsenter -t PID -a true"
+#            (PID: the container's init, State.Pid from docker inspect;
+#            a subprocess started the same way as the CLI's, process start
+#            to exit: the floor for running a process in the container's
+#            namespaces) interleaved with them, in shuffled rounds
 #   conc:    20 exec_command "true" sent at once (pipelined, distinct ids),
 #            each timed from its own request's write to its answer; 25
 #            rounds
@@ -26,12 +29,17 @@
 #            for
 #   publish: "head -c 4096 /dev/urandom > f$i", 200 runs one after
 #            another: a 4 KiB file written and published as a layer, each
-#            answer's publish.layer_id checked
+#            answer's publish.layer_id checked; beside each run, in a
+#            shuffled order, the disk's floor: a durable atomic replacement
+#            of a 4 KiB file in a directory beside the state directory, on
+#            its file system (write a temporary file, fsync, rename over
+#            the target, fsync the directory)
 #
 # Targets (per image):
-#   seq:     median <= 10 ms and <= 1/8 of the docker exec (CLI) median
+#   seq:     median <= 10 ms, <= 1/8 of the docker exec (CLI) median and
+#            <= 1.2 x the nsenter median
 #   conc:    p95 <= 40 ms
-#   publish: median <= 15 ms
+#   publish: median <= 10 ms
 #   rss:     VmRSS of sandbox-mcp with 64 commands running <= 32 MiB
 #
 # Results: printed, and written to $SANDBOX_MCP_BUILDDIR/bench/results/
@@ -48,6 +56,7 @@ import math
 import os
 import random
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,8 +75,9 @@ MIB = 1024 * 1024
 
 TARGET_SEQ_MS = 10.0        # median exec_command true, at most
 TARGET_SEQ_RATIO = 1 / 8    # of the docker exec CLI median, at most
+TARGET_NSENTER_RATIO = 1.2  # of the nsenter -t PID -a true median, at most
 TARGET_CONC_P95_MS = 40.0   # 20 at once, p95, at most
-TARGET_PUB_MS = 15.0        # median write 4 KiB + publish, at most
+TARGET_PUB_MS = 10.0        # median write 4 KiB + publish, at most
 TARGET_RSS_MIB = 32.0       # VmRSS with 64 commands running, at most
 
 DEFAULT_IMAGES = "sandbox-mcp/debian:bookworm sandbox-mcp/busybox:test"
@@ -455,24 +465,59 @@ class Bench:
         if record:
             self.add(image, "api", ms(t0, t1))
 
+    def m_nsenter(self, image, record=True):
+        """The floor: true run in every namespace of the container's init
+        (and its root and working directory), by nsenter, started and
+        timed as the docker CLI is."""
+        t0 = now()
+        r = subprocess.run(["nsenter", "-t", str(self.init_pid), "-a",
+                            "true"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=120)
+        t1 = now()
+        if r.returncode != 0:
+            raise BenchError("nsenter -t %d -a true: status %d: %s" % (
+                self.init_pid, r.returncode,
+                r.stderr.decode(errors="replace")[:300]))
+        if record:
+            self.add(image, "nsenter", ms(t0, t1))
+
     def run_seq(self, image):
         o = self.opt
+        if shutil.which("nsenter") is None or os.geteuid() != 0:
+            raise BenchError("the nsenter floor needs nsenter(1) and root")
+        pid = cli(["docker", "inspect", "--format", "{{.State.Pid}}",
+                   self.cid]).strip()
+        if not pid.isdigit() or int(pid) <= 0:
+            raise BenchError("docker inspect %s: State.Pid %r"
+                             % (self.cid, pid))
+        self.init_pid = int(pid)
+        # The floor runs where the container's processes run: its
+        # namespaces, seen from inside (nsenter forks into the PID
+        # namespace, so /proc/self is the command's own).
+        want = os.readlink("/proc/%d/ns/mnt" % self.init_pid)
+        got = cli(["nsenter", "-t", pid, "-a", "readlink",
+                   "/proc/self/ns/mnt"]).strip()
+        if got != want:
+            raise BenchError("nsenter -t %s -a: mount namespace %r, not"
+                             " the container's %r" % (pid, got, want))
         say("image %s: warm-up" % image)
         for _ in range(o.warmup):
             self.m_exec(image, record=False)
         for _ in range(3):
             self.m_cli(image, record=False)
             self.m_api(image, record=False)
-        # Rounds of (runs / docker) exec_commands and one of each docker
-        # exec, shuffled, so slow and fast periods fall on all alike.
-        per = max(1, o.runs // o.docker)
-        left = o.runs
+            self.m_nsenter(image, record=False)
+        # Rounds of (runs / docker) exec_commands, (nsenter / docker)
+        # nsenters and one of each docker exec, shuffled, so slow and
+        # fast periods fall on all alike.
         say("image %s: %d exec_command true, %d docker exec (CLI), %d"
-            " (API), interleaved" % (image, o.runs, o.docker, o.docker))
+            " (API), %d nsenter, interleaved" % (image, o.runs, o.docker,
+                                                 o.docker, o.nsenter))
+        execs, nsenters = spread(o.runs, o.docker), spread(o.nsenter,
+                                                           o.docker)
         for i in range(o.docker):
-            n = per if i < o.docker - 1 else left
-            steps = [self.m_exec] * n + [self.m_cli, self.m_api]
-            left -= n
+            steps = ([self.m_exec] * execs[i] + [self.m_nsenter] *
+                     nsenters[i] + [self.m_cli, self.m_api])
             self.rng.shuffle(steps)
             for fn in steps:
                 fn(image)
@@ -586,26 +631,60 @@ class Bench:
             "stop_ms": stopped_ms,
         }
 
+    def m_sync(self, image, record=True):
+        """The disk's floor: a durable atomic replacement of a 4 KiB file
+        (write a temporary file, fsync it, rename it over the target,
+        fsync the directory) on the state directory's file system."""
+        d = os.path.join(self.tmp, "sync-floor")
+        os.makedirs(d, exist_ok=True)
+        data = os.urandom(4096)
+        tmp = os.path.join(d, "f.tmp")
+        t0 = now()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, os.path.join(d, "f"))
+        dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+        t1 = now()
+        if record:
+            self.add(image, "sync", ms(t0, t1))
+
+    def m_publish(self, image, i):
+        name = "f%d" % i
+        r, t = self.server.call("exec_command", {
+            "sandbox_id": self.sid,
+            "cmd": "head -c 4096 /dev/urandom > %s" % name,
+            "yield_time_ms": YIELD_MS})
+        pub = r.get("publish") or {}
+        if (r.get("status") != "ok" or r.get("exit_code") != 0 or
+                not pub.get("layer_id") or
+                pub.get("changed_paths") != [name]):
+            raise BenchError("write %s: unexpected answer %s"
+                             % (name, json.dumps(r)[:500]))
+        self.add(image, "pub", t)
+        self.add(image, "pub_wall", r["wall_time_seconds"] * 1000)
+
     def run_publish(self, image):
         o = self.opt
-        say("image %s: %d runs writing 4 KiB and publishing"
-            % (image, o.writes))
+        say("image %s: %d runs writing 4 KiB and publishing, each beside"
+            " an fsync'd 4 KiB replace" % (image, o.writes))
+        for _ in range(3):
+            self.m_sync(image, record=False)
         for i in range(o.writes):
-            name = "f%d" % i
-            r, t = self.server.call("exec_command", {
-                "sandbox_id": self.sid,
-                "cmd": "head -c 4096 /dev/urandom > %s" % name,
-                "yield_time_ms": YIELD_MS})
-            pub = r.get("publish") or {}
-            if (r.get("status") != "ok" or r.get("exit_code") != 0 or
-                    not pub.get("layer_id") or
-                    pub.get("changed_paths") != [name]):
-                raise BenchError("write %s: unexpected answer %s"
-                                 % (name, json.dumps(r)[:500]))
-            self.add(image, "pub", t)
-            self.add(image, "pub_wall", r["wall_time_seconds"] * 1000)
-            if o.pause:
-                time.sleep(o.pause)
+            steps = [lambda: self.m_publish(image, i),
+                     lambda: self.m_sync(image)]
+            self.rng.shuffle(steps)
+            for fn in steps:
+                fn()
+                if o.pause:
+                    time.sleep(o.pause)
         # The layers are there: the last file has the bytes written.
         r, _ = self.server.call("exec_command", {
             "sandbox_id": self.sid, "yield_time_ms": YIELD_MS,
@@ -668,6 +747,11 @@ class Bench:
         self.rss["end"] = status_kib(self.pid)
 
 
+def spread(n, k):
+    """n as k counts that differ by at most one, the larger first."""
+    return [n // k + (1 if i < n % k else 0) for i in range(k)]
+
+
 # --------------------------------------------------------------- report
 
 def row(label, xs):
@@ -691,7 +775,7 @@ def report(b):
     version = subprocess.run([b.binary, "--version"], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT).stdout.decode().strip()
     L("exec: exec_command in automatic sessions, over stdio, against"
-      " docker exec of the same container")
+      " docker exec of the same container and nsenter into its init")
     L("workspace: %s; state directory on %s" % (b.ws_desc, b.state_fs))
     L("clean automatic sessions kept per sandbox (limit session-pool): %s"
       % ("32 (the default)" if b.opt.session_pool is None else
@@ -704,8 +788,9 @@ def report(b):
             "%Y-%m-%d %H:%M:%S", time.localtime(b.binary_mtime))))
     lines.extend(textwrap.wrap(
         "method: client-side round trip, request line written to answer"
-        " line read (docker: CLI process start to exit; API: exec create"
-        " to inspect), in ms, median / p95 / p99 (nearest rank);"
+        " line read (docker, nsenter: process start to exit; API: exec"
+        " create to inspect; disk floor: open to the directory's fsync),"
+        " in ms, median / p95 / p99 (nearest rank);"
         " %.0f ms pause between sequential measurements" % (o.pause * 1000),
         78, subsequent_indent="  "))
     mb = b.machine["before"]
@@ -732,6 +817,8 @@ def report(b):
         L(row("  server's command_total_time_seconds", s.get("seq_cmd", [])))
         L(row("docker exec CONTAINER true (CLI)", s.get("cli", [])))
         L(row("Engine API exec create+start+inspect", s.get("api", [])))
+        L(row("nsenter -t PID -a true (the container's init)",
+              s.get("nsenter", [])))
         L(row("exec_command true, %d at once (each)" % o.conc,
               s.get("conc", [])))
         rounds = s.get("conc_round", [])
@@ -741,6 +828,8 @@ def report(b):
         pub = s.get("pub", [])
         L(row("write 4 KiB and publish", pub))
         L(row("  server's wall_time_seconds", s.get("pub_wall", [])))
+        L(row("disk floor: fsync'd atomic 4 KiB replace",
+              s.get("sync", [])))
         q = max(1, len(pub) // 4)
         L("    by layer depth: " + ", ".join(
             "runs %d-%d %.2f" % (i + 1, min(i + q, len(pub)),
@@ -764,11 +853,15 @@ def report(b):
                             o.running, r["stop_ms"]))
         seq, cli_ = median(s.get("seq", [])), median(s.get("cli", []))
         api = median(s.get("api", []))
+        nse = median(s.get("nsenter", []))
         conc95 = pct(s.get("conc", []), 0.95)
         pubm = median(pub)
+        syncm = median(s.get("sync", []))
         rss = r["running_kib"]["VmRSS"] / 1024 if r else float("nan")
         L("  exec_command / docker exec CLI: %.3f (1/%.1f); / API exec:"
           " %.3f (1/%.1f)" % (seq / cli_, cli_ / seq, seq / api, api / seq))
+        L("  exec_command / nsenter: %.3fx; write+publish / disk floor:"
+          " %.2fx" % (seq / nse, pubm / syncm))
         L("  targets:")
         for desc, ok in (
                 ("median exec_command true <= %.0f ms (%.2f ms)"
@@ -776,11 +869,15 @@ def report(b):
                 ("median <= 1/8 of docker exec's (%.2f <= %.2f ms)"
                  % (seq, cli_ * TARGET_SEQ_RATIO),
                  seq <= cli_ * TARGET_SEQ_RATIO),
+                ("median <= %.1fx nsenter's (%.2f / %.2f ms = %.2fx)"
+                 % (TARGET_NSENTER_RATIO, seq, nse, seq / nse),
+                 seq <= nse * TARGET_NSENTER_RATIO),
                 ("%d at once: p95 <= %.0f ms (%.2f ms)"
                  % (o.conc, TARGET_CONC_P95_MS, conc95),
                  conc95 <= TARGET_CONC_P95_MS),
-                ("write 4 KiB + publish: median <= %.0f ms (%.2f ms)"
-                 % (TARGET_PUB_MS, pubm), pubm <= TARGET_PUB_MS),
+                ("write 4 KiB + publish: median <= %.0f ms (%.2f ms;"
+                 " disk floor %.2f ms)" % (TARGET_PUB_MS, pubm, syncm),
+                 pubm <= TARGET_PUB_MS),
                 ("VmRSS with %d running <= %.0f MiB (%.1f MiB)"
                  % (o.running, TARGET_RSS_MIB, rss), rss <= TARGET_RSS_MIB)):
             L("    %s  %s" % ("PASS" if ok else "FAIL", desc))
@@ -805,6 +902,9 @@ def main():
     ap.add_argument("--docker", type=int,
                     default=int(env("BENCH_EXEC_DOCKER", 100)),
                     help="docker exec runs, CLI and API each (100)")
+    ap.add_argument("--nsenter", type=int,
+                    default=int(env("BENCH_EXEC_NSENTER", 200)),
+                    help="nsenter -t PID -a true runs (200)")
     ap.add_argument("--conc", type=int, default=20,
                     help="exec_command at once (20)")
     ap.add_argument("--rounds", type=int,
@@ -836,8 +936,8 @@ def main():
     opt = ap.parse_args()
     if not opt.images:
         opt.images = env("BENCH_EXEC_IMAGES", DEFAULT_IMAGES).split()
-    if min(opt.runs, opt.docker, opt.conc, opt.rounds, opt.writes,
-           opt.running, opt.files) < 1:
+    if min(opt.runs, opt.docker, opt.nsenter, opt.conc, opt.rounds,
+           opt.writes, opt.running, opt.files) < 1:
         ap.error("every count must be at least 1")
     if opt.docker > opt.runs:
         ap.error("--docker must not exceed --runs")

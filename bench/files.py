@@ -5,10 +5,12 @@
 #
 #   python3 bench/files.py [options]
 #
-# One sandbox-mcp process (--set management --set runtime over stdio), one
-# state directory, one generated workspace: --files (1,000) small text
-# files in four directories, plus data/small.txt (4 KiB: 64 lines of 64
-# bytes) and data/big.txt (10,000 lines).  Per image, one sandbox, then,
+# One sandbox-mcp process (--set management --set runtime over stdio, and
+# with --listen 127.0.0.1:0 over HTTP too, no API key, for the large read
+# below), one state directory, one generated workspace: --files (1,000)
+# small text files in four directories, plus data/small.txt (4 KiB: 64
+# lines of 64 bytes), data/big.txt (10,000 lines) and data/large.txt
+# (256 KiB, file_read's most: 1,024 lines of 256 bytes).  Per image, one sandbox, then,
 # untimed, --layers (20) sessionless file_write calls to distinct other
 # files (pre/layerNN.txt), so that the stack holds 20 published layers
 # above the base, and a history for data/big.txt: one sessionless
@@ -24,7 +26,15 @@
 #           interleaved with them in shuffled rounds.  The container has
 #           no /workspace mount of its own (sessions mount the workspace
 #           in their own namespaces), so that copy of data/small.txt is
-#           put there with docker cp beforehand
+#           put there beforehand with docker exec -i CONTAINER sh -c
+#           'cat > FILE' (not docker cp: with a disk the container's root
+#           is read-only to Docker)
+#   large:  file_read data/large.txt (256 KiB) over stdio and the same
+#           call over HTTP, the REST route GET /v1/sandboxes/ID/files?path=
+#           data/large.txt on one keep-alive connection (opened before the
+#           phase; the run checks it is never reopened), timed from the
+#           request's write to the whole body read; --runs of each, in
+#           shuffled pairs, same server, same sandbox, same file
 #   blame:  file_blame data/big.txt, --runs
 #   write:  file_write of 4 KiB to data/written.txt (no session: each one
 #           published as a one-file layer; the content differs every time),
@@ -56,6 +66,7 @@
 #
 # Targets (per image, medians):
 #   read  <= 1 ms
+#   large over HTTP <= 2 x large over stdio
 #   write <= 5 ms
 #   edit  <= 5 ms
 #   blame <= 5 ms
@@ -85,9 +96,11 @@
 # end, on failure and on SIGINT/SIGTERM too.
 
 import argparse
+import http.client
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -107,17 +120,21 @@ TARGET_READ_MS = 1.0        # median file_read of 4 KiB, at most
 TARGET_WRITE_MS = 5.0       # median file_write of 4 KiB + publish, at most
 TARGET_EDIT_MS = 5.0        # median file_edit, one replacement, at most
 TARGET_BLAME_MS = 5.0       # median file_blame of 10,000 lines, at most
+TARGET_HTTP_RATIO = 2.0     # median file_read of 256 KiB over HTTP, at
+                            # most this times the same over stdio
 
 DEFAULT_IMAGES = "sandbox-mcp/debian:bookworm sandbox-mcp/busybox:test"
 
 SMALL = "data/small.txt"
 BIG = "data/big.txt"
 WRITTEN = "data/written.txt"
+LARGE = "data/large.txt"
+LARGE_LINES = 1024          # of 256 bytes: 262,144, file_read's most
 BIG_LINES = 10000
 TOKEN_A, TOKEN_B = "state=AAAA", "state=BBBB"
 # The container does not mount the workspace (each session mounts it in
 # its own mount namespace), so the baseline's copy of data/small.txt is
-# put into the container's own /tmp with docker cp (sessions see a
+# put into the container's own /tmp with docker exec -i (sessions see a
 # private tmpfs there instead).
 CAT_PATH = "/tmp/files-bench-small.txt"
 
@@ -146,6 +163,14 @@ def small_text():
     return text
 
 
+def large_text():
+    """262,144 bytes: 1,024 lines of 255 characters and a newline."""
+    text = "".join(("large %04d " % i + "0123456789abcdef" * 16)[:255] +
+                   "\n" for i in range(LARGE_LINES))
+    assert len(text.encode()) == 256 * 1024
+    return text
+
+
 def big_line(n, tag="base"):
     return ("%05d %s line of the ten thousand line file" % (n, tag)).ljust(
         47, ".") + "\n"
@@ -159,6 +184,62 @@ def write_text(i):
     text = head + body
     assert len(text.encode()) == 4096
     return text
+
+
+def check_read(r, path, expect):
+    """A file_read result holding the whole of expect, from line 1."""
+    data = expect.encode()
+    nl = expect.count("\n")
+    if (r.get("content") != expect or r.get("start_line") != 1 or
+            r.get("num_lines") != nl or r.get("total_lines") != nl or
+            r.get("bytes_read") != len(data) or
+            r.get("total_bytes") != len(data) or
+            r.get("truncated") is not False or
+            r.get("next_offset") is not None):
+        raise BenchError("file_read %s: unexpected answer %s"
+                         % (path, json.dumps(r)[:500]))
+
+
+class Rest:
+    """The server's REST routes over one keep-alive HTTP/1.1 connection
+    (http.client; no API key: the listener is on loopback and none is
+    configured).  A connection the server closed would be reopened by
+    http.client without a word: connects counts them, and the run
+    breaks if there is more than one."""
+
+    def __init__(self, port):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port,
+                                               timeout=120)
+        self.connects = 0
+        connect = self.conn.connect
+
+        def counted():
+            self.connects += 1
+            connect()
+        self.conn.connect = counted
+
+    def get(self, path):
+        """GET path: the JSON result and the round trip in ms, from the
+        request's write to the whole body read."""
+        t0 = now()
+        self.conn.request("GET", path, headers={"Accept":
+                                                "application/json"})
+        resp = self.conn.getresponse()
+        body = resp.read()
+        t1 = now()
+        if resp.status != 200:
+            raise BenchError("GET %s: HTTP %d %r" % (path, resp.status,
+                                                     body[:300]))
+        if resp.will_close:
+            raise BenchError("GET %s: the server closes the connection"
+                             % path)
+        if self.connects != 1:
+            raise BenchError("GET %s: %d connections opened, not one"
+                             " kept alive" % (path, self.connects))
+        return json.loads(body), ms(t0, t1)
+
+    def close(self):
+        self.conn.close()
 
 
 # ---------------------------------------------------------------- bench
@@ -214,16 +295,19 @@ class Bench:
         os.makedirs(os.path.join(self.ws, "data"))
         self.small = small_text()
         self.big = "".join(big_line(n) for n in range(1, BIG_LINES + 1))
-        for rel, text in ((SMALL, self.small), (BIG, self.big)):
+        self.large = large_text()
+        for rel, text in ((SMALL, self.small), (BIG, self.big),
+                          (LARGE, self.large)):
             with open(os.path.join(self.ws, rel), "w") as f:
                 f.write(text)
             nbytes += len(text.encode())
         self.ws_desc = ("%d small text files in %d directories, plus %s"
-                        " (4,096 bytes, 64 lines) and %s (%s lines, %d"
-                        " bytes); %d bytes in all" % (
+                        " (4,096 bytes, 64 lines), %s (%s lines, %d"
+                        " bytes) and %s (262,144 bytes, %s lines); %d"
+                        " bytes in all" % (
                             self.opt.files, len(dirs), SMALL, BIG,
                             "{:,}".format(BIG_LINES), len(self.big),
-                            nbytes))
+                            LARGE, "{:,}".format(LARGE_LINES), nbytes))
 
     def setup(self):
         if not os.access(self.binary, os.X_OK):
@@ -246,10 +330,13 @@ class Bench:
         os.makedirs(self.results, exist_ok=True)
         self.server_log = os.path.join(self.results, "files-server.log")
         open(self.server_log, "w").close()
+        # Over stdio, and over HTTP on a loopback port of the kernel's
+        # choosing (no API key: loopback only) for the large read.
         self.server = Server([self.binary, "--set", "management", "--set",
                               "runtime", "-f", self.conf, "--state-dir",
                               self.state, "--docker-host",
-                              "unix://" + self.sock], self.server_log)
+                              "unix://" + self.sock, "--listen",
+                              "127.0.0.1:0"], self.server_log)
         msg, _ = self.server.request("initialize", {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "bench-files", "version": "1"}})
@@ -258,6 +345,22 @@ class Bench:
         self.server.notify("notifications/initialized")
         self.pid = self.server.proc.pid
         self.rss["idle"] = status_kib(self.pid)
+        self.rest = Rest(self.http_port())
+
+    def http_port(self):
+        """The port of the server's listener, from its "listening on
+        http://127.0.0.1:PORT/mcp" line."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with open(self.server_log, errors="replace") as f:
+                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/",
+                              f.read())
+            if m:
+                return int(m.group(1))
+            if self.server.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise BenchError("sandbox-mcp did not say where it listens")
 
     def depth(self):
         """Published layers above the base, from the stack's manifest."""
@@ -276,16 +379,15 @@ class Bench:
 
     def read(self, path, expect):
         r, t = self.tool("file_read", {"path": path})
-        data = expect.encode()
-        nl = expect.count("\n")
-        if (r.get("content") != expect or r.get("start_line") != 1 or
-                r.get("num_lines") != nl or r.get("total_lines") != nl or
-                r.get("bytes_read") != len(data) or
-                r.get("total_bytes") != len(data) or
-                r.get("truncated") is not False or
-                r.get("next_offset") is not None):
-            raise BenchError("file_read %s: unexpected answer %s"
-                             % (path, json.dumps(r)[:500]))
+        check_read(r, path, expect)
+        return t
+
+    def read_http(self, path, expect):
+        """The same file_read through its REST route, on the keep-alive
+        connection."""
+        r, t = self.rest.get("/v1/sandboxes/%s/files?path=%s" % (
+            urlquote(self.sid), urlquote(path)))
+        check_read(r, path, expect)
         return t
 
     def published(self, what, r, path, nbytes):
@@ -409,8 +511,18 @@ class Bench:
         self.phase_depth(image, "read", "start")
         for _ in range(o.warmup):
             self.m_read(image, record=False)
-        cli(["docker", "cp", os.path.join(self.ws, SMALL),
-             "%s:%s" % (self.cid, CAT_PATH)])
+        # Not docker cp: with a disk the container's root is read-only to
+        # Docker, and writable only through the overlay sandbox-mcp
+        # mounts over it in the container's mount namespace, where
+        # docker exec runs.
+        r = subprocess.run(["docker", "exec", "-i", self.cid, "sh", "-c",
+                            "cat > %s" % CAT_PATH], input=self.small.encode(),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=120)
+        if r.returncode != 0:
+            raise BenchError("docker exec -i (a copy to %s): status %d: %s"
+                             % (CAT_PATH, r.returncode,
+                                r.stderr.decode(errors="replace")[:300]))
         for _ in range(3):
             self.m_cat(image, record=False)
         say("image %s: %d file_read, %d docker exec cat, interleaved"
@@ -428,6 +540,27 @@ class Bench:
                     time.sleep(o.pause)
         self.phase_depth(image, "read", "end")
         self.phase_spans(image, "read", "file_read")
+
+    def run_large(self, image):
+        """file_read of 256 KiB over stdio and over HTTP (REST, one
+        keep-alive connection), same server, sandbox and file, in
+        shuffled pairs."""
+        o = self.opt
+        self.phase_depth(image, "large", "start")
+        for _ in range(o.warmup):
+            self.read(LARGE, self.large)
+            self.read_http(LARGE, self.large)
+        say("image %s: %d file_read of 256 KiB over stdio and over HTTP,"
+            " in shuffled pairs" % (image, o.runs))
+        for _ in range(o.runs):
+            steps = [("large_stdio", self.read), ("large_http",
+                                                  self.read_http)]
+            self.rng.shuffle(steps)
+            for key, fn in steps:
+                self.add(image, key, fn(LARGE, self.large))
+                if o.pause:
+                    time.sleep(o.pause)
+        self.phase_depth(image, "large", "end")
 
     def run_blame(self, image):
         o = self.opt
@@ -570,6 +703,7 @@ class Bench:
             t0 = now()
             self.prepare(image)
             self.run_read(image)
+            self.run_large(image)
             self.run_blame(image)
             self.note(image, "layers_end", self.depth())
             self.note(image, "rss_kib", status_kib(self.pid))
@@ -618,7 +752,8 @@ def report(b):
         version, b.docker_desc))
     lines.extend(textwrap.wrap(
         "method: client-side round trip, request line written to answer"
-        " line read (docker exec cat: CLI process start to exit; server's"
+        " line read (HTTP: request written to the whole body read;"
+        " docker exec cat: CLI process start to exit; server's"
         " tool span: the tool.* span of its telemetry log), in ms;"
         " p90/p99 nearest rank; ratio = median / docker exec cat median;"
         " %d warm-up calls per phase, %.0f ms pause between calls; no"
@@ -642,6 +777,10 @@ def report(b):
         L(row("file_read 4 KiB (%s)" % dep("read"), s.get("read", []), cat))
         L(row(span, s.get("read_span", []), cat))
         L(row("docker exec cat 4 KiB", s.get("cat", []), cat))
+        L(row("file_read 256 KiB, stdio (%s)" % dep("large"),
+              s.get("large_stdio", []), cat))
+        L(row("file_read 256 KiB, HTTP keep-alive (REST)",
+              s.get("large_http", []), cat))
         L(row("file_blame 10,000 lines (%s)" % dep("blame"),
               s.get("blame", []), cat))
         L(row(span, s.get("blame_span", []), cat))
@@ -669,6 +808,14 @@ def report(b):
               " cat)" % ("PASS" if ok else "FAIL", desc, target, m,
                          m / cat))
             failed = failed or not ok
+        hm = median(s.get("large_http", []))
+        sm = median(s.get("large_stdio", []))
+        ok = hm <= TARGET_HTTP_RATIO * sm
+        L("    %s  median file_read 256 KiB over HTTP <= %.0fx over stdio"
+          " (%.2f ms / %.2f ms = %.2fx)" % (
+              "PASS" if ok else "FAIL", TARGET_HTTP_RATIO, hm, sm,
+              hm / sm))
+        failed = failed or not ok
     L("")
     L("server RSS (MiB): %.1f at idle (after initialize), %.1f after the"
       " run (sandboxes destroyed), peak (VmHWM) %.1f" % (

@@ -1,11 +1,20 @@
 -- wrk script for bench/run.sh: POST /mcp tools/list on an established MCP
--- session, over keep-alive connections.
+-- session (protocol revisions 2025-03-26, 2025-06-18 and 2025-11-25), or
+-- without one in the stateless era (2026-07-28 and any later revision),
+-- over keep-alive connections.
 --
 -- Environment:
---   MCP_SESSION_ID      session id from initialize (required)
+--   MCP_SESSION_ID      session id from initialize (required for a 2025
+--                       revision; not sent in the stateless era)
 --   MCP_API_KEY         sent as "Authorization: Bearer KEY" when set
 --   MCP_PROTOCOL        MCP-Protocol-Version header (default 2025-06-18)
 --   MCP_PATH            request path (default /mcp)
+--
+-- A stateless request carries what that revision requires of an HTTP
+-- client (sandbox-mcp(8), "Protocol version 2026-07-28"): no
+-- Mcp-Session-Id, MCP-Protocol-Version and Mcp-Method headers mirroring
+-- the body, and params._meta naming the protocol version and the
+-- client's capabilities.
 --
 -- Every response is checked: a status other than 200, or a 200 whose body
 -- is not a tools/list result answering one of our ids, is counted, and done() prints the counts so
@@ -14,8 +23,14 @@
 --   bench: requests=N duration_us=D rps=R p50_us=A p90_us=B p99_us=C
 --          max_us=M non200=K badbody=J errors=E     (all on one line)
 
+local protocol = os.getenv("MCP_PROTOCOL")
+if protocol == nil or protocol == "" then
+   protocol = "2025-06-18"
+end
+local stateless = protocol ~= "2025-03-26" and protocol ~= "2025-06-18" and
+   protocol ~= "2025-11-25"
 local session = os.getenv("MCP_SESSION_ID")
-if session == nil or session == "" then
+if not stateless and (session == nil or session == "") then
    io.stderr:write("http.lua: MCP_SESSION_ID is not set\n")
    os.exit(2)
 end
@@ -26,8 +41,12 @@ wrk.method = "POST"
 wrk.path = path
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Accept"] = "application/json, text/event-stream"
-wrk.headers["Mcp-Session-Id"] = session
-wrk.headers["MCP-Protocol-Version"] = os.getenv("MCP_PROTOCOL") or "2025-06-18"
+wrk.headers["MCP-Protocol-Version"] = protocol
+if stateless then
+   wrk.headers["Mcp-Method"] = "tools/list"
+else
+   wrk.headers["Mcp-Session-Id"] = session
+end
 if key ~= nil and key ~= "" then
    wrk.headers["Authorization"] = "Bearer " .. key
 end
@@ -58,8 +77,13 @@ function init(args)
    non200 = 0
    badbody = 0
    statuses = {}
+   local params = "{}"
+   if stateless then
+      params = '{"_meta":{"io.modelcontextprotocol/protocolVersion":"' ..
+         protocol .. '","io.modelcontextprotocol/clientCapabilities":{}}}'
+   end
    local body = '{"jsonrpc":"2.0","id":' .. string.rep("0", 10) ..
-      ',"method":"tools/list","params":{}}'
+      ',"method":"tools/list","params":' .. params .. '}'
    local req = wrk.format(nil, nil, nil, body)
    local at = string.find(req, string.rep("0", 10) .. ',"method"', 1, true)
    head = string.sub(req, 1, at - 1)

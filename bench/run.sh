@@ -6,7 +6,10 @@
 #          over keep-alive, against sandbox-mcp (with an API key, then
 #          without) and against a minimal server on the official MCP
 #          TypeScript SDK serving the same tool list, and against the
-#          floor: Debian's nginx, one worker, serving the same reply bytes.
+#          floor: Debian's nginx, one worker, serving the same reply bytes;
+#          then the keyed server at each other protocol revision it speaks
+#          (a session per 2025 revision; 2026-07-28 stateless, no session),
+#          each beside an nginx serving that revision's reply bytes.
 #   stdio: 10,000 sequential ping round trips over the server's stdio.
 #   slowloris: /health and tools/list from 127.0.0.1 while 1,100
 #          connections trickle bytes (from one address, then from 20),
@@ -19,11 +22,14 @@
 #   exec:  exec_command "true" in automatic sessions over stdio (500 one
 #          at a time, 20 at once), a 4 KiB write published, and the RSS
 #          with 64 commands running, against docker exec of the same
-#          container (bench/exec.py; needs python3 and a Docker Engine).
+#          container and nsenter into its init's namespaces, and the
+#          publish beside an fsync'd 4 KiB replace (bench/exec.py; needs
+#          python3, nsenter, root and a Docker Engine).
 #   files: file_read, file_write, file_edit and file_blame over stdio on a
 #          1,000-file workspace with 20 published layers, against docker
-#          exec cat of the same container (bench/files.py; needs python3
-#          and a Docker Engine).
+#          exec cat of the same container, and a 256 KiB file_read over
+#          keep-alive HTTP (REST) against the same over stdio
+#          (bench/files.py; needs python3 and a Docker Engine).
 #   hostile: a symlink-swap race on publishes, a descriptor passed
 #          between sessions, sparse giants, 400 pipelined writes and 600
 #          sessions, with their targets, and the publish of 1,000 files
@@ -38,14 +44,18 @@
 #   (another sandbox-mcp binary measured in the same http run)
 #   BENCH_HTTP_ROUNDS (1; rounds of the http load, medians reported)
 #   BENCH_HTTP_PROTOCOL (2025-06-18; the MCP version of the load)
+#   BENCH_HTTP_PROTOCOLS ("2025-03-26 2025-06-18 2025-11-25 2026-07-28";
+#   the revisions the keyed server and an nginx floor are loaded at)
+#   BENCH_HTTP_REV_DURATION (5s; wrk's -d for the revisions other than
+#   BENCH_HTTP_PROTOCOL)
 #   BENCH_SKIP_SLOWLORIS (unset) BENCH_SLOWLORIS_REQUESTS
 #   BENCH_SLOWLORIS_CONNECTIONS (see bench/slowloris.py)
 #   BENCH_SKIP_LIFECYCLE (unset) BENCH_LIFECYCLE_IMAGES BENCH_LIFECYCLE_WARM
 #   BENCH_LIFECYCLE_COLD BENCH_LIFECYCLE_BATCH BENCH_LIFECYCLE_BASELINE
 #   (see bench/lifecycle.py)
 #   BENCH_SKIP_EXEC (unset) BENCH_EXEC_IMAGES BENCH_EXEC_RUNS
-#   BENCH_EXEC_DOCKER BENCH_EXEC_ROUNDS BENCH_EXEC_WRITES BENCH_EXEC_PAUSE
-#   BENCH_EXEC_TMPDIR (see bench/exec.py)
+#   BENCH_EXEC_DOCKER BENCH_EXEC_NSENTER BENCH_EXEC_ROUNDS BENCH_EXEC_WRITES
+#   BENCH_EXEC_PAUSE BENCH_EXEC_TMPDIR (see bench/exec.py)
 #   BENCH_SKIP_LAYERS (unset; see bench/layers.py)
 #   BENCH_SKIP_FILES (unset) BENCH_FILES_IMAGES BENCH_FILES_RUNS
 #   BENCH_FILES_DOCKER BENCH_FILES_PAUSE (see bench/files.py)
@@ -85,18 +95,38 @@ http_rounds=${BENCH_HTTP_ROUNDS:-1}
 # outputSchema: a list of the same bytes as a server older than it).
 http_protocol=${BENCH_HTTP_PROTOCOL:-2025-06-18}
 export BENCH_HTTP_PROTOCOL=$http_protocol
+# Every revision the server speaks, each loaded on the keyed server beside
+# an nginx floor serving that revision's reply: the 2025 ones on a session,
+# 2026-07-28 statelessly (no session; MCP-Protocol-Version, Mcp-Method and
+# params._meta on every request).  BENCH_HTTP_PROTOCOL's own is the main
+# run above; the others run for rev_duration.
+http_protocols=${BENCH_HTTP_PROTOCOLS-2025-03-26 2025-06-18 2025-11-25 2026-07-28}
+rev_duration=${BENCH_HTTP_REV_DURATION:-5s}
 
 # Targets (sandbox-mcp against the SDK server, same load).
 target_tput=5       # ours/SDK requests per second, at least
 target_p99=0.2      # ours/SDK p99 latency, at most
 target_rss_mib=16   # ours, peak RSS under the load, at most
-target_nginx=0.6    # ours/nginx requests per second, at least
-target_p99_ms=5     # ours, p99 latency in ms, at most
+target_nginx=0.8    # ours/nginx requests per second, at least (each
+                    # protocol revision, with an API key)
+target_p99_ms=5     # ours, p99 latency in ms, at most (each revision)
 
 say() { printf '%s\n' "$*" >&2; }
 die() { say "bench: $*"; exit 1; }
 
 [ -x "$server" ] || die "$server not built (run make first)"
+
+# stateless PROTOCOL: true for a revision served without a session.
+stateless() {
+	case $1 in
+	2025-03-26|2025-06-18|2025-11-25) return 1 ;;
+	*) return 0 ;;
+	esac
+}
+stateless "$http_protocol" &&
+    die "BENCH_HTTP_PROTOCOL=$http_protocol: the main run needs a session" \
+    "revision (the SDK server has no other); the stateless one is loaded" \
+    "through BENCH_HTTP_PROTOCOLS"
 
 # ---------------------------------------------------------------- tools
 if ! command -v wrk >/dev/null 2>&1; then
@@ -178,22 +208,24 @@ status_kib() {
 	awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"
 }
 
-# load LABEL PID URL KEY SESSION [ROUND]: runs wrk on an open session
-# (the warm-up, in the first round only, then the measured run) and reads
-# the peak RSS.  Leaves the figures in r_* variables.
+# load LABEL PID URL KEY SESSION PROTOCOL DURATION [ROUND]: runs wrk on
+# an open session, or with none for a stateless revision (the warm-up, in
+# the first round only, then the measured run) and reads the peak RSS.
+# Leaves the figures in r_* variables.
 load() {
-	local label=$1 pid=$2 url=$3 key=$4 sid=$5 round=${6:-1} out line
+	local label=$1 pid=$2 url=$3 key=$4 sid=$5 proto=$6 dur=$7
+	local round=${8:-1} out line
 	r_idle_kib=$(status_kib "$pid" VmRSS)
 	if [ "$warmup" != 0 ] && [ "$round" = 1 ]; then
-		MCP_SESSION_ID=$sid MCP_API_KEY=$key MCP_PROTOCOL=$http_protocol \
+		MCP_SESSION_ID=$sid MCP_API_KEY=$key MCP_PROTOCOL=$proto \
 		    wrk -t"$threads" -c"$conns" -d"$warmup" -s "$bench/http.lua" \
 		    "$url" >"$results/wrk-$label-warmup.txt" 2>&1 ||
 		    die "$label: wrk warm-up failed"
 	fi
 	out=$results/wrk-$label.txt
 	[ "$round" = 1 ] || out=$results/wrk-$label-round$round.txt
-	MCP_SESSION_ID=$sid MCP_API_KEY=$key MCP_PROTOCOL=$http_protocol \
-	    wrk -t"$threads" -c"$conns" -d"$duration" --latency \
+	MCP_SESSION_ID=$sid MCP_API_KEY=$key MCP_PROTOCOL=$proto \
+	    wrk -t"$threads" -c"$conns" -d"$dur" --latency \
 	    -s "$bench/http.lua" "$url" >"$out" 2>&1 ||
 	    { cat "$out" >&2; die "$label: wrk failed"; }
 	kill -0 "$pid" 2>/dev/null || die "$label: the server died under load"
@@ -208,18 +240,54 @@ load() {
 	r_err=$(field errors "$line")
 }
 
-# enlist LABEL PID URL [KEY [SESSION]]: a running server that every round
-# loads; opens its session unless given one (nginx takes any) and notes
-# its RSS before any load.
+# open_session URL KEY PROTOCOL: prints a new MCP session's id, or "-"
+# for a stateless revision (no session).
+open_session() {
+	if stateless "$3"; then
+		echo -
+		return
+	fi
+	BENCH_HTTP_PROTOCOL=$3 node "$bench/mcp-session.mjs" "$1" \
+	    ${2:+--key "$2"}
+}
+
+# fetch_reply URL KEY PROTOCOL FILE: the whole reply to one tools/list
+# with a 10-digit id, as the load's requests have, at that revision (on
+# a session of its own, or statelessly): what nginx serves as its floor.
+fetch_reply() {
+	local url=$1 key=$2 proto=$3 out=$4 sid params
+	local -a hdr=()
+	sid=$(open_session "$url" "$key" "$proto") || return 1
+	if [ "$sid" = - ]; then
+		hdr=(-H "Mcp-Method: tools/list")
+		params='{"_meta":{"io.modelcontextprotocol/protocolVersion":"'$proto'","io.modelcontextprotocol/clientCapabilities":{}}}'
+	else
+		hdr=(-H "Mcp-Session-Id: $sid")
+		params='{}'
+	fi
+	curl -sS --fail -o "$out" ${key:+-H "Authorization: Bearer $key"} \
+	    -H 'Content-Type: application/json' \
+	    -H 'Accept: application/json, text/event-stream' \
+	    -H "MCP-Protocol-Version: $proto" "${hdr[@]}" \
+	    --data '{"jsonrpc":"2.0","id":1000000000,"method":"tools/list","params":'"$params"'}' \
+	    "$url" || return 1
+	grep -q '"tools":\[' "$out"
+}
+
+# enlist LABEL PID URL [KEY [SESSION [PROTOCOL [DURATION]]]]: a running
+# server that every round loads; opens its session unless given one
+# (nginx takes any; "-" for a stateless revision) and notes its RSS
+# before any load.
 enlisted=""
 enlist() {
 	local label=$1 pid=$2 url=$3 key=${4:-} sid=${5:-}
+	local proto=${6:-$http_protocol} dur=${7:-$duration}
 	if [ -z "$sid" ]; then
-		sid=$(node "$bench/mcp-session.mjs" "$url" ${key:+--key "$key"}) ||
+		sid=$(open_session "$url" "$key" "$proto") ||
 		    die "$label: cannot open an MCP session"
 	fi
-	printf '%s %s %s %s\n' "$pid" "$url" "${key:--}" "$sid" \
-	    >"$tmp/srv-$label"
+	printf '%s %s %s %s %s %s\n' "$pid" "$url" "${key:--}" "$sid" \
+	    "$proto" "$dur" >"$tmp/srv-$label"
 	status_kib "$pid" VmRSS >"$tmp/idle-$label"
 	: >"$tmp/fig-$label"
 	enlisted="$enlisted $label"
@@ -229,14 +297,16 @@ enlist() {
 # other (with a warm-up before its first run), so that a change of load
 # on the machine falls on all of them alike; each run's figures are kept.
 run_rounds() {
-	local r label pid url key sid
+	local r label pid url key sid proto dur
 	for r in $(seq "$http_rounds"); do
 		for label in $enlisted; do
-			read -r pid url key sid <"$tmp/srv-$label"
+			read -r pid url key sid proto dur <"$tmp/srv-$label"
 			[ "$key" != - ] || key=""
+			[ "$sid" != - ] || sid=""
 			[ "$http_rounds" = 1 ] ||
 			    say "bench:   round $r/$http_rounds: $label"
-			load "$label" "$pid" "$url" "$key" "$sid" "$r"
+			load "$label" "$pid" "$url" "$key" "$sid" "$proto" \
+			    "$dur" "$r"
 			printf '%s %s %s %s %s %s\n' "$r_rps" "$r_p50" "$r_p99" \
 			    "$r_requests" "$r_bad" "$r_err" >>"$tmp/fig-$label"
 		done
@@ -336,14 +406,8 @@ node "$bench/mcp-session.mjs" "$srv_url" --key "$key" \
     die "cannot fetch the tool list"
 # The whole reply to one tools/list with a 10-digit id, as the load's
 # requests have: nginx serves these bytes.
-sid=$(node "$bench/mcp-session.mjs" "$srv_url" --key "$key") ||
-    die "cannot open an MCP session"
-curl -sS --fail -o "$tmp/reply.json" -H "Authorization: Bearer $key" \
-    -H 'Content-Type: application/json' \
-    -H 'Accept: application/json, text/event-stream' \
-    -H "Mcp-Session-Id: $sid" -H "MCP-Protocol-Version: $http_protocol" \
-    --data '{"jsonrpc":"2.0","id":1000000000,"method":"tools/list","params":{}}' \
-    "$srv_url" || die "cannot fetch one tools/list reply"
+fetch_reply "$srv_url" "$key" "$http_protocol" "$tmp/reply.json" ||
+    die "cannot fetch one tools/list reply"
 say "bench:   sandbox-mcp (api key) at $srv_url"
 enlist keyed "$srv_pid" "$srv_url" "$key"
 
@@ -375,11 +439,12 @@ fi
 # reply above as a static file (the static module answers POST with 405;
 # error_page turns that into the file itself, with status 200).  Keep-alive
 # connections are never closed after a count, as sandbox-mcp's are not.
-nginx_row="" n_rps=0 n_p99=0
-if [ -z "${BENCH_SKIP_NGINX:-}" ]; then
-	ng=$tmp/nginx
+# start_nginx NAME REPLY: one such nginx serving the file REPLY; sets
+# srv_pid, srv_url.
+start_nginx() {
+	local ng=$tmp/$1 port i
 	mkdir "$ng" "$ng/root"
-	cp "$tmp/reply.json" "$ng/root/reply.json"
+	cp "$2" "$ng/root/reply.json"
 	port=$(node -e 'const s = require("net").createServer();
 	    s.listen(0, "127.0.0.1", () => { console.log(s.address().port);
 	    s.close(); });') || die "no free port for nginx"
@@ -423,8 +488,13 @@ if [ -z "${BENCH_SKIP_NGINX:-}" ]; then
 		    { cat "$ng/out" "$ng/error.log" >&2; die "nginx exited at start"; }
 		sleep 0.1
 	done
-	cmp -s "$ng/check.json" "$tmp/reply.json" ||
+	cmp -s "$ng/check.json" "$2" ||
 	    { cat "$ng/error.log" >&2; die "nginx: not serving the reply"; }
+}
+
+nginx_row="" n_rps=0 n_p99=0
+if [ -z "${BENCH_SKIP_NGINX:-}" ]; then
+	start_nginx nginx "$tmp/reply.json"
 	say "bench:   nginx $("$nginx" -v 2>&1 | sed 's,.*/,,') at $srv_url"
 	enlist nginx "$srv_pid" "$srv_url" "" static
 fi
@@ -443,11 +513,39 @@ if [ -z "${BENCH_SKIP_SDK:-}" ]; then
 	enlist sdk "$srv_pid" "$srv_url"
 fi
 
+# 5. The keyed server at each other revision it speaks, each on a process
+# of its own (so that each one's figures, RSS included, are its own),
+# beside an nginx serving the reply bytes of that revision (their sizes
+# differ: 2025-03-26 lists no outputSchema, 2026-07-28 adds x-mcp-header
+# to the schemas and resultType, ttlMs, cacheScope and _meta to the
+# result).  BENCH_HTTP_PROTOCOL's own is the keyed and nginx runs above.
+revs=$(printf '%s\n' "$http_protocol" $http_protocols | sort -u |
+    tr '\n' ' ')
+for rev in $revs; do
+	[ "$rev" != "$http_protocol" ] || continue
+	mkdir "$tmp/state-keyed-$rev"
+	start sandbox-mcp "$tmp/keyed-$rev.log" "$server" --set management \
+	    --listen 127.0.0.1:0 --no-stdio -f "$tmp/keyed.conf" \
+	    --state-dir "$tmp/state-keyed-$rev"
+	fetch_reply "$srv_url" "$key" "$rev" "$tmp/reply-$rev.json" ||
+	    die "cannot fetch one tools/list reply at $rev"
+	say "bench:   sandbox-mcp (api key) at $srv_url, protocol $rev" \
+	    "$(stateless "$rev" && echo '(stateless) ')for $rev_duration"
+	enlist "keyed-$rev" "$srv_pid" "$srv_url" "$key" "" "$rev" \
+	    "$rev_duration"
+	if [ -z "${BENCH_SKIP_NGINX:-}" ]; then
+		start_nginx "nginx-$rev" "$tmp/reply-$rev.json"
+		enlist "nginx-$rev" "$srv_pid" "$srv_url" "" \
+		    "$(stateless "$rev" && echo - || echo static)" "$rev" \
+		    "$rev_duration"
+	fi
+done
+
 run_rounds
 figures keyed
 check_clean keyed
 ours_key=$(row "sandbox-mcp (api key)")
-k_rps=$r_rps k_p99=$r_p99 k_hwm=$r_hwm_kib
+k_rps=$r_rps k_p50=$r_p50 k_p99=$r_p99 k_hwm=$r_hwm_kib
 figures open
 check_clean open
 ours_open=$(row "sandbox-mcp (no key)")
@@ -474,6 +572,29 @@ if [ -z "${BENCH_SKIP_SDK:-}" ]; then
 	sdk_row=$(row "TypeScript SDK $sdkver")
 	s_rps=$r_rps s_p99=$r_p99
 fi
+
+# Per revision: the keyed server's and its nginx floor's figures.
+declare -A rv_row rv_rps rv_p50 rv_p99 rv_n_rps rv_n_p99 rv_bytes rv_dur
+for rev in $revs; do
+	if [ "$rev" = "$http_protocol" ]; then
+		rv_rps[$rev]=$k_rps rv_p50[$rev]=$k_p50 rv_p99[$rev]=$k_p99
+		rv_n_rps[$rev]=$n_rps rv_n_p99[$rev]=$n_p99
+		rv_bytes[$rev]=$(wc -c <"$tmp/reply.json")
+		rv_dur[$rev]=$duration
+		continue
+	fi
+	figures "keyed-$rev"
+	check_clean "keyed-$rev"
+	rv_rps[$rev]=$r_rps rv_p50[$rev]=$r_p50 rv_p99[$rev]=$r_p99
+	rv_bytes[$rev]=$(wc -c <"$tmp/reply-$rev.json")
+	rv_dur[$rev]=$rev_duration
+	rv_n_rps[$rev]=0 rv_n_p99[$rev]=0
+	if [ -z "${BENCH_SKIP_NGINX:-}" ]; then
+		figures "nginx-$rev"
+		check_clean "nginx-$rev"
+		rv_n_rps[$rev]=$r_rps rv_n_p99[$rev]=$r_p99
+	fi
+done
 
 ntools=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).tools.length' \
     "$tmp/tools.json")
@@ -526,13 +647,35 @@ tlbytes=$(wc -c <"$tmp/tools.json")
 		    "no key throughput $(ratio "$o_rps" "$co_rps")x," \
 		    "p99 $(ratio "$o_p99" "$co_p99")x"
 	fi
-	if [ -n "$nginx_row" ]; then
-		echo "targets against the nginx floor (sandbox-mcp with an api key):"
-		verdict "throughput >= ${target_nginx}x nginx's ($(ratio "$k_rps" "$n_rps")x)" \
-		    "$(ratio "$k_rps" "$n_rps")" ">=" "$target_nginx"
-		verdict "p99 <= $target_p99_ms ms ($(awk -v p="$k_p99" 'BEGIN { printf "%.2f", p / 1000 }') ms)" \
-		    "$(awk -v p="$k_p99" 'BEGIN { printf "%.3f", p / 1000 }')" "<=" "$target_p99_ms"
-	fi
+	echo
+	echo "tools/list at each protocol revision, sandbox-mcp with an api key"
+	echo "(2025 revisions on a session; 2026-07-28 stateless: no session,"
+	echo "MCP-Protocol-Version, Mcp-Method and params._meta on every"
+	echo "request), against nginx, one worker, serving that revision's reply:"
+	printf '  %-21s %7s %5s %10s %8s %8s %11s %8s %7s\n' revision \
+	    "bytes" "run" "req/s" "p50 ms" "p99 ms" "nginx req/s" \
+	    "p99 ms" "ratio"
+	for rev in $revs; do
+		awk -v r="$rev$(stateless "$rev" && echo ' stateless')" \
+		    -v b="${rv_bytes[$rev]}" -v d="${rv_dur[$rev]}" \
+		    -v rps="${rv_rps[$rev]}" -v p50="${rv_p50[$rev]}" \
+		    -v p99="${rv_p99[$rev]}" -v nrps="${rv_n_rps[$rev]}" \
+		    -v np99="${rv_n_p99[$rev]}" 'BEGIN {
+			printf "  %-21s %7d %5s %10.0f %8.3f %8.3f %11.0f %8.3f %7.3f\n",
+			    r, b, d, rps, p50 / 1000, p99 / 1000, nrps,
+			    np99 / 1000, (nrps > 0 ? rps / nrps : 0) }'
+	done
+	echo "targets at each revision (sandbox-mcp with an api key):"
+	for rev in $revs; do
+		if [ "${rv_n_rps[$rev]}" != 0 ]; then
+			verdict "$rev: throughput >= ${target_nginx}x nginx's ($(ratio "${rv_rps[$rev]}" "${rv_n_rps[$rev]}")x)" \
+			    "$(ratio "${rv_rps[$rev]}" "${rv_n_rps[$rev]}")" ">=" "$target_nginx"
+		fi
+		verdict "$rev: p99 <= $target_p99_ms ms ($(awk -v p="${rv_p99[$rev]}" 'BEGIN { printf "%.2f", p / 1000 }') ms)" \
+		    "$(awk -v p="${rv_p99[$rev]}" 'BEGIN { printf "%.3f", p / 1000 }')" "<=" "$target_p99_ms"
+	done
+	[ -z "${BENCH_SKIP_NGINX:-}" ] ||
+	    echo "  (nginx skipped: no throughput target)"
 	if [ -n "$sdk_row" ]; then
 		echo "ratios, sandbox-mcp (api key) / SDK:" \
 		    "throughput $(ratio "$k_rps" "$s_rps")x," \
@@ -640,7 +783,7 @@ fi
 # run is broken.
 if [ -z "${BENCH_SKIP_EXEC:-}" ]; then
 	echo
-	say "bench: exec: exec_command against docker exec"
+	say "bench: exec: exec_command against docker exec and nsenter"
 	command -v python3 >/dev/null 2>&1 || die "python3 is needed"
 	if ! SANDBOX_MCP_BUILDDIR=$builddir python3 "$bench/exec.py"; then
 		say "bench: exec: a target missed or the run broken"
