@@ -40,74 +40,6 @@
 #include "sandbox-mcp.h"
 #include "unit.h"
 
-/*
- * Build a tree from a list of lines under top: "d path" a directory,
- * "o path" an opaque one, "f path text" a file, "w path" a whiteout
- * (char device 0:0), "l path target" a symlink, "p path" a FIFO.
- */
-static int
-build(const char *top, const char **spec)
-{
-	char		 path[PATH_MAX], kind, *arg;
-	const char	*s, *sp;
-	FILE		*f;
-	size_t		 n;
-
-	for (; *spec != NULL; spec++) {
-		s = *spec;
-		kind = s[0];
-		sp = strchr(s + 2, ' ');
-		n = sp != NULL ? (size_t)(sp - (s + 2)) : strlen(s + 2);
-		snprintf(path, sizeof path, "%s/%.*s", top, (int)n, s + 2);
-		arg = sp != NULL ? (char *)sp + 1 : NULL;
-		switch (kind) {
-		case 'd':
-		case 'o':
-			if (mkdir(path, 0755) != 0)
-				goto fail;
-			if (kind == 'o' && lsetxattr(path,
-			    "trusted.overlay.opaque", "y", 1, 0) != 0)
-				goto fail;
-			break;
-		case 'f':
-			if ((f = fopen(path, "w")) == NULL)
-				goto fail;
-			fputs(arg != NULL ? arg : "", f);
-			if (fclose(f) != 0)
-				goto fail;
-			break;
-		case 'w':
-			if (mknod(path, S_IFCHR | 0, makedev(0, 0)) != 0)
-				goto fail;
-			break;
-		case 'l':
-			if (symlink(arg, path) != 0)
-				goto fail;
-			break;
-		case 'p':
-			if (mkfifo(path, 0644) != 0)
-				goto fail;
-			break;
-		default:
-			fprintf(stderr, "bad line: %s\n", s);
-			return (-1);
-		}
-	}
-	return (0);
-fail:
-	fprintf(stderr, "%s: %s\n", *spec, strerror(errno));
-	return (-1);
-}
-
-static int
-remove_tree(const char *top)
-{
-	char	cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof cmd, "rm -rf %s", top);
-	return (system(cmd));
-}
-
 /* Three layers, newest first: L0, L1 and the base B. */
 static const char *fold_spec[] = {
 	"d B", "d L1", "d L0",
@@ -233,9 +165,9 @@ fold_fixture(struct fold_fixture *x, const char **extra)
 	memset(x, 0, sizeof *x);
 	strlcpy(x->top, "/tmp/unit-fold.XXXXXX", sizeof x->top);
 	CHECK(mkdtemp(x->top) != NULL);
-	CHECK(build(x->top, fold_spec) == 0);
+	CHECK(unit_tree_build(x->top, fold_spec) == 0);
 	if (extra != NULL)
-		CHECK(build(x->top, extra) == 0);
+		CHECK(unit_tree_build(x->top, extra) == 0);
 	for (i = 0; i < 3; i++) {
 		snprintf(x->dirs[i], sizeof x->dirs[i], "%s/%s", x->top,
 		    names[i]);
@@ -263,7 +195,7 @@ fold_fixture_free(struct fold_fixture *x)
 	for (i = 0; i < 3; i++)
 		close(x->roots[i]);
 	free(x->f.error);
-	return (remove_tree(x->top));
+	return (unit_tree_remove(x->top));
 }
 
 /* L0 and L1 folded over the base, as a squash of the two does. */

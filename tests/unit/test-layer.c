@@ -40,74 +40,6 @@
 #include "sandbox-mcp.h"
 #include "unit.h"
 
-/*
- * Build a tree from a list of lines under top: "d path" a directory,
- * "o path" an opaque one, "f path text" a file, "w path" a whiteout
- * (char device 0:0), "l path target" a symlink, "p path" a FIFO.
- */
-static int
-build(const char *top, const char **spec)
-{
-	char		 path[PATH_MAX], kind, *arg;
-	const char	*s, *sp;
-	FILE		*f;
-	size_t		 n;
-
-	for (; *spec != NULL; spec++) {
-		s = *spec;
-		kind = s[0];
-		sp = strchr(s + 2, ' ');
-		n = sp != NULL ? (size_t)(sp - (s + 2)) : strlen(s + 2);
-		snprintf(path, sizeof path, "%s/%.*s", top, (int)n, s + 2);
-		arg = sp != NULL ? (char *)sp + 1 : NULL;
-		switch (kind) {
-		case 'd':
-		case 'o':
-			if (mkdir(path, 0755) != 0)
-				goto fail;
-			if (kind == 'o' && lsetxattr(path,
-			    "trusted.overlay.opaque", "y", 1, 0) != 0)
-				goto fail;
-			break;
-		case 'f':
-			if ((f = fopen(path, "w")) == NULL)
-				goto fail;
-			fputs(arg != NULL ? arg : "", f);
-			if (fclose(f) != 0)
-				goto fail;
-			break;
-		case 'w':
-			if (mknod(path, S_IFCHR | 0, makedev(0, 0)) != 0)
-				goto fail;
-			break;
-		case 'l':
-			if (symlink(arg, path) != 0)
-				goto fail;
-			break;
-		case 'p':
-			if (mkfifo(path, 0644) != 0)
-				goto fail;
-			break;
-		default:
-			fprintf(stderr, "bad line: %s\n", s);
-			return (-1);
-		}
-	}
-	return (0);
-fail:
-	fprintf(stderr, "%s: %s\n", *spec, strerror(errno));
-	return (-1);
-}
-
-static int
-remove_tree(const char *top)
-{
-	char	cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof cmd, "rm -rf %s", top);
-	return (system(cmd));
-}
-
 /* Three layers, newest first: L0, L1 and the base B. */
 static const char *layer_spec[] = {
 	"d B", "d L1", "d L0",
@@ -147,7 +79,7 @@ fixture(struct layer_fixture *x)
 
 	strlcpy(x->top, "/tmp/unit-layer.XXXXXX", sizeof x->top);
 	CHECK(mkdtemp(x->top) != NULL);
-	CHECK(build(x->top, layer_spec) == 0);
+	CHECK(unit_tree_build(x->top, layer_spec) == 0);
 	for (i = 0; i < 3; i++) {
 		snprintf(x->dirs[i], sizeof x->dirs[i], "%s/%s", x->top,
 		    names[i]);
@@ -237,7 +169,7 @@ test_layer_upper(void)
 	/* The parents' modes, outermost first. */
 	CHECK(chmod(strcat(strcpy(le.path, x.dirs[2]), "/d"), 0750) == 0);
 	CHECK(chmod(strcat(strcpy(le.path, x.dirs[0]), "/d"), 0711) == 0);
-	CHECK(build(x.top, (const char *[]){ "d B/d/e", "f B/d/e/f B",
+	CHECK(unit_tree_build(x.top, (const char *[]){ "d B/d/e", "f B/d/e/f B",
 	    NULL }) == 0);
 	CHECK(chmod(strcat(strcpy(le.path, x.dirs[2]), "/d/e"), 0705) == 0);
 	CHECK(layer_resolve(&x.ls, "d/e/f", &le, &cause) == 0);
@@ -247,7 +179,7 @@ test_layer_upper(void)
 	CHECK_INT(le.parent_mode[1] & 07777, 0705);
 	CHECK(S_ISDIR(le.parent_mode[1]));
 	CHECK_INT(le.st.st_size, 1);
-	CHECK(remove_tree(x.top) == 0);
+	CHECK(unit_tree_remove(x.top) == 0);
 	return (0);
 }
 
@@ -271,14 +203,14 @@ test_layer_whiteout(void)
 	CHECK(resolves(&x, "file", LAYER_DIR, 0, 0, 0) == 0);
 	CHECK(resolves(&x, "file/x", LAYER_ABSENT, 0, 0, 0) == 0);
 	/* A whiteout in the newest layer with nothing below it. */
-	CHECK(build(x.top, (const char *[]){ "w L0/never", NULL }) == 0);
+	CHECK(unit_tree_build(x.top, (const char *[]){ "w L0/never", NULL }) == 0);
 	CHECK(resolves(&x, "never", LAYER_ABSENT, 0, 0, 0) == 0);
 	CHECK(resolves(&x, "never/x", LAYER_ABSENT, 0, 0, 0) == 0);
 	/* A character device other than 0:0 is no whiteout. */
 	CHECK(mknod(strcat(strcpy(path, x.dirs[1]), "/null"), S_IFCHR | 0600,
 	    makedev(1, 3)) == 0);
 	CHECK(resolves(&x, "null", LAYER_OTHER, 1, 0, 0) == 0);
-	CHECK(remove_tree(x.top) == 0);
+	CHECK(unit_tree_remove(x.top) == 0);
 	return (0);
 }
 
@@ -296,14 +228,14 @@ test_layer_opaque(void)
 	CHECK(resolves(&x, "o/sub", LAYER_ABSENT, 0, 0, 0) == 0);
 	CHECK(resolves(&x, "o/sub/deep", LAYER_ABSENT, 0, 0, 0) == 0);
 	/* Above the opaque one, a layer's names still show. */
-	CHECK(build(x.top, (const char *[]){ "d L0/o", "f L0/o/top L0",
+	CHECK(unit_tree_build(x.top, (const char *[]){ "d L0/o", "f L0/o/top L0",
 	    NULL }) == 0);
 	CHECK(resolves(&x, "o", LAYER_DIR, 0, 0, 0) == 0);
 	CHECK(resolves(&x, "o/top", LAYER_FILE, 0, 0, 0) == 0);
 	CHECK(resolves(&x, "o/new", LAYER_FILE, 1, 0, 0) == 0);
 	CHECK(resolves(&x, "o/old", LAYER_ABSENT, 0, 0, 0) == 0);
 	/* Any value but "y" is not opaque. */
-	CHECK(build(x.top, (const char *[]){ "d L0/d/yes", "d B/d/yes",
+	CHECK(unit_tree_build(x.top, (const char *[]){ "d L0/d/yes", "d B/d/yes",
 	    "f B/d/yes/kept B", "d L0/d/no", "d B/d/no", "f B/d/no/kept B",
 	    NULL }) == 0);
 	snprintf(path, sizeof path, "%s/d/yes", x.dirs[0]);
@@ -312,7 +244,7 @@ test_layer_opaque(void)
 	CHECK(lsetxattr(path, "trusted.overlay.opaque", "n", 1, 0) == 0);
 	CHECK(resolves(&x, "d/yes/kept", LAYER_FILE, 2, 0, 0) == 0);
 	CHECK(resolves(&x, "d/no/kept", LAYER_FILE, 2, 0, 0) == 0);
-	CHECK(remove_tree(x.top) == 0);
+	CHECK(unit_tree_remove(x.top) == 0);
 	return (0);
 }
 
@@ -337,10 +269,10 @@ test_layer_symlink(void)
 	CHECK(resolves(&x, "fifo", LAYER_OTHER, 1, 0, 0) == 0);
 	CHECK(resolves(&x, "fifo/x", LAYER_ABSENT, 0, LAYER_OTHER, 4) == 0);
 	/* A symlink in L0 over a base directory hides it whole. */
-	CHECK(build(x.top, (const char *[]){ "l L0/real /tmp", NULL }) == 0);
+	CHECK(unit_tree_build(x.top, (const char *[]){ "l L0/real /tmp", NULL }) == 0);
 	CHECK(resolves(&x, "real", LAYER_SYMLINK, 0, 0, 0) == 0);
 	CHECK(resolves(&x, "real/f", LAYER_ABSENT, 0, LAYER_SYMLINK, 4) == 0);
-	CHECK(remove_tree(x.top) == 0);
+	CHECK(unit_tree_remove(x.top) == 0);
 	return (0);
 }
 
@@ -358,10 +290,10 @@ test_layer_missing(void)
 	CHECK(resolves(&x, "a.txt ", LAYER_ABSENT, 0, 0, 0) == 0);
 	CHECK(resolves(&x, "...", LAYER_ABSENT, 0, 0, 0) == 0);
 	/* Every layer missing its directory reads as absent, no error. */
-	CHECK(remove_tree(x.dirs[1]) == 0);
+	CHECK(unit_tree_remove(x.dirs[1]) == 0);
 	CHECK(resolves(&x, "ln", LAYER_ABSENT, 0, 0, 0) == 0);
 	CHECK(resolves(&x, "b.txt", LAYER_FILE, 2, 0, 0) == 0);
-	CHECK(remove_tree(x.top) == 0);
+	CHECK(unit_tree_remove(x.top) == 0);
 	return (0);
 }
 
@@ -413,7 +345,7 @@ test_layer_normalized(void)
 		    0) == 0);
 		free(rel);
 	}
-	CHECK(remove_tree(x.top) == 0);
+	CHECK(unit_tree_remove(x.top) == 0);
 	return (0);
 }
 

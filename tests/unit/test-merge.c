@@ -435,6 +435,25 @@ test_large(void)
 	return (0);
 }
 
+/* Whether two hunks replace the same base lines with the same lines. */
+static int
+reference_same(const struct merge_hunk *x, const struct merge_text *xt,
+    const struct merge_hunk *y, const struct merge_text *yt)
+{
+	size_t	i;
+
+	if (x->b0 != y->b0 || x->b1 != y->b1 ||
+	    x->n1 - x->n0 != y->n1 - y->n0)
+		return (0);
+	for (i = 0; i < x->n1 - x->n0; i++) {
+		if (xt->lines[x->n0 + i].len != yt->lines[y->n0 + i].len ||
+		    memcmp(xt->lines[x->n0 + i].p, yt->lines[y->n0 + i].p,
+		    xt->lines[x->n0 + i].len) != 0)
+			return (0);
+	}
+	return (1);
+}
+
 /*
  * The reference: the same two diffs merged the slow way, base line by
  * base line and insertion point by insertion point. Returns 1 on a
@@ -444,9 +463,8 @@ static int
 merge_reference(const struct merge_text *b, const struct merge_text *side[2],
     const struct merge_hunks *hs[2], char *out, size_t *len)
 {
-	int		 chg[2][16], ins[2][17], s, c0, c1, i0, i1, same;
+	int		 chg[2][16], ins[2][17], s, c0, c1, i0, i1;
 	size_t		 p, k, i;
-	const struct merge_hunk *h0, *h1;
 
 	for (s = 0; s < 2; s++) {
 		for (p = 0; p <= b->n; p++) {
@@ -473,16 +491,8 @@ merge_reference(const struct merge_text *b, const struct merge_text *side[2],
 		i0 = ins[0][p];
 		i1 = ins[1][p];
 		if (i0 != -1 && i1 != -1) {
-			h0 = &hs[0]->h[i0];
-			h1 = &hs[1]->h[i1];
-			same = h0->n1 - h0->n0 == h1->n1 - h1->n0;
-			for (i = 0; same && i < h0->n1 - h0->n0; i++)
-				same = side[0]->lines[h0->n0 + i].len ==
-				    side[1]->lines[h1->n0 + i].len &&
-				    memcmp(side[0]->lines[h0->n0 + i].p,
-				    side[1]->lines[h1->n0 + i].p,
-				    side[0]->lines[h0->n0 + i].len) == 0;
-			if (!same)
+			if (!reference_same(&hs[0]->h[i0], side[0],
+			    &hs[1]->h[i1], side[1]))
 				return (1);
 			i1 = -1;
 		}
@@ -502,17 +512,8 @@ merge_reference(const struct merge_text *b, const struct merge_text *side[2],
 		c0 = chg[0][p];
 		c1 = chg[1][p];
 		if (c0 != -1 && c1 != -1) {
-			h0 = &hs[0]->h[c0];
-			h1 = &hs[1]->h[c1];
-			same = h0->b0 == h1->b0 && h0->b1 == h1->b1 &&
-			    h0->n1 - h0->n0 == h1->n1 - h1->n0;
-			for (i = 0; same && i < h0->n1 - h0->n0; i++)
-				same = side[0]->lines[h0->n0 + i].len ==
-				    side[1]->lines[h1->n0 + i].len &&
-				    memcmp(side[0]->lines[h0->n0 + i].p,
-				    side[1]->lines[h1->n0 + i].p,
-				    side[0]->lines[h0->n0 + i].len) == 0;
-			if (!same)
+			if (!reference_same(&hs[0]->h[c0], side[0],
+			    &hs[1]->h[c1], side[1]))
 				return (1);
 			c1 = -1;
 		}

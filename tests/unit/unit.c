@@ -22,6 +22,12 @@
 
 #include "config.h"
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +60,74 @@ static const struct unit_case *unit_groups[] = {
 };
 
 static char	unit_state[] = "/tmp/sandbox-mcp-unit.XXXXXX";
+
+/*
+ * Build a tree from a list of lines under top: "d path" a directory,
+ * "o path" an opaque one, "f path text" a file, "w path" a whiteout
+ * (char device 0:0), "l path target" a symlink, "p path" a FIFO.
+ */
+int
+unit_tree_build(const char *top, const char **spec)
+{
+	char		 path[PATH_MAX], kind, *arg;
+	const char	*s, *sp;
+	FILE		*f;
+	size_t		 n;
+
+	for (; *spec != NULL; spec++) {
+		s = *spec;
+		kind = s[0];
+		sp = strchr(s + 2, ' ');
+		n = sp != NULL ? (size_t)(sp - (s + 2)) : strlen(s + 2);
+		snprintf(path, sizeof path, "%s/%.*s", top, (int)n, s + 2);
+		arg = sp != NULL ? (char *)sp + 1 : NULL;
+		switch (kind) {
+		case 'd':
+		case 'o':
+			if (mkdir(path, 0755) != 0)
+				goto fail;
+			if (kind == 'o' && lsetxattr(path,
+			    "trusted.overlay.opaque", "y", 1, 0) != 0)
+				goto fail;
+			break;
+		case 'f':
+			if ((f = fopen(path, "w")) == NULL)
+				goto fail;
+			fputs(arg != NULL ? arg : "", f);
+			if (fclose(f) != 0)
+				goto fail;
+			break;
+		case 'w':
+			if (mknod(path, S_IFCHR | 0, makedev(0, 0)) != 0)
+				goto fail;
+			break;
+		case 'l':
+			if (symlink(arg, path) != 0)
+				goto fail;
+			break;
+		case 'p':
+			if (mkfifo(path, 0644) != 0)
+				goto fail;
+			break;
+		default:
+			fprintf(stderr, "bad line: %s\n", s);
+			return (-1);
+		}
+	}
+	return (0);
+fail:
+	fprintf(stderr, "%s: %s\n", *spec, strerror(errno));
+	return (-1);
+}
+
+int
+unit_tree_remove(const char *top)
+{
+	char	cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof cmd, "rm -rf %s", top);
+	return (system(cmd));
+}
 
 /* A configuration and loop for cases that need the program's globals. */
 void

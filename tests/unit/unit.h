@@ -47,6 +47,8 @@ extern const struct unit_case unit_layer_cases[];
 extern const struct unit_case unit_fold_cases[];
 
 void	unit_setup(void);
+int	unit_tree_build(const char *, const char **);
+int	unit_tree_remove(const char *);
 
 #define CHECK(cond) do {						\
 	if (!(cond)) {							\
