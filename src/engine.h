@@ -389,6 +389,13 @@ int		 audit_append(const char *, const char *, const char *,
 		     char **);
 struct cJSON	*audit_blame(const char *, const char *, struct cause *);
 
+/* observe.c */
+struct observe_query;
+typedef void (*observe_cb)(struct cJSON *, const struct cause *, void *);
+struct observe_query *observe_events(const char *, const char *, long long,
+		     long long, observe_cb, void *);
+void		 observe_cancel(struct observe_query *);
+
 /* basecache.c */
 struct basecache_build;
 typedef void (*basecache_cb)(const char *, int, const struct cause *,

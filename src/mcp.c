@@ -269,8 +269,8 @@ mcp_instructions(int sets)
 	    " destroy_workspace_session. Keep command_session_id to read more"
 	    " output (read_command_lines) or write stdin"
 	    " (write_command_stdin). " : "",
-	    (sets & TOOLSET_OBSERVABILITY) ? "The observability set has no"
-	    " tools in this version yet. " : "");
+	    (sets & TOOLSET_OBSERVABILITY) ? "events lists what a sandbox"
+	    " recorded (sessions, layers, commands), newest first. " : "");
 	if (*s != '\0' && s[strlen(s) - 1] == ' ')
 		s[strlen(s) - 1] = '\0';
 	return (s);

@@ -65,6 +65,7 @@ static const struct op_entry *op_table[] = {
 	&op_publish_workspace_session_entry,
 	&op_destroy_workspace_session_entry,
 	&op_sandbox_endpoint_entry,
+	&op_events_entry,
 };
 #define OP_COUNT	(sizeof op_table / sizeof op_table[0])
 

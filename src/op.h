@@ -121,6 +121,9 @@ extern const struct op_entry op_inspect_sandbox_entry;
 extern const struct op_entry op_destroy_sandbox_entry;
 extern const struct op_entry op_sandbox_endpoint_entry;
 
+/* op-obs.c */
+extern const struct op_entry op_events_entry;
+
 /* op-runtime.c */
 extern const struct op_entry op_exec_command_entry;
 extern const struct op_entry op_write_command_stdin_entry;

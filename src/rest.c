@@ -80,6 +80,7 @@ static const struct rest_route rest_routes[] = {
 	    "/{workspace_session_id}/publish", "publish_workspace_session" },
 	{ "DELETE", "/v1/sandboxes/{sandbox_id}/workspace-sessions"
 	    "/{workspace_session_id}", "destroy_workspace_session" },
+	{ "GET", "/v1/sandboxes/{sandbox_id}/events", "events" },
 };
 #define REST_NROUTES	(sizeof rest_routes / sizeof rest_routes[0])
 

@@ -25,9 +25,9 @@ FLOORS = {
         docker-events docker-http http job notice nsexec state sweep
         telemetry trash tree""",
     "engine": """audit basecache command export files fold gitignore layer
-        merge publish runtime sandbox session squash tenantnet transcript
-        workspace zygote""",
-    "door": "op op-files op-layer op-runtime op-sandbox",
+        merge observe publish runtime sandbox session squash tenantnet
+        transcript workspace zygote""",
+    "door": "op op-files op-layer op-obs op-runtime op-sandbox",
     "surface": "auth forward jsonrpc mcp mcp-http mcp-tools rest"
         " transport-http transport-stdio",
     "main": "sandbox-mcp",

@@ -1,0 +1,136 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * The observability set (observability.md): read-only views of what a
+ * sandbox has done, from its telemetry log, in any process of the state
+ * directory (observe.c reads). A caller sees only its tenant's
+ * sandboxes; the sandbox's disk is mounted first if it is not.
+ */
+
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "engine.h"
+#include "op.h"
+#include "sandbox-mcp.h"
+
+static void	op_events_exec(struct op_call *);
+static void	op_events_cancel(struct op_call *);
+
+static const struct op_arg op_events_args[] = {
+	{ "sandbox_id", OP_ARG_STRING, 1, -1, NULL,
+	  "Target sandbox id." },
+	{ "name", OP_ARG_STRING, 0, -1, NULL,
+	  "Keep only events with exactly this name (for example"
+	  " lease.acquired)." },
+	{ "since_ms", OP_ARG_INTEGER, 0, 0, NULL,
+	  "Keep only events at this Unix time in milliseconds or later." },
+	{ "last_n", OP_ARG_INTEGER, 0, 0, NULL,
+	  "Keep only the newest N matching events." },
+	{ NULL, 0, 0, -1, NULL, NULL }
+};
+
+const struct op_entry op_events_entry = {
+	.name = "events",
+	.title = "Read a sandbox's events",
+	.description = "List the events a sandbox has recorded (sessions"
+	    " created and destroyed, leases, layers published and squashed,"
+	    " commands started and finished, exports, limits hit), newest"
+	    " first, filtered by exact name and time, at most last_n; with"
+	    " no filter, every event the log retains. Each event has ts,"
+	    " trace, parent, name and attrs (facts of that event). Read"
+	    " only: works from any process on the state directory.",
+	.set = TOOLSET_OBSERVABILITY,
+	.flags = OP_READONLY | OP_IDEMPOTENT,
+	.args = op_events_args,
+	.result = "{\"type\": \"object\", \"properties\": {"
+	    " \"view\": {\"const\": \"events\"},"
+	    " \"events\": {\"type\": \"array\", \"items\": {\"type\":"
+	    "  \"object\", \"properties\": {"
+	    "  \"ts\": {\"type\": \"integer\"},"
+	    "  \"trace\": {\"type\": [\"string\", \"null\"]},"
+	    "  \"parent\": {\"type\": [\"string\", \"null\"]},"
+	    "  \"name\": {\"type\": \"string\"},"
+	    "  \"attrs\": {\"type\": [\"object\", \"null\"]}},"
+	    "  \"required\": [\"ts\", \"trace\", \"parent\", \"name\","
+	    "  \"attrs\"]}},"
+	    " \"truncated\": {\"type\": \"boolean\"}},"
+	    " \"required\": [\"view\", \"events\"],"
+	    " \"additionalProperties\": false}",
+	.exec = op_events_exec,
+	.cancel = op_events_cancel,
+};
+
+static void
+op_events_cb(cJSON *result, const struct cause *cause, void *arg)
+{
+	struct op_call	*oc = arg;
+
+	op_call_set_data(oc, NULL);
+	if (result == NULL)
+		op_call_fail(oc, cause);
+	else
+		op_call_done(oc, result);
+}
+
+/* The sandbox is known and its disk mounted: read its log. */
+static void
+op_events_sb(cJSON *result, const struct cause *cause, void *arg)
+{
+	struct op_call	*oc = arg;
+	long long	 since = -1, last = -1;
+
+	if (result == NULL) {
+		op_call_fail(oc, cause);
+		return;
+	}
+	cJSON_Delete(result);
+	if (op_arg(oc, "since_ms") != NULL)
+		since = op_arg_integer(oc, "since_ms");
+	if (op_arg(oc, "last_n") != NULL)
+		last = op_arg_integer(oc, "last_n");
+	op_call_set_data(oc, observe_events(op_arg_string(oc, "sandbox_id"),
+	    op_arg_string(oc, "name"), since, last, op_events_cb, oc));
+}
+
+static void
+op_events_exec(struct op_call *oc)
+{
+	const char	*id = op_arg_string(oc, "sandbox_id");
+
+	if (op_sandbox_hidden(oc, id))
+		return;
+	sandbox_lookup(id, op_events_sb, oc);
+}
+
+/* Nobody waits any more: stop reading. */
+static void
+op_events_cancel(struct op_call *oc)
+{
+	struct observe_query	*q = op_call_data(oc);
+
+	if (q == NULL)
+		return;
+	op_call_set_data(oc, NULL);
+	observe_cancel(q);
+	op_call_error(oc, CAUSE_FAILED, NULL, NULL, "the call was cancelled"
+	    " before the log was read");
+}
