@@ -62,6 +62,7 @@
 
 #define BASECACHE_SPECIAL_NAMED	5
 #define BASECACHE_BUFSIZE	(256 * 1024)
+#define BASECACHE_INODES_SPARE	1024	/* left for records and disks */
 
 struct basecache_entry {
 	char			*path;		/* relative, no leading ./ */
@@ -70,6 +71,7 @@ struct basecache_entry {
 	uid_t			 uid;
 	gid_t			 gid;
 	off_t			 size;
+	off_t			 walked;	/* its size when walked */
 	struct timespec		 mtime;
 	char			*target;	/* symlinks */
 	char			 digest[65];	/* files */
@@ -145,12 +147,16 @@ basecache_add(struct basecache_walk *w, const char *path, char kind,
 	e->uid = st->st_uid;
 	e->gid = st->st_gid;
 	e->size = kind == 'f' ? st->st_size : 0;
+	e->walked = e->size;
 	e->mtime = st->st_mtim;
 }
 
 /*
  * Walk the tree below dir (a relative path, "" for the root) without
- * following symlinks, collecting entries and refusing special files.
+ * following symlinks, collecting entries and refusing special files. A
+ * directory's entries are read whole and it is closed before the walk
+ * goes down, so a tree of any depth holds one directory open and a
+ * little stack per level.
  */
 static int
 basecache_walk_dir(struct basecache_walk *w, const char *rel)
@@ -158,10 +164,9 @@ basecache_walk_dir(struct basecache_walk *w, const char *rel)
 	struct stat	 st;
 	struct dirent	*de;
 	DIR		*d;
-	char		*full, *path;
-	char		 target[PATH_MAX];
+	char		*full, *path, *target, **names = NULL;
 	ssize_t		 n;
-	size_t		 i;
+	size_t		 i, nnames = 0, k;
 	int		 r = 0, dfd;
 
 	/* Beneath the root, no link followed: not a tree a link joins. */
@@ -176,6 +181,8 @@ basecache_walk_dir(struct basecache_walk *w, const char *rel)
 		free(full);
 		return (-1);
 	}
+	target = xmalloc(PATH_MAX);
+	/* This level's entries, then each one (directories: below). */
 	while (r == 0 && (de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0)
@@ -208,7 +215,10 @@ basecache_walk_dir(struct basecache_walk *w, const char *rel)
 		}
 		if (S_ISDIR(st.st_mode)) {
 			basecache_add(w, path, 'd', &st);
-			r = basecache_walk_dir(w, path);
+			names = xreallocarray(names, nnames + 1,
+			    sizeof *names);
+			names[nnames++] = path;
+			continue;
 		} else if (S_ISREG(st.st_mode)) {
 			basecache_add(w, path, 'f', &st);
 			w->bytes += st.st_size;
@@ -220,7 +230,7 @@ basecache_walk_dir(struct basecache_walk *w, const char *rel)
 			}
 		} else if (S_ISLNK(st.st_mode)) {
 			n = readlinkat(dirfd(d), de->d_name, target,
-			    sizeof target - 1);
+			    PATH_MAX - 1);
 			if (n < 0) {
 				xasprintf(&w->error, "cannot read the link"
 				    " %s/%s: %s", w->src, path,
@@ -239,7 +249,14 @@ basecache_walk_dir(struct basecache_walk *w, const char *rel)
 		free(path);
 	}
 	closedir(d);
+	free(target);
 	free(full);
+	for (k = 0; k < nnames; k++) {
+		if (r == 0)
+			r = basecache_walk_dir(w, names[k]);
+		free(names[k]);
+	}
+	free(names);
 	return (r);
 }
 
@@ -306,6 +323,17 @@ basecache_file(struct basecache_walk *w, struct basecache_entry *e,
 		}
 		if (n == 0)
 			break;
+		/*
+		 * No more than the walk counted (and the room was judged
+		 * on): a file that grew since is a workspace that changed
+		 * too much to copy now.
+		 */
+		if (total + n > e->walked) {
+			xasprintf(error, "%s grew past its %lld bytes while the"
+			    " workspace was copied; try again once it stops"
+			    " changing", e->path, (long long)e->walked);
+			goto out;
+		}
 		EVP_DigestUpdate(ctx, buf, n);
 		total += n;
 		if (out != -1 && job_write_all(out, buf, n) != 0) {
@@ -501,6 +529,42 @@ fail:
 	return (-1);
 }
 
+/*
+ * Whether a copy of the walked tree fits on the state directory's file
+ * system with need bytes left free: its bytes and a block for each
+ * entry (directories, links and a file's last block take room too), and
+ * an inode for each. 0, or -1 with the refusal in *error.
+ */
+static int
+basecache_room(struct basecache_walk *w, long long need, char **error)
+{
+	struct statvfs	sv;
+	long long	room, take;
+
+	if (fstatvfs(4, &sv) != 0)
+		return (0);	/* not known: the copy's own errors tell */
+	room = (long long)sv.f_bavail * (long long)sv.f_frsize;
+	take = (long long)w->bytes + (long long)w->n * (long long)sv.f_frsize;
+	if (room < take + need) {
+		xasprintf(error, "no room to copy the workspace: its %lld MiB"
+		    " (%zu entries) and the %lld MiB that must stay free (the"
+		    " sandboxes' disks and the reserve, limit disk-reserve)"
+		    " are more than the %lld MiB free on the file system of"
+		    " the state directory; destroy sandboxes or free space",
+		    (take + (1 << 20) - 1) >> 20, w->n, need >> 20,
+		    room >> 20);
+		return (-1);
+	}
+	if (sv.f_favail < (fsfilcnt_t)w->n + BASECACHE_INODES_SPARE) {
+		xasprintf(error, "no room to copy the workspace: its %zu"
+		    " entries need as many inodes, and the file system of the"
+		    " state directory has %llu free; destroy sandboxes or free"
+		    " space", w->n, (unsigned long long)sv.f_favail);
+		return (-1);
+	}
+	return (0);
+}
+
 /* The child: walk, hash, and copy unless the cache has the tree. */
 static int
 basecache_child(void *arg, int fd)
@@ -512,8 +576,6 @@ basecache_child(void *arg, int fd)
 	size_t			 i, len;
 	int			 changed = 0, reused = 0;
 	struct stat		 st;
-	struct statvfs		 sv;
-	long long		 room;
 	int			 roomfd = -1;
 
 	memset(&w, 0, sizeof w);
@@ -556,6 +618,12 @@ basecache_child(void *arg, int fd)
 		    " workspace %s holds special files (sockets, fifos or"
 		    " devices) that cannot be copied: %s", b->src, list));
 	}
+	/*
+	 * Too big for the room there is: refused before a byte is read
+	 * (judged again under the room lock before a copy).
+	 */
+	if (basecache_room(&w, b->need, &error) != 0)
+		return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", error));
 	if (w.n > 0)
 		qsort(w.entries, w.n, sizeof *w.entries, basecache_entry_cmp);
 	for (i = 0; i < w.n; i++) {
@@ -590,18 +658,10 @@ basecache_child(void *arg, int fd)
 	}
 	if (stat(dest, &st) == 0 && S_ISDIR(st.st_mode))
 		reused = 1;
-	else if (fstatvfs(4, &sv) == 0 && (room =
-	    (long long)sv.f_bavail * (long long)sv.f_frsize) <
-	    (long long)w.bytes + b->need) {
+	else if (basecache_room(&w, b->need, &error) != 0) {
 		/* Refused before a byte is copied: nothing to clean. */
 		free(dest);
-		return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "no room to"
-		    " copy the workspace: its %llu MiB and the %lld MiB that"
-		    " must stay free (the sandboxes' disks and the reserve,"
-		    " limit disk-reserve) are more than the %lld MiB free on"
-		    " the file system of the state directory; destroy"
-		    " sandboxes or free space", (w.bytes + (1 << 20) - 1) >>
-		    20, b->need >> 20, room >> 20));
+		return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", error));
 	} else {
 		if (basecache_copy(&w, b->staging, &changed, &error) != 0) {
 			tree_remove_path(b->staging);

@@ -89,6 +89,7 @@ cause_setv(struct cause *c, enum cause_kind kind, cJSON *details,
 	cause_clear(c);
 	c->kind = kind;
 	xvasprintf(&c->message, fmt, ap);
+	util_utf8_scrub(c->message);	/* it is said in JSON */
 	c->details = details != NULL ? details : cJSON_CreateObject();
 }
 
@@ -113,10 +114,14 @@ cause_vset(struct cause *c, enum cause_kind kind, const char *key,
     const char *value, const char *fmt, va_list ap)
 {
 	cJSON	*d;
+	char	*v;
 
 	d = cJSON_CreateObject();
-	if (key != NULL)
-		cJSON_AddStringToObject(d, key, value != NULL ? value : "");
+	if (key != NULL) {
+		v = xstrdup(value != NULL ? value : "");
+		cJSON_AddStringToObject(d, key, util_utf8_scrub(v));
+		free(v);
+	}
 	cause_setv(c, kind, d, fmt, ap);
 }
 

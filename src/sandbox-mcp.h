@@ -231,6 +231,7 @@ unsigned long	 cfg_keys_generation(void);
 int		 util_random_hex(char *, size_t);
 void		 util_hex(const unsigned char *, size_t, char *);
 int		 util_utf8_valid(const char *, size_t);
+char		*util_utf8_scrub(char *);
 int		 util_id_valid(const char *);
 int		 util_id_valid_layer(const char *);
 void		 util_sha256(const void *, size_t, unsigned char[32]);

@@ -116,6 +116,42 @@ util_utf8_valid(const char *s, size_t len)
 }
 
 /*
+ * Make s valid UTF-8 in place: each byte of a sequence that is not
+ * (a file name's, say) becomes '?'. Returns s.
+ */
+char *
+util_utf8_scrub(char *s)
+{
+	unsigned char	*p = (unsigned char *)s, *q;
+	size_t		 len, n;
+
+	if (s == NULL)
+		return (s);
+	len = strlen(s);
+	while (*p != '\0') {
+		if (*p < 0x80) {
+			p++;
+			continue;
+		}
+		/* The longest valid sequence that starts here, if any. */
+		for (n = 2; n <= 4 && p + n <= (unsigned char *)s + len; n++) {
+			if (util_utf8_valid((char *)p, n))
+				break;
+		}
+		if (n <= 4 && p + n <= (unsigned char *)s + len) {
+			p += n;
+			continue;
+		}
+		for (q = p + 1; *q != '\0' && (*q & 0xc0) == 0x80 &&
+		    q - p < 4; q++)
+			;
+		memset(p, '?', q - p);
+		p = q;
+	}
+	return (s);
+}
+
+/*
  * Whether a caller's identifier is safe: 1 to 64 bytes of [a-z0-9_-],
  * never "." or "..", so it can be a path component.
  */

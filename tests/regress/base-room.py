@@ -13,9 +13,13 @@
 #   gets a working sandbox (the sweep of unused bases waits for the
 #   create's record);
 # - three creates at once from new 96 MiB workspaces never take the
-#   host's free space under the reserve while they run.
+#   host's free space under the reserve while they run;
+# - a workspace bigger than the room is refused from its walk, before a
+#   byte of it is read; one of more entries than there are inodes free
+#   is refused before its copy takes them.
 
 import os
+import select
 import threading
 import time
 
@@ -24,6 +28,20 @@ from lib import (IMAGE, Server, check, check_eq, check_in, cleanup,
                  small_fs, tmpdir)
 
 MIB = 1024 * 1024
+
+
+def readers_of(path):
+    """Whether a process holds path open."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            for fd in os.listdir("/proc/%s/fd" % pid):
+                if os.readlink("/proc/%s/fd/%s" % (pid, fd)) == path:
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def bases(state):
@@ -184,6 +202,55 @@ def test():
           " %d bytes free at the lowest" % low[0])
     for sid in made:
         destroy(sid)
+
+    # A workspace bigger than the room (a sparse file of 2 GiB) is
+    # refused from its walk, before a byte of it is read.
+    sparse = os.path.join(roots, "sparse")
+    os.makedirs(sparse)
+    big = os.path.join(sparse, "big")
+    with open(big, "wb") as f:
+        f.truncate(2 << 30)
+    s._next_id += 1
+    rid = s._next_id
+    s.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "create_sandbox", "arguments": {
+                "image": IMAGE, "workspace_root": sparse}}})
+    read = False
+    out = s.proc.stdout.fileno()
+    end = time.time() + 120
+    while rid not in s._pending and time.time() < end:
+        read = read or readers_of(big)
+        if b"\n" in s._buf or select.select([out], [], [], 0.002)[0]:
+            m = s.recv(10)
+            s._pending[m.get("id")] = m
+    r = s.wait(rid, 60)["result"]
+    check(r.get("isError"), "a 2 GiB workspace is refused: %r" % r)
+    check_in("no room", r["structuredContent"]["error"]["message"],
+             "for room")
+    check(not read, "and not read first")
+
+    # Few inodes: a workspace of more entries than the file system has
+    # inodes free is refused, before its copy takes them.
+    fs2 = small_fs(os.path.join(top, "f2"), "64M", inodes=2048)
+    state2 = os.path.join(fs2, "state")
+    s2 = Server(sets=("management", "runtime"), state=state2,
+                config="workspace-root %s\nprofile disk none\n"
+                "limit disk-reserve 4M\n" % roots)
+    cleanup(lambda: remove_our_containers(state2))
+    s2.initialize()
+    many = os.path.join(roots, "many")
+    os.makedirs(many)
+    for i in range(3000):
+        open(os.path.join(many, "e%d" % i), "w").close()
+    before = os.statvfs(fs2).f_favail
+    r = s2.call("create_sandbox", {"image": IMAGE, "workspace_root": many},
+                timeout=120)
+    check(r.get("isError"), "3000 entries on 2048 inodes: %r" % r)
+    check_in("inodes", r["structuredContent"]["error"]["message"],
+             "the refusal names inodes")
+    check(os.statvfs(fs2).f_favail >= before - 16, "no inode was taken:"
+          " %d then %d" % (before, os.statvfs(fs2).f_favail))
+    s2.kill()
 
 
 main(test)

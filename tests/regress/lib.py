@@ -141,14 +141,17 @@ def tmpdir(prefix="smcp-test-"):
     return d
 
 
-def small_fs(top, size="400M"):
-    """A loop-mounted ext4 of size (no blocks reserved for root) at
-    top/fs, unmounted at the end; its mount point."""
+def small_fs(top, size="400M", inodes=None):
+    """A loop-mounted ext4 of size (no blocks reserved for root; inodes
+    of them when given) at top/fs, unmounted at the end; its mount
+    point."""
     img = os.path.join(top, "fs.img")
     fs = os.path.join(top, "fs")
     os.makedirs(fs)
     subprocess.run(["truncate", "-s", size, img], check=True)
-    subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", img], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0"] +
+                   (["-N", str(inodes)] if inodes else []) + [img],
+                   check=True)
     subprocess.run(["mount", "-o", "loop", img, fs], check=True)
     cleanup(lambda: subprocess.run(["umount", "-l", fs],
                                    capture_output=True))
@@ -621,9 +624,15 @@ def remove_our_containers(state):
 
 
 def remove_our_networks(state):
-    """The tenants' networks of a state directory that nothing is on."""
-    nets = docker("network", "ls", "-q", "--filter",
-                  "label=io.sandbox-mcp.state-dir=" + state,
-                  check_rc=False).split()
-    if nets:
+    """The tenants' networks of a state directory that nothing is on.
+    A server killed while it asked for one leaves the Engine making it
+    still: looked for again until none is left (or 10 s)."""
+    end = time.time() + 10
+    while True:
+        nets = docker("network", "ls", "-q", "--filter",
+                      "label=io.sandbox-mcp.state-dir=" + state,
+                      check_rc=False).split()
+        if not nets or time.time() > end:
+            return
         docker("network", "rm", *nets, check_rc=False)
+        time.sleep(0.1)

@@ -10,7 +10,10 @@
 # - an export root of tenant ta written through a link to the shared
 #   workspace root, and not made yet, is ta's before anyone makes it:
 #   tb's export into the shared root leaves that name alone, so tb cannot
-#   plant files in what becomes ta's root.
+#   plant files in what becomes ta's root;
+# - odd trees: 1,990 nested directories copy, a fifo named in invalid
+#   UTF-8 is refused in valid JSON, a file that grows during the copy is
+#   refused rather than copied past the size the room was judged on.
 
 import json
 import os
@@ -140,10 +143,73 @@ def root_behind_link(top):
     s.kill()
 
 
+def odd_trees(top):
+    """Trees a tenant can export into its own directory: 1,990 nested
+    directories (the copy once ran out of stack), a fifo whose name is
+    not UTF-8 (the refusal names it, and stays JSON), and a file that
+    grows while the copy reads another (refused, not copied past the
+    size the room was judged on)."""
+    roots = os.path.join(top, "roots")
+    deep = os.path.join(roots, "deep")
+    os.makedirs(deep)
+    d = deep
+    for _ in range(1990):
+        os.mkdir(os.path.join(d, "q"))
+        d = os.path.join(d, "q")
+    with open(os.path.join(d, "leaf"), "w") as f:
+        f.write("deep leaf\n")
+    names = os.path.join(roots, "names")
+    os.makedirs(names)
+    os.mkfifo(os.path.join(names.encode(), b"f\xff\nx\"\\u0000"))
+    grow = os.path.join(roots, "grow")
+    os.makedirs(grow)
+    big = os.path.join(grow, "a-big")
+    with open(big, "wb") as f:
+        f.truncate(1 << 30)         # hashed first, for a second or so
+    with open(os.path.join(grow, "z.txt"), "w") as f:
+        f.write("small\n")
+    s = Server(sets=("management", "runtime"),
+               config="workspace-root %s\nprofile disk 64M\n"
+               "limit disk-reserve 16M\n" % roots)
+    cleanup(lambda: remove_our_containers(s.state))
+    s.initialize()
+
+    r = ok_result(s.call("create_sandbox", {
+        "image": IMAGE, "workspace_root": deep}, timeout=300), "deep")
+    out = ok_result(s.call("exec_command", {
+        "sandbox_id": r["id"], "cmd": "cat " + "/".join(["q"] * 1990) +
+        "/leaf"}), "cat the leaf")["output"]
+    check_eq(out, "deep leaf\n", "the deepest file is copied")
+
+    r = s.call("create_sandbox", {"image": IMAGE, "workspace_root": names})
+    err = r["structuredContent"]["error"]
+    check_eq(err["kind"], "invalid_request", "a fifo is refused")
+    check_in("f?", err["message"], "named, scrubbed to UTF-8: %r" % err)
+
+    s._next_id += 1
+    rid = s._next_id
+    s.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+            "params": {"name": "create_sandbox",
+                       "arguments": {"image": IMAGE,
+                                     "workspace_root": grow}}})
+    end = time.time() + 60
+    while not readers_of(big) and time.time() < end:
+        time.sleep(0.005)
+    check(readers_of(big), "the base copy reads the big file")
+    with open(os.path.join(grow, "z.txt"), "ab") as f:
+        f.truncate(2 << 30)         # what an export could put there
+    r = s.wait(rid, 300)["result"]
+    check(r.get("isError"), "a file that grew is not copied: %r" % r)
+    check_in("grew past its 6 bytes", r["structuredContent"]["error"][
+        "message"], "the refusal says so")
+    s.kill()
+
+
 def test():
     top = tmpdir()
     swap_during_copy(os.path.join(top, "a"))
     root_behind_link(os.path.join(top, "b"))
+    odd_trees(os.path.join(top, "c"))
 
 
 main(test)

@@ -168,8 +168,26 @@ test_tree_remove(void)
 	return (0);
 }
 
+/* Invalid UTF-8 scrubbed to '?', byte for byte; valid text untouched. */
+static int
+test_utf8_scrub(void)
+{
+	char	buf[64];
+
+	strlcpy(buf, "f\xff\nx\"", sizeof buf);
+	CHECK_STR(util_utf8_scrub(buf), "f?\nx\"");
+	strlcpy(buf, "\xc3\xa9t\xc3\xa9 \xe2\x82\xac", sizeof buf);
+	CHECK_STR(util_utf8_scrub(buf), "\xc3\xa9t\xc3\xa9 \xe2\x82\xac");
+	strlcpy(buf, "a\xc3(b\xed\xa0\x80" "c\xf0\x9f\x98", sizeof buf);
+	CHECK_STR(util_utf8_scrub(buf), "a?(b???c???");
+	CHECK(util_utf8_valid(buf, strlen(buf)));
+	CHECK(util_utf8_scrub(NULL) == NULL);
+	return (0);
+}
+
 const struct unit_case unit_util_cases[] = {
 	{ "util/utf8", test_utf8 },
+	{ "util/utf8-scrub", test_utf8_scrub },
 	{ "util/ids", test_ids },
 	{ "util/encodings", test_encodings },
 	{ "util/atomic-write", test_atomic_write },
