@@ -394,6 +394,8 @@ struct observe_query;
 typedef void (*observe_cb)(struct cJSON *, const struct cause *, void *);
 struct observe_query *observe_events(const char *, const char *, long long,
 		     long long, observe_cb, void *);
+struct observe_query *observe_trace(const char *, const char *, observe_cb,
+		     void *);
 void		 observe_cancel(struct observe_query *);
 
 /* basecache.c */

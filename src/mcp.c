@@ -270,7 +270,8 @@ mcp_instructions(int sets)
 	    " output (read_command_lines) or write stdin"
 	    " (write_command_stdin). " : "",
 	    (sets & TOOLSET_OBSERVABILITY) ? "events lists what a sandbox"
-	    " recorded (sessions, layers, commands), newest first. " : "");
+	    " recorded (sessions, layers, commands), newest first; trace"
+	    " shows a tool call's steps as a tree. " : "");
 	if (*s != '\0' && s[strlen(s) - 1] == ' ')
 		s[strlen(s) - 1] = '\0';
 	return (s);

@@ -48,9 +48,21 @@
 #define OBSERVE_ANSWER_MAX	(4 * 1024 * 1024) /* of events answered */
 
 struct observe_query {
-	char			*name;		/* NULL: every name */
-	long long		 since_ms;	/* -1: any time */
-	long long		 last_n;	/* -1: all */
+	/* One whole line, newest first: 1 when the answer is whole. */
+	int			(*line)(struct observe_query *, const char *,
+				    size_t);
+	/* The files are read (or the answer is whole): answer. */
+	void			(*finish)(struct observe_query *);
+	char			*id;		/* the sandbox */
+	char			*name;		/* events: NULL, every name */
+	long long		 since_ms;	/* events: -1, any time */
+	long long		 last_n;	/* events: -1, all */
+	char			*trace;		/* trace: the one, or NULL */
+	char			*pattern;	/* trace: its lines hold it */
+	long long		 root_ms;	/* trace: its root's start */
+	long long		 stop_ms;	/* trace: lines ending before */
+	int			 pass;		/* trace: 1 find, 2 collect */
+	cJSON			*spans;		/* trace: its records */
 	int			 fd[2];		/* newest first; -1: none */
 	int			 cur;
 	off_t			 pos;		/* of cur, unread before it */
@@ -77,7 +89,11 @@ observe_free(struct observe_query *q)
 	if (q->ev != NULL)
 		event_free(q->ev);
 	cJSON_Delete(q->events);
+	cJSON_Delete(q->spans);
+	free(q->id);
 	free(q->name);
+	free(q->trace);
+	free(q->pattern);
 	free(q->buf);
 	free(q);
 }
@@ -87,7 +103,7 @@ observe_free(struct observe_query *q)
  * Returns 1 when the answer is whole (last_n reached, or its size).
  */
 static int
-observe_line(struct observe_query *q, const char *line, size_t len)
+observe_event_line(struct observe_query *q, const char *line, size_t len)
 {
 	cJSON		*rec, *out, *v;
 	char		*text;
@@ -161,7 +177,7 @@ observe_lines(struct observe_query *q, size_t len, int at_start)
 			nl--;
 		if (nl == q->buf && !at_start)
 			break;		/* its head comes with the next slice */
-		if (observe_line(q, nl, (size_t)(end - nl)))
+		if (q->line(q, nl, (size_t)(end - nl)))
 			return (1);
 		end = nl;
 	}
@@ -178,7 +194,6 @@ observe_slice_cb(evutil_socket_t fd, short events, void *arg)
 	struct stat		 st;
 	size_t			 want;
 	ssize_t			 n;
-	cJSON			*result;
 
 	while (q->cur < 2 && q->fd[q->cur] == -1)
 		q->cur++;
@@ -211,6 +226,15 @@ next_file:
 		return;
 	}
 done:
+	q->finish(q);
+}
+
+/* The events' answer. */
+static void
+observe_events_finish(struct observe_query *q)
+{
+	cJSON	*result;
+
 	result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "view", "events");
 	cJSON_AddItemToObject(result, "events", q->events);
@@ -238,30 +262,21 @@ observe_open(const char *path)
 	return (fd);
 }
 
-/*
- * The events of sandbox id's log, newest first: those named name (NULL:
- * any), at since_ms or later (-1: any), at most last_n (-1: every one
- * retained), and no more than OBSERVE_ANSWER_MAX bytes of them (then
- * with "truncated": true). cb gets {"view": "events", "events": [...]}
- * from the loop, taken over, unless observe_cancel comes first.
- */
-struct observe_query *
-observe_events(const char *id, const char *name, long long since_ms,
-    long long last_n, observe_cb cb, void *arg)
+/* Open the logs of sandbox id (from the newest) and start reading. */
+static void
+observe_start(struct observe_query *q)
 {
-	struct observe_query	*q;
-	struct stat		 st, st1;
-	char			*path, *old;
+	struct stat	 st, st1;
+	char		*path, *old;
+	int		 i;
 
-	q = xcalloc(1, sizeof *q);
-	q->name = name != NULL ? xstrdup(name) : NULL;
-	q->since_ms = since_ms;
-	q->last_n = last_n;
-	q->cb = cb;
-	q->arg = arg;
-	q->events = cJSON_CreateArray();
-	q->buf = xmalloc(OBSERVE_SLICE + OBSERVE_LINE_MAX);
-	path = state_where(STATE_SANDBOX, id, "telemetry/events.ndjson");
+	for (i = 0; i < 2; i++) {
+		if (q->fd[i] != -1)
+			close(q->fd[i]);
+	}
+	if (q->buf == NULL)
+		q->buf = xmalloc(OBSERVE_SLICE + OBSERVE_LINE_MAX);
+	path = state_where(STATE_SANDBOX, q->id, "telemetry/events.ndjson");
 	xasprintf(&old, "%s.1", path);
 	q->fd[0] = observe_open(path);
 	q->fd[1] = observe_open(old);
@@ -275,14 +290,402 @@ observe_events(const char *id, const char *name, long long since_ms,
 		q->fd[1] = -1;
 	}
 	q->cur = q->fd[0] != -1 ? 0 : 1;
+	q->pos = 0;
 	if (q->fd[q->cur] != -1 && fstat(q->fd[q->cur], &st) == 0)
 		q->pos = st.st_size;
+	q->keep = 0;
 	q->newest = 1;
-	if ((q->ev = event_new(ev_base, -1, 0, observe_slice_cb, q)) == NULL)
+	if (q->ev == NULL && (q->ev = event_new(ev_base, -1, 0,
+	    observe_slice_cb, q)) == NULL)
 		fatalx("%s: event_new", __func__);
+	event_active(q->ev, EV_TIMEOUT, 1);
+}
+
+static struct observe_query *
+observe_new(const char *id, observe_cb cb, void *arg)
+{
+	struct observe_query	*q;
+
+	q = xcalloc(1, sizeof *q);
+	q->id = xstrdup(id);
+	q->fd[0] = q->fd[1] = -1;
+	q->cb = cb;
+	q->arg = arg;
+	return (q);
+}
+
+/*
+ * The events of sandbox id's log, newest first: those named name (NULL:
+ * any), at since_ms or later (-1: any), at most last_n (-1: every one
+ * retained), and no more than OBSERVE_ANSWER_MAX bytes of them (then
+ * with "truncated": true). cb gets {"view": "events", "events": [...]}
+ * from the loop, taken over, unless observe_cancel comes first.
+ */
+struct observe_query *
+observe_events(const char *id, const char *name, long long since_ms,
+    long long last_n, observe_cb cb, void *arg)
+{
+	struct observe_query	*q;
+
+	q = observe_new(id, cb, arg);
+	q->line = observe_event_line;
+	q->finish = observe_events_finish;
+	q->name = name != NULL ? xstrdup(name) : NULL;
+	q->since_ms = since_ms;
+	q->last_n = last_n;
+	q->events = cJSON_CreateArray();
+	observe_start(q);
 	if (last_n == 0)
 		q->cur = 2;		/* nothing asked for */
-	event_active(q->ev, EV_TIMEOUT, 1);
+	return (q);
+}
+
+/*
+ * Where a line's record ends in time, without parsing it: its ts, plus
+ * its dur_ms for a span; -1 when it has none.
+ */
+static long long
+observe_line_end(const char *line, size_t len)
+{
+	const char	*p, *end = line + len;
+	char		 num[32];
+	long long	 ts;
+	size_t		 n;
+
+	if ((p = memmem(line, len, "\"ts\":", 5)) == NULL)
+		return (-1);
+	p += 5;
+	for (n = 0; p + n < end && n < sizeof num - 1 &&
+	    (p[n] == '-' || (p[n] >= '0' && p[n] <= '9')); n++)
+		num[n] = p[n];
+	num[n] = '\0';
+	if (n == 0)
+		return (-1);
+	ts = strtoll(num, NULL, 10);
+	if ((p = memmem(line, len, "\"dur_ms\":", 9)) != NULL)
+		ts += (long long)strtod(p + 9, NULL);
+	return (ts);
+}
+
+/*
+ * Lines are written when their record ends, by processes that may race
+ * each other a little: once the lines read end this long before a root
+ * span started, nothing further back can belong to what came after it.
+ */
+#define OBSERVE_JITTER_MS	5000
+#define OBSERVE_TRACE_MAX	10000	/* records of one trace */
+
+/* Pass 1 of "last": the root span (no parent) that started last. */
+static int
+observe_root_line(struct observe_query *q, const char *line, size_t len)
+{
+	cJSON		*rec, *v, *t;
+	long long	 end;
+
+	if ((end = observe_line_end(line, len)) == -1)
+		return (0);
+	if (q->trace != NULL && end < q->stop_ms)
+		return (1);
+	if (memmem(line, len, "\"span\"", 6) == NULL ||
+	    memmem(line, len, "\"parent\"", 8) != NULL ||
+	    (rec = cJSON_ParseWithLength(line, len)) == NULL)
+		return (0);
+	v = cJSON_GetObjectItemCaseSensitive(rec, "ts");
+	t = cJSON_GetObjectItemCaseSensitive(rec, "trace");
+	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "kind")) &&
+	    strcmp(cJSON_GetObjectItemCaseSensitive(rec,
+	    "kind")->valuestring, "span") == 0 &&
+	    cJSON_GetObjectItemCaseSensitive(rec, "parent") == NULL &&
+	    cJSON_IsNumber(v) && cJSON_IsString(t) &&
+	    t->valuestring[0] != '\0' && strlen(t->valuestring) < 128 &&
+	    (q->trace == NULL || (long long)v->valuedouble > q->root_ms)) {
+		free(q->trace);
+		q->trace = xstrdup(t->valuestring);
+		q->root_ms = (long long)v->valuedouble;
+		q->stop_ms = q->root_ms - OBSERVE_JITTER_MS;
+	}
+	cJSON_Delete(rec);
+	return (0);
+}
+
+/* Pass 2: every span and event of the trace. */
+static int
+observe_trace_line(struct observe_query *q, const char *line, size_t len)
+{
+	cJSON		*rec, *v;
+	long long	 end;
+
+	if ((end = observe_line_end(line, len)) == -1)
+		return (0);
+	if (q->root_ms > 0 && end < q->stop_ms)
+		return (1);
+	if (memmem(line, len, q->pattern, strlen(q->pattern)) == NULL ||
+	    (rec = cJSON_ParseWithLength(line, len)) == NULL)
+		return (0);
+	v = cJSON_GetObjectItemCaseSensitive(rec, "trace");
+	if (!cJSON_IsString(v) || strcmp(v->valuestring, q->trace) != 0 ||
+	    !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(rec, "ts")) ||
+	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "kind"))) {
+		cJSON_Delete(rec);
+		return (0);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(rec, "kind");
+	if (strcmp(v->valuestring, "span") == 0 &&
+	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "parent")) &&
+	    q->root_ms == 0) {
+		q->root_ms = (long long)cJSON_GetObjectItemCaseSensitive(rec,
+		    "ts")->valuedouble;
+		q->stop_ms = q->root_ms - OBSERVE_JITTER_MS;
+	}
+	cJSON_AddItemToArray(q->spans, rec);
+	if (cJSON_GetArraySize(q->spans) >= OBSERVE_TRACE_MAX) {
+		q->truncated = 1;
+		return (1);
+	}
+	return (0);
+}
+
+/* A span of the tree being built, by its id. */
+struct observe_node {
+	const char	*span;
+	const char	*parent;	/* NULL: none */
+	long long	 ts;
+	cJSON		*rec;
+	cJSON		*children;
+	cJSON		*events;
+	size_t		*kids;		/* indices of its children */
+	size_t		 nkids;
+	int		 placed;
+};
+
+static int
+observe_node_cmp(const void *a, const void *b)
+{
+	return (strcmp(((const struct observe_node *)a)->span,
+	    ((const struct observe_node *)b)->span));
+}
+
+static struct observe_node *
+observe_node_find(struct observe_node *nodes, size_t n, const char *span)
+{
+	struct observe_node	key;
+
+	if (span == NULL)
+		return (NULL);
+	key.span = span;
+	return (bsearch(&key, nodes, n, sizeof *nodes, observe_node_cmp));
+}
+
+/* Sort an array of nodes' objects by their "ts" (start), oldest first. */
+static int
+observe_obj_cmp(const void *a, const void *b)
+{
+	double	x, y;
+
+	x = cJSON_GetNumberValue(cJSON_GetObjectItem(*(cJSON *const *)a,
+	    "ts"));
+	y = cJSON_GetNumberValue(cJSON_GetObjectItem(*(cJSON *const *)b,
+	    "ts"));
+	return (x < y ? -1 : x > y);
+}
+
+/* The node objects of an array of spans, oldest first, taken over. */
+static cJSON *
+observe_sorted(cJSON *list, const char *key)
+{
+	cJSON	**items, *out, *it;
+	int	  n, i;
+
+	n = cJSON_GetArraySize(list);
+	items = xcalloc(n > 0 ? n : 1, sizeof *items);
+	for (i = 0; i < n; i++)
+		items[i] = cJSON_DetachItemFromArray(list, 0);
+	qsort(items, n, sizeof *items, observe_obj_cmp);
+	out = cJSON_CreateArray();
+	for (i = 0; i < n; i++) {
+		it = items[i];
+		if (key != NULL)	/* the sort key goes */
+			cJSON_DeleteItemFromObject(it, "ts");
+		cJSON_AddItemToArray(out, it);
+	}
+	free(items);
+	cJSON_Delete(list);
+	return (out);
+}
+
+/* A node's object, its children and events within, recursively. */
+static cJSON *
+observe_node_object(struct observe_node *nodes, size_t n,
+    struct observe_node *nd, long long root_ms, int depth)
+{
+	cJSON			*obj, *kids, *kid;
+	struct observe_node	*c;
+	size_t			 i;
+
+	obj = cJSON_CreateObject();
+	cJSON_AddNumberToObject(obj, "ts", (double)nd->ts);	/* to sort */
+	cJSON_AddItemToObject(obj, "span", nd->rec);
+	nd->rec = NULL;
+	cJSON_AddNumberToObject(obj, "offset_ms", (double)(nd->ts -
+	    root_ms));
+	kids = cJSON_CreateArray();
+	for (i = 0; i < nd->nkids && depth < 64; i++) {
+		c = &nodes[nd->kids[i]];
+		if (c->placed)
+			continue;	/* a cycle a damaged log made */
+		c->placed = 1;
+		kid = observe_node_object(nodes, n, c, root_ms, depth + 1);
+		cJSON_AddItemToArray(kids, kid);
+	}
+	cJSON_AddItemToObject(obj, "children", observe_sorted(kids, "ts"));
+	cJSON_AddItemToObject(obj, "events", observe_sorted(nd->events,
+	    NULL));
+	nd->events = NULL;
+	return (obj);
+}
+
+/* The trace's answer: its spans folded into a tree. */
+static void
+observe_trace_answer(struct observe_query *q)
+{
+	struct observe_node	*nodes, *nd;
+	cJSON			*result, *rec, *roots, *v, *events;
+	size_t			 n = 0, i;
+	long long		 root_ms = -1;
+
+	nodes = xcalloc(cJSON_GetArraySize(q->spans) + 1, sizeof *nodes);
+	events = cJSON_CreateArray();
+	while ((rec = cJSON_DetachItemFromArray(q->spans, 0)) != NULL) {
+		if (strcmp(cJSON_GetObjectItem(rec, "kind")->valuestring,
+		    "span") != 0 || !cJSON_IsString(v =
+		    cJSON_GetObjectItem(rec, "span"))) {
+			cJSON_AddItemToArray(events, rec);
+			continue;
+		}
+		nd = &nodes[n++];
+		nd->span = v->valuestring;
+		v = cJSON_GetObjectItem(rec, "parent");
+		nd->parent = cJSON_IsString(v) ? v->valuestring : NULL;
+		nd->ts = (long long)cJSON_GetNumberValue(cJSON_GetObjectItem(
+		    rec, "ts"));
+		nd->rec = rec;
+		nd->children = NULL;
+		nd->events = cJSON_CreateArray();
+		if (root_ms == -1 || nd->ts < root_ms)
+			root_ms = nd->ts;
+	}
+	qsort(nodes, n, sizeof *nodes, observe_node_cmp);
+	for (i = 0; i < n; i++) {
+		if ((nd = observe_node_find(nodes, n, nodes[i].parent)) ==
+		    NULL)
+			continue;
+		nd->kids = xreallocarray(nd->kids, nd->nkids + 1,
+		    sizeof *nd->kids);
+		nd->kids[nd->nkids++] = i;
+	}
+	/* Events under their span; the others are the trace's own. */
+	while ((rec = cJSON_DetachItemFromArray(events, 0)) != NULL) {
+		v = cJSON_GetObjectItem(rec, "parent");
+		if ((nd = observe_node_find(nodes, n, cJSON_IsString(v) ?
+		    v->valuestring : NULL)) != NULL)
+			cJSON_AddItemToArray(nd->events, rec);
+		else
+			cJSON_Delete(rec);
+	}
+	cJSON_Delete(events);
+	roots = cJSON_CreateArray();
+	for (i = 0; i < n; i++) {
+		nd = &nodes[i];
+		if (nd->placed || observe_node_find(nodes, n,
+		    nd->parent) != NULL)
+			continue;
+		nd->placed = 1;
+		cJSON_AddItemToArray(roots, observe_node_object(nodes, n, nd,
+		    root_ms, 0));
+	}
+	for (i = 0; i < n; i++) {
+		cJSON_Delete(nodes[i].rec);
+		cJSON_Delete(nodes[i].events);
+		free(nodes[i].kids);
+	}
+	free(nodes);
+	result = cJSON_CreateObject();
+	cJSON_AddStringToObject(result, "view", "trace");
+	if (q->trace != NULL)
+		cJSON_AddStringToObject(result, "trace", q->trace);
+	else
+		cJSON_AddNullToObject(result, "trace");
+	cJSON_AddItemToObject(result, "spans", observe_sorted(roots, "ts"));
+	if (q->truncated)
+		cJSON_AddTrueToObject(result, "truncated");
+	q->cb(result, NULL, q->arg);
+	observe_free(q);
+}
+
+/* What a line of the trace holds: its id as the writer puts it. */
+static char *
+observe_pattern(const char *trace)
+{
+	cJSON	*js;
+	char	*json, *pattern;
+
+	js = cJSON_CreateString(trace);
+	json = util_json_print(js);
+	cJSON_Delete(js);
+	xasprintf(&pattern, "\"trace\":%s", json);
+	free(json);
+	return (pattern);
+}
+
+/* A pass over the logs is over. */
+static void
+observe_trace_finish(struct observe_query *q)
+{
+	if (q->pass == 1 && q->trace != NULL) {
+		/* "last" found: now its records. */
+		q->pass = 2;
+		q->line = observe_trace_line;
+		q->root_ms = 0;
+		q->stop_ms = 0;
+		q->spans = cJSON_CreateArray();
+		q->pattern = observe_pattern(q->trace);
+		observe_start(q);
+		return;
+	}
+	if (q->pass == 1)
+		q->spans = cJSON_CreateArray();	/* no root span at all */
+	observe_trace_answer(q);
+}
+
+/*
+ * The spans of trace trace_id ("last": the root span that started last)
+ * in sandbox id's log, folded into a tree: {"view": "trace", "trace",
+ * "spans": [{"span": {record}, "offset_ms", "children": [...],
+ * "events": [...]}]}, offsets from the trace's first start; an unknown
+ * trace has no spans. cb from the loop, taken over, unless
+ * observe_cancel comes first.
+ */
+struct observe_query *
+observe_trace(const char *id, const char *trace_id, observe_cb cb,
+    void *arg)
+{
+	struct observe_query	*q;
+
+	q = observe_new(id, cb, arg);
+	q->finish = observe_trace_finish;
+	q->spans = cJSON_CreateArray();
+	if (strcmp(trace_id, "last") == 0) {
+		q->pass = 1;
+		q->line = observe_root_line;
+		cJSON_Delete(q->spans);
+		q->spans = NULL;
+	} else {
+		q->pass = 2;
+		q->line = observe_trace_line;
+		q->trace = xstrdup(trace_id);
+		q->pattern = observe_pattern(trace_id);
+	}
+	observe_start(q);
 	return (q);
 }
 

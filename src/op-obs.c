@@ -33,7 +33,8 @@
 #include "sandbox-mcp.h"
 
 static void	op_events_exec(struct op_call *);
-static void	op_events_cancel(struct op_call *);
+static void	op_trace_exec(struct op_call *);
+static void	op_obs_cancel(struct op_call *);
 
 static const struct op_arg op_events_args[] = {
 	{ "sandbox_id", OP_ARG_STRING, 1, -1, NULL,
@@ -76,11 +77,52 @@ const struct op_entry op_events_entry = {
 	    " \"required\": [\"view\", \"events\"],"
 	    " \"additionalProperties\": false}",
 	.exec = op_events_exec,
-	.cancel = op_events_cancel,
+	.cancel = op_obs_cancel,
+};
+
+static const struct op_arg op_trace_args[] = {
+	{ "sandbox_id", OP_ARG_STRING, 1, -1, NULL,
+	  "Target sandbox id." },
+	{ "trace_id", OP_ARG_STRING, 0, -1, "\"last\"",
+	  "The trace: a tool call's trace id (its request id, or the"
+	  " caller's W3C trace id), or last for the tool call that started"
+	  " last." },
+	{ NULL, 0, 0, -1, NULL, NULL }
+};
+
+const struct op_entry op_trace_entry = {
+	.name = "trace",
+	.title = "Read a tool call's trace",
+	.description = "Fold the spans of one trace of a sandbox (a tool call"
+	    " and the steps it took: Docker calls, sessions, publishes,"
+	    " commands) into a tree: each span with its offset from the"
+	    " trace's start, its children and the events recorded under it."
+	    " trace_id last (the default) is the tool call that started"
+	    " last; an unknown trace has no spans. Read only: works from any"
+	    " process on the state directory.",
+	.set = TOOLSET_OBSERVABILITY,
+	.flags = OP_READONLY | OP_IDEMPOTENT,
+	.args = op_trace_args,
+	.result = "{\"type\": \"object\", \"properties\": {"
+	    " \"view\": {\"const\": \"trace\"},"
+	    " \"trace\": {\"type\": [\"string\", \"null\"]},"
+	    " \"spans\": {\"type\": \"array\", \"items\": {\"type\":"
+	    "  \"object\", \"properties\": {"
+	    "  \"span\": {\"type\": \"object\"},"
+	    "  \"offset_ms\": {\"type\": \"number\"},"
+	    "  \"children\": {\"type\": \"array\"},"
+	    "  \"events\": {\"type\": \"array\"}},"
+	    "  \"required\": [\"span\", \"offset_ms\", \"children\","
+	    "  \"events\"]}},"
+	    " \"truncated\": {\"type\": \"boolean\"}},"
+	    " \"required\": [\"view\", \"trace\", \"spans\"],"
+	    " \"additionalProperties\": false}",
+	.exec = op_trace_exec,
+	.cancel = op_obs_cancel,
 };
 
 static void
-op_events_cb(cJSON *result, const struct cause *cause, void *arg)
+op_obs_cb(cJSON *result, const struct cause *cause, void *arg)
 {
 	struct op_call	*oc = arg;
 
@@ -108,7 +150,7 @@ op_events_sb(cJSON *result, const struct cause *cause, void *arg)
 	if (op_arg(oc, "last_n") != NULL)
 		last = op_arg_integer(oc, "last_n");
 	op_call_set_data(oc, observe_events(op_arg_string(oc, "sandbox_id"),
-	    op_arg_string(oc, "name"), since, last, op_events_cb, oc));
+	    op_arg_string(oc, "name"), since, last, op_obs_cb, oc));
 }
 
 static void
@@ -121,9 +163,41 @@ op_events_exec(struct op_call *oc)
 	sandbox_lookup(id, op_events_sb, oc);
 }
 
+/* The sandbox is known and its disk mounted: fold the trace. */
+static void
+op_trace_sb(cJSON *result, const struct cause *cause, void *arg)
+{
+	struct op_call	*oc = arg;
+	const char	*trace = op_arg_string(oc, "trace_id");
+
+	if (result == NULL) {
+		op_call_fail(oc, cause);
+		return;
+	}
+	cJSON_Delete(result);
+	op_call_set_data(oc, observe_trace(op_arg_string(oc, "sandbox_id"),
+	    trace != NULL ? trace : "last", op_obs_cb, oc));
+}
+
+static void
+op_trace_exec(struct op_call *oc)
+{
+	const char	*id = op_arg_string(oc, "sandbox_id");
+	const char	*trace = op_arg_string(oc, "trace_id");
+
+	if (trace != NULL && (strlen(trace) == 0 || strlen(trace) > 128)) {
+		op_call_error(oc, CAUSE_INVALID, "trace_id", trace, "trace_id"
+		    " must be from 1 to 128 characters");
+		return;
+	}
+	if (op_sandbox_hidden(oc, id))
+		return;
+	sandbox_lookup(id, op_trace_sb, oc);
+}
+
 /* Nobody waits any more: stop reading. */
 static void
-op_events_cancel(struct op_call *oc)
+op_obs_cancel(struct op_call *oc)
 {
 	struct observe_query	*q = op_call_data(oc);
 

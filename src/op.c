@@ -66,6 +66,7 @@ static const struct op_entry *op_table[] = {
 	&op_destroy_workspace_session_entry,
 	&op_sandbox_endpoint_entry,
 	&op_events_entry,
+	&op_trace_entry,
 };
 #define OP_COUNT	(sizeof op_table / sizeof op_table[0])
 
@@ -621,7 +622,10 @@ op_tenant_sees(const char *caller, const char *owner)
  * If id names a sandbox of a tenant the call's tenant does not see,
  * answer exactly as for an unknown id (not_found, {"sandbox_id": id})
  * and return 1; else return 0 and let the handler go on (an invalid or
- * unknown id is answered by the usual checks).
+ * unknown id is answered by the usual checks). The call's span goes to
+ * the log of a sandbox the caller sees (never to another tenant's),
+ * unless it only reads that log (the observability set): reading does
+ * not change what it reads, and "last" stays the last thing done.
  */
 int
 op_sandbox_hidden(struct op_call *oc, const char *id)
@@ -629,14 +633,16 @@ op_sandbox_hidden(struct op_call *oc, const char *id)
 	char	*owner;
 	int	 hidden;
 
-	if (strcmp(oc->tenant, TENANT_LOCAL) == 0 ||
-	    (owner = sandbox_tenant(id)) == NULL)
+	if ((owner = sandbox_tenant(id)) == NULL)
 		return (0);
-	hidden = !util_tenant_sees(oc->tenant, owner);
+	hidden = strcmp(oc->tenant, TENANT_LOCAL) != 0 &&
+	    !util_tenant_sees(oc->tenant, owner);
 	free(owner);
 	if (hidden)
 		op_call_error(oc, CAUSE_NOT_FOUND, "sandbox_id", id, "no"
 		    " sandbox %s", id);
+	else if (oc->entry->set != TOOLSET_OBSERVABILITY)
+		telemetry_span_sandbox(oc->span, id);	/* reads stay out */
 	return (hidden);
 }
 
@@ -651,9 +657,9 @@ op_sandbox_runtime(struct op_call *oc, rt_cb cb, void *arg)
 	struct cause	 cause = { 0 };
 	char		*owner;
 
-	if (strcmp(oc->tenant, TENANT_LOCAL) != 0 &&
-	    (owner = sandbox_tenant(id)) != NULL) {
-		if (!util_tenant_sees(oc->tenant, owner)) {
+	if ((owner = sandbox_tenant(id)) != NULL) {
+		if (strcmp(oc->tenant, TENANT_LOCAL) != 0 &&
+		    !util_tenant_sees(oc->tenant, owner)) {
 			free(owner);
 			cause_set(&cause, CAUSE_NOT_FOUND, "sandbox_id", id,
 			    "no sandbox %s", id);
@@ -662,6 +668,7 @@ op_sandbox_runtime(struct op_call *oc, rt_cb cb, void *arg)
 			return;
 		}
 		free(owner);
+		telemetry_span_sandbox(oc->span, id);
 	}
 	zygote_get(id, cb, arg);
 }

@@ -123,6 +123,7 @@ extern const struct op_entry op_sandbox_endpoint_entry;
 
 /* op-obs.c */
 extern const struct op_entry op_events_entry;
+extern const struct op_entry op_trace_entry;
 
 /* op-runtime.c */
 extern const struct op_entry op_exec_command_entry;

@@ -408,6 +408,7 @@ void		 telemetry_span_attr_str(struct tspan *, const char *,
 void		 telemetry_span_attr_int(struct tspan *, const char *,
 		     long long);
 void		 telemetry_span_end(struct tspan *, const char *);
+void		 telemetry_span_sandbox(struct tspan *, const char *);
 const char	*telemetry_span_trace(struct tspan *);
 void		 telemetry_event(const char *, const char *, struct tspan *,
 		     const char *, struct cJSON *);

@@ -227,6 +227,17 @@ telemetry_span_attr_int(struct tspan *ts, const char *key, long long value)
 	cJSON_AddNumberToObject(ts->attrs, key, (double)value);
 }
 
+/*
+ * The sandbox a span (and the children begun after this) is written
+ * for, once it is known; a span keeps the first it is given.
+ */
+void
+telemetry_span_sandbox(struct tspan *ts, const char *sandbox_id)
+{
+	if (ts != NULL && ts->sandbox_id == NULL && sandbox_id != NULL)
+		ts->sandbox_id = xstrdup(sandbox_id);
+}
+
 const char *
 telemetry_span_trace(struct tspan *ts)
 {

@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-# The observability set's events tool, against the real Docker Engine:
+# The observability set's events and trace tools, against the real
+# Docker Engine:
+# - the last tool call on a sandbox is its trace: the root span, by
+#   "last" and by its id, the same over REST; an unknown trace has no
+#   spans;
 # - a runtime process does a known script of calls; a separate process
 #   with only --set observability, on the same state directory, lists
 #   the sandbox's events newest first, by exact name, since a time, the
@@ -66,11 +70,36 @@ def test():
                  listen="127.0.0.1:0")
     obs.initialize()
     tools = obs.request("tools/list")["result"]["tools"]
-    check_eq([t["name"] for t in tools], ["events"], "the set's tools")
+    check_eq([t["name"] for t in tools], ["events", "trace"],
+             "the set's tools")
 
     def events(**args):
         args["sandbox_id"] = sid
         return ok_result(obs.call("events", args), "events %r" % args)
+
+    # The last tool call on the sandbox, as a trace: its root span.
+    tr = ok_result(obs.call("trace", {"sandbox_id": sid}), "trace last")
+    check_eq(tr["view"], "trace", "the trace view")
+    check_eq(len(tr["spans"]), 1, "one root: %r" % tr)
+    root = tr["spans"][0]
+    check_eq((root["span"]["name"], root["span"]["status"],
+              root["offset_ms"]), ("tool.destroy_workspace_session",
+                                   "completed", 0), "the root span")
+    check_eq(root["span"]["trace"], tr["trace"], "its trace")
+    check(isinstance(root["children"], list) and
+          isinstance(root["events"], list), "children and events")
+    again = ok_result(obs.call("trace", {"sandbox_id": sid,
+                                         "trace_id": tr["trace"]}),
+                      "trace by id")
+    check_eq(again, tr, "the same trace by its id")
+    none = ok_result(obs.call("trace", {"sandbox_id": sid,
+                                        "trace_id": "no-such-trace"}),
+                     "an unknown trace")
+    check_eq(none["spans"], [], "an unknown trace has no spans")
+    st, h, body = Http(obs.port).request(
+        "GET", "/v1/sandboxes/%s/trace?trace_id=%s" % (sid, tr["trace"]),
+        None, {"Authorization": "Bearer " + key_a})
+    check_eq((st, http_json(body)), (200, tr), "the trace over REST")
 
     every = events()
     check_eq(every["view"], "events", "the view")

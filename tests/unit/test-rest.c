@@ -79,6 +79,8 @@ static const struct route_case route_cases[] = {
 	    "{\"sandbox_id\":\"s1\",\"workspace_session_id\":\"w3\"}" },
 	{ "GET", "/v1/sandboxes/s1/events", "events",
 	    "{\"sandbox_id\":\"s1\"}" },
+	{ "GET", "/v1/sandboxes/s1/trace", "trace",
+	    "{\"sandbox_id\":\"s1\"}" },
 };
 #define NROUTE_CASES	(sizeof route_cases / sizeof route_cases[0])
 
