@@ -315,7 +315,11 @@ void		 tenantnet_name(const char *, char *, size_t);
 void		 tenantnet_ensure(const char *, struct tspan *, tenantnet_cb,
 		     void *);
 void		 tenantnet_done(const char *, int);
+void		 tenantnet_done_then(const char *, int, void (*)(void *),
+		     void *);
 void		 tenantnet_release(const char *);
+void		 tenantnet_release_then(const char *, void (*)(void *),
+		     void *);
 
 /* export.c */
 struct export;

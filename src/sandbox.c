@@ -95,6 +95,8 @@ struct sandbox_create {
 	int			 containers_wait; /* for the network */
 	int			 dead;		/* answered: freed by the
 						   network's answer */
+	int			 finish_later;	/* failed: answered after
+						   the network's answer */
 	int			 count;
 	struct sandbox_member	*m;
 	int			 pending;
@@ -373,7 +375,21 @@ sandbox_create_free(struct sandbox_create *sc)
 	free(sc);
 }
 
-/* Answer the call and free the create. */
+/* A failed create is over with the Engine: answer it. */
+static void
+sandbox_create_failed(void *arg)
+{
+	struct sandbox_create	*sc = arg;
+
+	sc->cb(NULL, &sc->cause, sc->arg);
+	sandbox_create_free(sc);
+}
+
+/*
+ * Answer the call and free the create. A failed one answers once the
+ * network it asked for has answered and, made for it, is gone again:
+ * nothing it started is still under way with the Engine then.
+ */
 static void
 sandbox_create_finish(struct sandbox_create *sc)
 {
@@ -381,10 +397,23 @@ sandbox_create_finish(struct sandbox_create *sc)
 	int	 i;
 
 	if (sc->cause.kind != CAUSE_NONE) {
-		telemetry_span_attr_str(sc->span, "error", sc->cause.message);
-		telemetry_span_end(sc->span, "error");
-		sc->cb(NULL, &sc->cause, sc->arg);
-		sandbox_create_free(sc);
+		if (sc->span != NULL) {
+			telemetry_span_attr_str(sc->span, "error",
+			    sc->cause.message);
+			telemetry_span_end(sc->span, "error");
+			sc->span = NULL;
+		}
+		if (sc->net == SANDBOX_NET_ASKED) {
+			sc->finish_later = 1;	/* its answer finishes */
+			return;
+		}
+		if (sc->net == SANDBOX_NET_ANSWERED) {
+			sc->net = SANDBOX_NET_NONE;	/* done here */
+			tenantnet_done_then(sc->tenant, sc->network != NULL,
+			    sandbox_create_failed, sc);
+			return;
+		}
+		sandbox_create_failed(sc);
 		return;
 	}
 	for (i = 0; i < sc->count; i++)
@@ -812,6 +841,11 @@ sandbox_create_network_cb(const char *id, const char *error, void *arg)
 		sc->net_error = xstrdup(error);
 	if (sc->dead) {
 		sandbox_create_free(sc);
+		return;
+	}
+	if (sc->finish_later) {
+		sc->finish_later = 0;
+		sandbox_create_finish(sc);
 		return;
 	}
 	if (sc->containers_wait) {

@@ -688,15 +688,22 @@ struct tenantnet_rel {
 	char	*name;
 	char	 bridge[TENANTNET_IFNAME];
 	int	 lock;		/* held alone while it runs */
+	void	(*done)(void *);	/* told when it is over */
+	void	*done_arg;
 };
 
 static void
 tenantnet_rel_free(struct tenantnet_rel *rel)
 {
+	void	(*done)(void *) = rel->done;
+	void	*arg = rel->done_arg;
+
 	if (rel->lock != -1)
 		close(rel->lock);
 	free(rel->name);
 	free(rel);
+	if (done != NULL)
+		done(arg);
 }
 
 static void
@@ -811,6 +818,18 @@ tenantnet_release_cb(cJSON *reply, const char *error, int status, void *arg)
 void
 tenantnet_done(const char *tenant, int release)
 {
+	tenantnet_done_then(tenant, release, NULL, NULL);
+}
+
+/*
+ * tenantnet_done, and done(arg) once what it started is over: the
+ * network's removal answered (or not tried), so that nothing of the
+ * create is still under way with the Engine.
+ */
+void
+tenantnet_done_then(const char *tenant, int release, void (*done)(void *),
+    void *arg)
+{
 	struct tenantnet_busy	*b;
 
 	if ((b = tenantnet_busy_find(tenant)) != NULL && --b->n == 0) {
@@ -821,7 +840,9 @@ tenantnet_done(const char *tenant, int release)
 		free(b);
 	}
 	if (release)
-		tenantnet_release(tenant);
+		tenantnet_release_then(tenant, done, arg);
+	else if (done != NULL)
+		done(arg);
 }
 
 /*
@@ -833,21 +854,32 @@ tenantnet_done(const char *tenant, int release)
 void
 tenantnet_release(const char *tenant)
 {
+	tenantnet_release_then(tenant, NULL, NULL);
+}
+
+/* tenantnet_release, and done(arg) once it is over (or not tried). */
+void
+tenantnet_release_then(const char *tenant, void (*done)(void *), void *arg)
+{
 	struct tenantnet_rel	*rel;
 	char			 name[256], *path, *esc;
-	int			 lock;
+	int			 lock = -1;
 
-	if (tenantnet_busy_find(tenant) != NULL)
-		return;		/* a create is making its containers */
-	if ((lock = tenantnet_lock_open(tenant)) == -1)
-		return;
-	if (flock(lock, LOCK_EX | LOCK_NB) != 0) {
-		close(lock);	/* a create elsewhere holds it */
+	if (tenantnet_busy_find(tenant) != NULL ||
+	    (lock = tenantnet_lock_open(tenant)) == -1 ||
+	    flock(lock, LOCK_EX | LOCK_NB) != 0) {
+		/* A create is on it, here or elsewhere: it stays. */
+		if (lock != -1)
+			close(lock);
+		if (done != NULL)
+			done(arg);
 		return;
 	}
 	tenantnet_name(tenant, name, sizeof name);
 	rel = xcalloc(1, sizeof *rel);
 	rel->lock = lock;
+	rel->done = done;
+	rel->done_arg = arg;
 	rel->name = xstrdup(name);
 	esc = util_url_escape(name, 1);
 	xasprintf(&path, "/networks/%s", esc);

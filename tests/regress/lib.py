@@ -624,15 +624,9 @@ def remove_our_containers(state):
 
 
 def remove_our_networks(state):
-    """The tenants' networks of a state directory that nothing is on.
-    A server killed while it asked for one leaves the Engine making it
-    still: looked for again until none is left (or 10 s)."""
-    end = time.time() + 10
-    while True:
-        nets = docker("network", "ls", "-q", "--filter",
-                      "label=io.sandbox-mcp.state-dir=" + state,
-                      check_rc=False).split()
-        if not nets or time.time() > end:
-            return
+    """The tenants' networks of a state directory that nothing is on."""
+    nets = docker("network", "ls", "-q", "--filter",
+                  "label=io.sandbox-mcp.state-dir=" + state,
+                  check_rc=False).split()
+    if nets:
         docker("network", "rm", *nets, check_rc=False)
-        time.sleep(0.1)
