@@ -23,25 +23,11 @@ import select
 import threading
 import time
 
-from lib import (IMAGE, Server, check, check_eq, check_in, cleanup,
-                 free_bytes, main, ok_result, remove_our_containers,
+from lib import (IMAGE, check, check_eq, check_in, cleanup, free_bytes, main,
+                 ok_result, readers_of, remove_our_containers, Server,
                  small_fs, tmpdir)
 
 MIB = 1024 * 1024
-
-
-def readers_of(path):
-    """Whether a process holds path open."""
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            for fd in os.listdir("/proc/%s/fd" % pid):
-                if os.readlink("/proc/%s/fd/%s" % (pid, fd)) == path:
-                    return True
-        except OSError:
-            continue
-    return False
 
 
 def bases(state):

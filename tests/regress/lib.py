@@ -158,6 +158,29 @@ def small_fs(top, size="400M", inodes=None):
     return fs
 
 
+def rss_kib(pid):
+    """VmRSS of a process, in KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def readers_of(path):
+    """Whether a process holds path open."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            for fd in os.listdir("/proc/%s/fd" % pid):
+                if os.readlink("/proc/%s/fd/%s" % (pid, fd)) == path:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 def free_bytes(path):
     """What an unprivileged writer may still write on path's file
     system."""

@@ -18,17 +18,9 @@
 import json
 import os
 
-from lib import (IMAGE, Http, Server, check, check_eq, check_in, cleanup,
-                 http_json, http_session, keygen, main, ok_result,
-                 remove_our_containers, tmpdir)
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+from lib import (IMAGE, check, check_eq, check_in, cleanup, Http, http_json,
+                 http_session, keygen, main, ok_result, remove_our_containers,
+                 rss_kib, Server, tmpdir)
 
 
 def test():

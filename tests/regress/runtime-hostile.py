@@ -9,17 +9,9 @@
 import os
 import time
 
-from lib import (IMAGE, Server, check, check_eq, check_in, cleanup, docker,
-                 err_result, main, ok_result, remove_our_containers,
+from lib import (IMAGE, check, check_eq, check_in, cleanup, docker, err_result,
+                 main, ok_result, remove_our_containers, rss_kib, Server,
                  tmpdir)
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def test():

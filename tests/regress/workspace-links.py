@@ -19,27 +19,11 @@ import json
 import os
 import time
 
-from lib import (IMAGE, Server, check, check_eq, check_in, cleanup, main,
-                 ok_result, remove_our_containers, tmpdir)
-from lib import http_json, http_session, keygen
+from lib import (IMAGE, check, check_eq, check_in, cleanup, http_json,
+                 http_session, keygen, main, ok_result, readers_of,
+                 remove_our_containers, Server, tmpdir)
 
 SECRET = "outside every root\n"
-
-
-def readers_of(path):
-    """Pids that hold path open."""
-    pids = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            for fd in os.listdir("/proc/%s/fd" % pid):
-                if os.readlink("/proc/%s/fd/%s" % (pid, fd)) == path:
-                    pids.append(pid)
-                    break
-        except OSError:
-            continue
-    return pids
 
 
 def swap_during_copy(top):
