@@ -70,6 +70,7 @@ struct observe_query {
 	size_t			 keep;		/* bytes kept: a line's end */
 	int			 newest;	/* cur's last slice not read */
 	cJSON			*events;	/* newest first */
+	long long		 nrecords;	/* in events, or spans */
 	size_t			 bytes;
 	int			 truncated;
 	struct event		*ev;
@@ -148,8 +149,7 @@ observe_event_line(struct observe_query *q, const char *line, size_t len)
 	}
 	q->bytes += tlen;
 	cJSON_AddItemToArray(q->events, out);
-	return (q->last_n >= 0 &&
-	    cJSON_GetArraySize(q->events) >= q->last_n);
+	return (q->last_n >= 0 && ++q->nrecords >= q->last_n);
 }
 
 /*
@@ -341,29 +341,68 @@ observe_events(const char *id, const char *name, long long since_ms,
 }
 
 /*
+ * Where the value of member name starts in a line, by its text alone
+ * ("name", blanks, a colon, blanks): a quick look before any parse, as
+ * the writer's lines have no such text elsewhere but in attrs, which a
+ * parse then checks. NULL when it is not there.
+ */
+static const char *
+observe_member(const char *line, size_t len, const char *name)
+{
+	const char	*p = line, *end = line + len;
+	char		 key[32];
+	size_t		 klen;
+
+	klen = (size_t)snprintf(key, sizeof key, "\"%s\"", name);
+	while ((p = memmem(p, end - p, key, klen)) != NULL) {
+		p += klen;
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		if (p < end && *p == ':') {
+			p++;
+			while (p < end && (*p == ' ' || *p == '\t'))
+				p++;
+			return (p);
+		}
+	}
+	return (NULL);
+}
+
+/* A JSON number at p (before end), into *v; 0 when there is none. */
+static int
+observe_number(const char *p, const char *end, double *v)
+{
+	char	 num[40], *stop;
+	size_t	 n;
+
+	for (n = 0; p + n < end && n < sizeof num - 1 && strchr(
+	    "-+.0123456789eE", p[n]) != NULL && p[n] != '\0'; n++)
+		num[n] = p[n];
+	num[n] = '\0';
+	if (n == 0)
+		return (0);
+	*v = strtod(num, &stop);
+	return (*stop == '\0');
+}
+
+/*
  * Where a line's record ends in time, without parsing it: its ts, plus
  * its dur_ms for a span; -1 when it has none.
  */
 static long long
 observe_line_end(const char *line, size_t len)
 {
-	const char	*p, *end = line + len;
-	char		 num[32];
+	const char	*p;
 	long long	 ts;
-	size_t		 n;
+	double		 dur;
 
-	if ((p = memmem(line, len, "\"ts\":", 5)) == NULL)
+	if ((p = observe_member(line, len, "ts")) == NULL ||
+	    !observe_number(p, line + len, &dur))
 		return (-1);
-	p += 5;
-	for (n = 0; p + n < end && n < sizeof num - 1 &&
-	    (p[n] == '-' || (p[n] >= '0' && p[n] <= '9')); n++)
-		num[n] = p[n];
-	num[n] = '\0';
-	if (n == 0)
-		return (-1);
-	ts = strtoll(num, NULL, 10);
-	if ((p = memmem(line, len, "\"dur_ms\":", 9)) != NULL)
-		ts += (long long)strtod(p + 9, NULL);
+	ts = (long long)dur;
+	if ((p = observe_member(line, len, "dur_ms")) != NULL &&
+	    observe_number(p, line + len, &dur))
+		ts += (long long)dur;
 	return (ts);
 }
 
@@ -438,7 +477,7 @@ observe_trace_line(struct observe_query *q, const char *line, size_t len)
 		q->stop_ms = q->root_ms - OBSERVE_JITTER_MS;
 	}
 	cJSON_AddItemToArray(q->spans, rec);
-	if (cJSON_GetArraySize(q->spans) >= OBSERVE_TRACE_MAX) {
+	if (++q->nrecords >= OBSERVE_TRACE_MAX) {
 		q->truncated = 1;
 		return (1);
 	}
@@ -622,7 +661,7 @@ observe_trace_answer(struct observe_query *q)
 	observe_free(q);
 }
 
-/* What a line of the trace holds: its id as the writer puts it. */
+/* What a line of the trace holds: its id as a JSON string. */
 static char *
 observe_pattern(const char *trace)
 {
@@ -632,8 +671,7 @@ observe_pattern(const char *trace)
 	js = cJSON_CreateString(trace);
 	json = util_json_print(js);
 	cJSON_Delete(js);
-	xasprintf(&pattern, "\"trace\":%s", json);
-	free(json);
+	pattern = json;		/* the parse then checks it is the trace */
 	return (pattern);
 }
 
