@@ -57,14 +57,12 @@ static void	op_file_write_exec(struct op_call *);
 static void	op_file_edit_exec(struct op_call *);
 static void	op_file_blame_exec(struct op_call *);
 
-#define SANDBOX_ARG { "sandbox_id", OP_ARG_STRING, 1, -1, NULL,	\
-	"Target sandbox id." }
 #define PATH_ARG(what) { "path", OP_ARG_STRING, 1, -1, NULL,		\
 	"Path of the file to " what ": relative to the workspace"	\
 	" (src/a.c) or absolute under it (/workspace/src/a.c)." }
 
 static const struct op_arg op_file_read_args[] = {
-	SANDBOX_ARG,
+	OP_SANDBOX_ARG,
 	PATH_ARG("read"),
 	{ "offset", OP_ARG_INTEGER, 0, 0, "1",
 	  "First line to read, counting from 1 (0 reads as 1)." },
@@ -105,7 +103,7 @@ const struct op_entry op_file_read_entry = {
 };
 
 static const struct op_arg op_file_write_args[] = {
-	SANDBOX_ARG,
+	OP_SANDBOX_ARG,
 	PATH_ARG("write"),
 	{ "content", OP_ARG_TEXT, 1, -1, NULL,
 	  "The whole new content of the file." },
@@ -131,7 +129,7 @@ const struct op_entry op_file_write_entry = {
 };
 
 static const struct op_arg op_file_edit_args[] = {
-	SANDBOX_ARG,
+	OP_SANDBOX_ARG,
 	PATH_ARG("edit"),
 	{ "edits", OP_ARG_ARRAY, 1, -1, NULL,
 	  "Exact replacements applied in order, each to the result of the"
@@ -158,7 +156,7 @@ const struct op_entry op_file_edit_entry = {
 };
 
 static const struct op_arg op_file_blame_args[] = {
-	SANDBOX_ARG,
+	OP_SANDBOX_ARG,
 	{ "path", OP_ARG_STRING, 1, -1, NULL,
 	  "Path of a published file, relative to the workspace." },
 	{ NULL, 0, 0, -1, NULL, NULL }

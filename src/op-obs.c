@@ -37,8 +37,7 @@ static void	op_trace_exec(struct op_call *);
 static void	op_obs_cancel(struct op_call *);
 
 static const struct op_arg op_events_args[] = {
-	{ "sandbox_id", OP_ARG_STRING, 1, -1, NULL,
-	  "Target sandbox id." },
+	OP_SANDBOX_ARG,
 	{ "name", OP_ARG_STRING, 0, -1, NULL,
 	  "Keep only events with exactly this name (for example"
 	  " lease.acquired)." },
@@ -81,8 +80,7 @@ const struct op_entry op_events_entry = {
 };
 
 static const struct op_arg op_trace_args[] = {
-	{ "sandbox_id", OP_ARG_STRING, 1, -1, NULL,
-	  "Target sandbox id." },
+	OP_SANDBOX_ARG,
 	{ "trace_id", OP_ARG_STRING, 0, -1, "\"last\"",
 	  "The trace: a tool call's trace id (its request id, or the"
 	  " caller's W3C trace id), or last for the tool call that started"

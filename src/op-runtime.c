@@ -90,11 +90,9 @@ static void	op_publish_workspace_session_exec(struct op_call *);
 static void	op_destroy_workspace_session_exec(struct op_call *);
 static void	op_runtime_cancel(struct op_call *);
 
-#define SANDBOX_ARG { "sandbox_id", OP_ARG_STRING, 1, -1, NULL,	\
-	"Target sandbox id." }
 
 static const struct op_arg op_exec_command_args[] = {
-	SANDBOX_ARG,
+	OP_SANDBOX_ARG,
 	{ "workspace_session_id", OP_ARG_STRING, 0, -1, NULL,
 	  "Existing workspace session to run in. Omit it to run in a new"
 	  " session whose finalize policy is publish_then_destroy." },
@@ -125,7 +123,7 @@ const struct op_entry op_exec_command_entry = {
 };
 
 static const struct op_arg op_write_command_stdin_args[] = {
-	SANDBOX_ARG,
+	OP_SANDBOX_ARG,
 	{ "command_session_id", OP_ARG_STRING, 1, -1, NULL,
 	  "Command session id returned by exec_command." },
 	{ "stdin", OP_ARG_TEXT, 1, -1, NULL,
@@ -152,7 +150,7 @@ const struct op_entry op_write_command_stdin_entry = {
 };
 
 static const struct op_arg op_read_command_lines_args[] = {
-	SANDBOX_ARG,
+	OP_SANDBOX_ARG,
 	{ "command_session_id", OP_ARG_STRING, 1, -1, NULL,
 	  "Command session id returned by exec_command." },
 	{ "start_offset", OP_ARG_INTEGER, 0, 0, "0",
@@ -177,7 +175,7 @@ const struct op_entry op_read_command_lines_entry = {
 };
 
 static const struct op_arg op_create_workspace_session_args[] = {
-	SANDBOX_ARG,
+	OP_SANDBOX_ARG,
 	{ "network_profile", OP_ARG_STRING, 0, -1, "\"shared\"",
 	  "shared (the sandbox's network) or isolated (loopback only)." },
 	{ NULL, 0, 0, -1, NULL, NULL }
@@ -207,7 +205,7 @@ const struct op_entry op_create_workspace_session_entry = {
 };
 
 static const struct op_arg op_workspace_session_args[] = {
-	SANDBOX_ARG,
+	OP_SANDBOX_ARG,
 	{ "workspace_session_id", OP_ARG_STRING, 1, -1, NULL,
 	  "Workspace session id returned by create_workspace_session." },
 	{ NULL, 0, 0, -1, NULL, NULL }

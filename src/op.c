@@ -619,31 +619,42 @@ op_tenant_sees(const char *caller, const char *owner)
 }
 
 /*
+ * Whether id names a sandbox of a tenant the call's tenant does not see
+ * (1), else 0 (an invalid or unknown id is left to the usual checks).
+ * The call's span goes to the log of a sandbox the caller sees (never to
+ * another tenant's), unless it only reads that log (the observability
+ * set): reading does not change what it reads, and "last" stays the
+ * last thing done.
+ */
+static int
+op_sandbox_unseen(struct op_call *oc, const char *id)
+{
+	char	*owner;
+	int	 unseen;
+
+	if ((owner = sandbox_tenant(id)) == NULL)
+		return (0);
+	unseen = strcmp(oc->tenant, TENANT_LOCAL) != 0 &&
+	    !util_tenant_sees(oc->tenant, owner);
+	free(owner);
+	if (!unseen && oc->entry->set != TOOLSET_OBSERVABILITY)
+		telemetry_span_sandbox(oc->span, id);
+	return (unseen);
+}
+
+/*
  * If id names a sandbox of a tenant the call's tenant does not see,
  * answer exactly as for an unknown id (not_found, {"sandbox_id": id})
- * and return 1; else return 0 and let the handler go on (an invalid or
- * unknown id is answered by the usual checks). The call's span goes to
- * the log of a sandbox the caller sees (never to another tenant's),
- * unless it only reads that log (the observability set): reading does
- * not change what it reads, and "last" stays the last thing done.
+ * and return 1; else return 0 and let the handler go on.
  */
 int
 op_sandbox_hidden(struct op_call *oc, const char *id)
 {
-	char	*owner;
-	int	 hidden;
-
-	if ((owner = sandbox_tenant(id)) == NULL)
+	if (!op_sandbox_unseen(oc, id))
 		return (0);
-	hidden = strcmp(oc->tenant, TENANT_LOCAL) != 0 &&
-	    !util_tenant_sees(oc->tenant, owner);
-	free(owner);
-	if (hidden)
-		op_call_error(oc, CAUSE_NOT_FOUND, "sandbox_id", id, "no"
-		    " sandbox %s", id);
-	else if (oc->entry->set != TOOLSET_OBSERVABILITY)
-		telemetry_span_sandbox(oc->span, id);	/* reads stay out */
-	return (hidden);
+	op_call_error(oc, CAUSE_NOT_FOUND, "sandbox_id", id, "no sandbox %s",
+	    id);
+	return (1);
 }
 
 /*
@@ -655,20 +666,13 @@ op_sandbox_runtime(struct op_call *oc, rt_cb cb, void *arg)
 {
 	const char	*id = op_arg_string(oc, "sandbox_id");
 	struct cause	 cause = { 0 };
-	char		*owner;
 
-	if ((owner = sandbox_tenant(id)) != NULL) {
-		if (strcmp(oc->tenant, TENANT_LOCAL) != 0 &&
-		    !util_tenant_sees(oc->tenant, owner)) {
-			free(owner);
-			cause_set(&cause, CAUSE_NOT_FOUND, "sandbox_id", id,
-			    "no sandbox %s", id);
-			cb(NULL, &cause, arg);
-			cause_clear(&cause);
-			return;
-		}
-		free(owner);
-		telemetry_span_sandbox(oc->span, id);
+	if (op_sandbox_unseen(oc, id)) {
+		cause_set(&cause, CAUSE_NOT_FOUND, "sandbox_id", id, "no"
+		    " sandbox %s", id);
+		cb(NULL, &cause, arg);
+		cause_clear(&cause);
+		return;
 	}
 	zygote_get(id, cb, arg);
 }

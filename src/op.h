@@ -61,6 +61,10 @@ struct op_arg {
 
 struct op_call;
 
+/* The argument every operation on one sandbox takes first. */
+#define OP_SANDBOX_ARG { "sandbox_id", OP_ARG_STRING, 1, -1, NULL,	\
+	"Target sandbox id." }
+
 struct op_entry {
 	const char		*name;
 	const char		*title;
