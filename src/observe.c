@@ -60,7 +60,6 @@ struct observe_query {
 	char			*trace;		/* trace: the one, or NULL */
 	char			*pattern;	/* trace: its lines hold it */
 	long long		 root_ms;	/* trace: its root's start */
-	long long		 stop_ms;	/* trace: lines ending before */
 	int			 pass;		/* trace: 1 find, 2 collect */
 	cJSON			*spans;		/* trace: its records */
 	int			 fd[2];		/* newest first; -1: none */
@@ -107,8 +106,6 @@ static int
 observe_event_line(struct observe_query *q, const char *line, size_t len)
 {
 	cJSON		*rec, *out, *v;
-	char		*text;
-	size_t		 tlen;
 	int		 i;
 	static const char *keys[] = { "ts", "trace", "parent", "name",
 	    "attrs" };
@@ -131,6 +128,13 @@ observe_event_line(struct observe_query *q, const char *line, size_t len)
 		cJSON_Delete(rec);
 		return (0);
 	}
+	/* What it adds to the answer is at most its line. */
+	if (q->bytes + len > OBSERVE_ANSWER_MAX) {
+		cJSON_Delete(rec);
+		q->truncated = 1;
+		return (1);
+	}
+	q->bytes += len;
 	out = cJSON_CreateObject();
 	for (i = 0; i < (int)(sizeof keys / sizeof keys[0]); i++) {
 		v = cJSON_DetachItemFromObjectCaseSensitive(rec, keys[i]);
@@ -139,15 +143,6 @@ observe_event_line(struct observe_query *q, const char *line, size_t len)
 		cJSON_AddItemToObject(out, keys[i], v);
 	}
 	cJSON_Delete(rec);
-	text = util_json_print(out);
-	tlen = strlen(text);
-	free(text);
-	if (q->bytes + tlen > OBSERVE_ANSWER_MAX) {
-		cJSON_Delete(out);
-		q->truncated = 1;
-		return (1);
-	}
-	q->bytes += tlen;
 	cJSON_AddItemToArray(q->events, out);
 	return (q->last_n >= 0 && ++q->nrecords >= q->last_n);
 }
@@ -423,7 +418,7 @@ observe_root_line(struct observe_query *q, const char *line, size_t len)
 
 	if ((end = observe_line_end(line, len)) == -1)
 		return (0);
-	if (q->trace != NULL && end < q->stop_ms)
+	if (q->trace != NULL && end < q->root_ms - OBSERVE_JITTER_MS)
 		return (1);
 	if (memmem(line, len, "\"span\"", 6) == NULL ||
 	    memmem(line, len, "\"parent\"", 8) != NULL ||
@@ -441,7 +436,6 @@ observe_root_line(struct observe_query *q, const char *line, size_t len)
 		free(q->trace);
 		q->trace = xstrdup(t->valuestring);
 		q->root_ms = (long long)v->valuedouble;
-		q->stop_ms = q->root_ms - OBSERVE_JITTER_MS;
 	}
 	cJSON_Delete(rec);
 	return (0);
@@ -456,7 +450,7 @@ observe_trace_line(struct observe_query *q, const char *line, size_t len)
 
 	if ((end = observe_line_end(line, len)) == -1)
 		return (0);
-	if (q->root_ms > 0 && end < q->stop_ms)
+	if (q->root_ms > 0 && end < q->root_ms - OBSERVE_JITTER_MS)
 		return (1);
 	if (memmem(line, len, q->pattern, strlen(q->pattern)) == NULL ||
 	    (rec = cJSON_ParseWithLength(line, len)) == NULL)
@@ -474,7 +468,6 @@ observe_trace_line(struct observe_query *q, const char *line, size_t len)
 	    q->root_ms == 0) {
 		q->root_ms = (long long)cJSON_GetObjectItemCaseSensitive(rec,
 		    "ts")->valuedouble;
-		q->stop_ms = q->root_ms - OBSERVE_JITTER_MS;
 	}
 	cJSON_AddItemToArray(q->spans, rec);
 	if (++q->nrecords >= OBSERVE_TRACE_MAX) {
@@ -684,7 +677,6 @@ observe_trace_finish(struct observe_query *q)
 		q->pass = 2;
 		q->line = observe_trace_line;
 		q->root_ms = 0;
-		q->stop_ms = 0;
 		q->spans = cJSON_CreateArray();
 		q->pattern = observe_pattern(q->trace);
 		observe_start(q);
@@ -711,15 +703,13 @@ observe_trace(const char *id, const char *trace_id, observe_cb cb,
 
 	q = observe_new(id, cb, arg);
 	q->finish = observe_trace_finish;
-	q->spans = cJSON_CreateArray();
 	if (strcmp(trace_id, "last") == 0) {
 		q->pass = 1;
 		q->line = observe_root_line;
-		cJSON_Delete(q->spans);
-		q->spans = NULL;
 	} else {
 		q->pass = 2;
 		q->line = observe_trace_line;
+		q->spans = cJSON_CreateArray();
 		q->trace = xstrdup(trace_id);
 		q->pattern = observe_pattern(trace_id);
 	}
