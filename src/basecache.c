@@ -717,7 +717,6 @@ basecache_done(cJSON *result, const struct cause *cause, void *arg)
 	struct basecache_build	*b = arg;
 	struct cause		 c = { 0 };
 	cJSON			*v;
-
 	int			 hold;
 
 	b->job = NULL;

@@ -1655,6 +1655,23 @@ session_leases_free(struct session_leases *sl)
 	sl->n = 0;
 }
 
+/* Whether dir/name (or dir, name NULL) changed in the last 30 s. */
+static int
+session_young(const char *dir, const char *name)
+{
+	struct stat	 st;
+	char		*path;
+	int		 r;
+
+	if (name != NULL)
+		xasprintf(&path, "%s/%s", dir, name);
+	else
+		path = xstrdup(dir);
+	r = stat(path, &st) == 0 && st.st_mtime + 30 > time(NULL);
+	free(path);
+	return (r);
+}
+
 /*
  * Recovery of the workspace sessions of sandbox id whose lease names a
  * process that is gone: their upper and work directories and the rest of
@@ -1668,7 +1685,6 @@ session_recover(const char *id)
 	struct session_lease	*l;
 	char			*dir, *path, *to, *cause = NULL;
 	cJSON			*attrs, *cg;
-	struct stat		 st;
 	size_t			 i;
 
 	if (session_leases(id, 0, SIZE_MAX, &sl, &cause) != 0) {
@@ -1686,24 +1702,15 @@ session_recover(const char *id)
 		 * being made, or a kept one taken, right now?
 		 */
 		xasprintf(&path, "%s/%s", dir, l->ws);
-		if (l->lease == NULL && stat(path, &st) == 0 &&
-		    st.st_mtime + 30 > time(NULL)) {
+		if (l->lease == NULL && (session_young(path, NULL) ||
+		    session_young(path, "lease.json"))) {
 			free(path);
 			continue;
 		}
-		free(path);
-		xasprintf(&path, "%s/%s/lease.json", dir, l->ws);
-		if (l->lease == NULL && stat(path, &st) == 0 &&
-		    st.st_mtime + 30 > time(NULL)) {
-			free(path);
-			continue;
-		}
-		free(path);
 		/* Its processes may have been frozen for a publish. */
 		cg = cJSON_GetObjectItem(l->lease, "cgroup");
 		if (cJSON_IsString(cg))
 			cgroup_session_abandon(cg->valuestring, l->ws);
-		xasprintf(&path, "%s/%s", dir, l->ws);
 		to = state_trash_path(id, l->ws);
 		if (rename(path, to) == 0) {
 			log_info("recovery: workspace session %s of %s was"

@@ -292,6 +292,8 @@ trash_bases(void)
 		free(dir);
 		return;
 	}
+	named = NULL;
+	nnamed = 0;
 	if (flock(lock, LOCK_EX | LOCK_NB) == 0 &&
 	    trash_bases_named(&named, &nnamed) == 0 &&
 	    (d = opendir(dir)) != NULL) {
@@ -314,11 +316,11 @@ trash_bases(void)
 			free(to);
 		}
 		closedir(d);
-		for (i = 0; i < nnamed; i++)
-			free(named[i]);
-		free(named);
 	}
 	close(lock);
+	for (i = 0; i < nnamed; i++)
+		free(named[i]);
+	free(named);
 
 	if ((d = opendir(dir)) != NULL) {
 		while ((de = readdir(d)) != NULL) {
