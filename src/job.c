@@ -36,18 +36,38 @@
  * (job_helper_busy). Every child dies with the server (PR_SET_PDEATHSIG)
  * and can ask whether the server that forked it still lives
  * (job_parent_alive), so none commits work nobody will answer for.
+ *
+ * Moving a process into a control group waits, on cgroup v1, for an RCU
+ * grace period (several milliseconds) unless another move came just
+ * before. So a helper given as bytes (job_helper_msg) is not forked by
+ * the server but by its sandbox's forker: a child of the server that
+ * joined the sandbox's helper group once and forks helpers there on
+ * request, each born in the group. The server sends it the function to
+ * run (an address in the image both share: the forker is a fork of the
+ * server, never exec'd), the bytes in a memfd and the report pipe; the
+ * forker answers each helper's exit status, which stands for the
+ * helper's reaping. Helpers started this way are queued and counted as
+ * any other. A forker idle for JOB_FORKER_IDLE_SECONDS, or whose sandbox
+ * is gone, is told to exit; one that dies takes its helpers with it
+ * (they die with their parent) and they end as killed.
  */
 
 #include "config.h"
 
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +82,34 @@
 
 #define JOB_REPORT_MAX	(4 * 1024 * 1024)
 #define JOB_KEEP_MAX	8
+#define JOB_MSG_MAX	(256 * 1024 * 1024)	/* a helper's bytes */
+#define JOB_FORKER_IDLE_SECONDS	30
+#define JOB_FORKER_KIDS_MAX	1024
+
+/* Between the server and a forker, one datagram each. */
+#define JOB_FORKER_START	1	/* with the report pipe and the memfd */
+#define JOB_FORKER_CANCEL	2
+#define JOB_FORKER_EXITED	3
+struct job_forker_msg {
+	uint32_t		 type;
+	uint32_t		 id;
+	int32_t			 status;
+	uint32_t		 pad;
+	uintptr_t		 fn;
+};
+
+struct job_forker {
+	char			*sandbox;
+	pid_t			 pid;
+	int			 fd;		/* -1 once told to go */
+	struct event		*ev;
+	struct event		*idle;
+	unsigned int		 njobs;		/* helpers through it */
+	LIST_ENTRY(job_forker)	 entry;
+};
+static LIST_HEAD(, job_forker)	job_forkers =
+    LIST_HEAD_INITIALIZER(job_forkers);
+static char			job_comm[17];	/* in a forker */
 
 #define JOB_REAPED	0x1
 #define JOB_EOF		0x2
@@ -77,6 +125,10 @@ struct job {
 	char			*tenant;	/* whose sandbox it is */
 	int			 (*fn)(void *, int);
 	void			*fnarg;
+	job_msg_fn		 mfn;		/* run by the forker */
+	char			*msg;
+	size_t			 msglen;
+	struct job_forker	*forker;	/* running through it */
 	int			 keep[JOB_KEEP_MAX];
 	int			 nkeep;
 	pid_t			 pid;
@@ -101,6 +153,8 @@ static pid_t		job_parent;	/* in a child: who forked it */
 static void	job_check(struct job *);
 static void	job_reaped_other(pid_t, int);
 static void	job_start(struct job *);
+static void	job_forker_done(struct job_forker *, struct job *);
+static void	job_forker_remove(const char *);
 
 /* How many helpers of a sandbox run now. */
 static unsigned int
@@ -170,6 +224,8 @@ job_helper_done(struct job *j)
 		return;
 	j->flags &= ~JOB_RUNNING;
 	job_nhelpers--;
+	if (j->forker != NULL)
+		job_forker_done(j->forker, j);
 	job_dequeue();
 	LIST_FOREACH(o, &jobs, entry) {
 		if (o != j && o->sandbox != NULL && strcmp(o->sandbox,
@@ -177,7 +233,7 @@ job_helper_done(struct job *j)
 			return;
 	}
 	if (state_record_gone(j->sandbox))
-		cgroup_helper_remove(j->sandbox);
+		job_forker_remove(j->sandbox);
 }
 
 static void
@@ -192,6 +248,7 @@ job_free(struct job *j)
 	if (j->finish != NULL)
 		event_free(j->finish);
 	evbuffer_free(j->report);
+	free(j->msg);
 	free(j->name);
 	free(j);
 }
@@ -365,13 +422,12 @@ job_fork_keep(const char *name, int (*fn)(void *, int), void *fnarg,
  * the kept descriptors must then stay valid until the callback, or a
  * job_cancel). With a NULL sandbox, job_fork_keep.
  */
-struct job *
-job_helper(const char *name, const char *sandbox, const char *tenant,
-    int (*fn)(void *, int), void *fnarg, const int *keep, int nkeep,
-    job_cb cb, void *arg)
+/* A job not started yet, in the list. */
+static struct job *
+job_new(const char *name, int (*fn)(void *, int), void *fnarg,
+    const int *keep, int nkeep, job_cb cb, void *arg)
 {
 	struct job	*j;
-	char		*cause = NULL;
 
 	if (nkeep > JOB_KEEP_MAX)
 		fatalx("%s: %d descriptors to keep", __func__, nkeep);
@@ -390,14 +446,19 @@ job_helper(const char *name, const char *sandbox, const char *tenant,
 	if ((j->finish = evtimer_new(ev_base, job_finish_cb, j)) == NULL)
 		fatalx("%s: evtimer_new", __func__);
 	LIST_INSERT_HEAD(&jobs, j, entry);
-	if (sandbox == NULL) {
-		job_start(j);
-		return (j);
-	}
+	return (j);
+}
+
+/* A helper of sandbox joins the queue, and starts if there is room. */
+static void
+job_enqueue(struct job *j, const char *sandbox, const char *tenant)
+{
+	char	*cause = NULL;
+
 	j->sandbox = xstrdup(sandbox);
 	j->tenant = xstrdup(tenant != NULL ? tenant : "");
 	if (cgroup_helper_prepare(sandbox, &cause) != 0) {
-		log_warnx("job %s: %s", name, cause);
+		log_warnx("job %s: %s", j->name, cause);
 		free(cause);
 	}
 	j->flags |= JOB_QUEUED;
@@ -406,7 +467,27 @@ job_helper(const char *name, const char *sandbox, const char *tenant,
 	job_dequeue();
 	if (j->flags & JOB_QUEUED)
 		log_trace(TRACE_JOB, "job %u %s queued (%u waiting)", j->id,
-		    name, job_nqueued);
+		    j->name, job_nqueued);
+}
+
+/*
+ * A job working on a sandbox's files (sandbox not NULL, of tenant):
+ * charged to its helper group and counted, queued when there is no room
+ * yet (fnarg and the kept descriptors must then stay valid until the
+ * callback, or a job_cancel). With a NULL sandbox, job_fork_keep.
+ */
+struct job *
+job_helper(const char *name, const char *sandbox, const char *tenant,
+    int (*fn)(void *, int), void *fnarg, const int *keep, int nkeep,
+    job_cb cb, void *arg)
+{
+	struct job	*j;
+
+	j = job_new(name, fn, fnarg, keep, nkeep, cb, arg);
+	if (sandbox == NULL)
+		job_start(j);
+	else
+		job_enqueue(j, sandbox, tenant);
 	return (j);
 }
 
@@ -427,6 +508,542 @@ job_parent_alive(void)
 	return (job_parent != 0 && getppid() == job_parent);
 }
 
+/* ---- a sandbox's forker ---- */
+
+/* Send one message, with descriptors (nfds of them) or none. */
+static int
+job_forker_send(int fd, const struct job_forker_msg *m, const int *fds,
+    int nfds)
+{
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(2 * sizeof(int))];
+	} cmsg;
+	ssize_t		 n;
+
+	memset(&mh, 0, sizeof mh);
+	iov.iov_base = (void *)m;
+	iov.iov_len = sizeof *m;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (nfds > 0) {
+		memset(&cmsg, 0, sizeof cmsg);
+		mh.msg_control = cmsg.buf;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+	}
+	do {
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	} while (n == -1 && errno == EINTR);
+	return (n == (ssize_t)sizeof *m ? 0 : -1);
+}
+
+/*
+ * Receive one message and up to two descriptors (fds[i] -1 where none
+ * came). 1: a message, 0: the peer is gone, -1: nothing now or an error.
+ */
+static int
+job_forker_recv(int fd, struct job_forker_msg *m, int fds[2])
+{
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(2 * sizeof(int))];
+	} cmsg;
+	ssize_t		 n;
+	size_t		 i, nfds;
+	int		 got[2];
+
+	fds[0] = fds[1] = -1;
+	memset(&mh, 0, sizeof mh);
+	iov.iov_base = m;
+	iov.iov_len = sizeof *m;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cmsg.buf;
+	mh.msg_controllen = sizeof cmsg.buf;
+	do {
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	} while (n == -1 && errno == EINTR);
+	if (n == 0)
+		return (0);
+	if (n == -1)
+		return (errno == EAGAIN ? -1 : 0);
+	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nfds; i++) {
+			memcpy(&got[0], CMSG_DATA(cm) + i * sizeof(int),
+			    sizeof(int));
+			if (i < 2 && fds[i] == -1)
+				fds[i] = got[0];
+			else
+				close(got[0]);
+		}
+	}
+	if (n != (ssize_t)sizeof *m || (mh.msg_flags & (MSG_TRUNC |
+	    MSG_CTRUNC))) {
+		for (i = 0; i < 2; i++) {
+			if (fds[i] != -1)
+				close(fds[i]);
+			fds[i] = -1;
+		}
+		m->type = 0;	/* not a message of ours: ignored */
+	}
+	return (1);
+}
+
+/* In a helper forked by the forker: read its bytes, run, exit. */
+static __dead void
+job_forker_helper(pid_t forker, const struct job_forker_msg *m, int report,
+    int mfd)
+{
+	job_msg_fn	 fn = (job_msg_fn)m->fn;
+	struct stat	 st;
+	sigset_t	 set;
+	char		*buf;
+	size_t		 len, off = 0;
+	ssize_t		 n;
+	int		 code;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != forker)
+		_exit(126);
+	prctl(PR_SET_NAME, job_comm, 0, 0, 0);	/* the server's */
+	job_parent = forker;
+	if (fstat(mfd, &st) != 0 || st.st_size < 0 ||
+	    st.st_size > JOB_MSG_MAX)
+		_exit(126);
+	len = st.st_size;
+	if ((buf = malloc(len + 1)) == NULL)
+		_exit(126);
+	while (off < len) {
+		n = pread(mfd, buf + off, len - off, off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(126);
+		off += n;
+	}
+	buf[len] = '\0';
+	if (dup2(report, 3) == -1)
+		_exit(126);
+	closefrom(4);
+	sigemptyset(&set);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+	code = fn(buf, len, 3);
+	close(3);	/* the report ends before the teardown */
+	_exit(code);
+}
+
+/*
+ * The forker: serve the server on fd (as 3) until it closes; fork each
+ * helper asked for and report its exit status, or cancel it.
+ */
+static __dead void
+job_forker_main(pid_t server)
+{
+	struct job_forker_msg	 m, a;
+	struct signalfd_siginfo	 si;
+	struct pollfd		 pfd[2];
+	struct {
+		pid_t		 pid;
+		uint32_t	 id;
+	}			 kids[JOB_FORKER_KIDS_MAX];
+	size_t			 nkids = 0, i;
+	sigset_t		 set;
+	pid_t			 pid, self = getpid();
+	int			 fds[2], status, r;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+	pfd[0].fd = 3;
+	pfd[0].events = POLLIN;
+	if ((pfd[1].fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) ==
+	    -1)
+		_exit(125);
+	pfd[1].events = POLLIN;
+	for (;;) {
+		if (getppid() != server)
+			_exit(0);
+		if (poll(pfd, 2, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			_exit(125);
+		}
+		if (pfd[1].revents & POLLIN) {
+			while (read(pfd[1].fd, &si, sizeof si) > 0)
+				;
+			while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+				for (i = 0; i < nkids; i++) {
+					if (kids[i].pid == pid)
+						break;
+				}
+				if (i == nkids)
+					continue;
+				memset(&a, 0, sizeof a);
+				a.type = JOB_FORKER_EXITED;
+				a.id = kids[i].id;
+				a.status = status;
+				kids[i] = kids[--nkids];
+				if (job_forker_send(3, &a, NULL, 0) != 0)
+					_exit(0);
+			}
+		}
+		if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		if ((r = job_forker_recv(3, &m, fds)) == 0)
+			_exit(0);
+		if (r == -1)
+			continue;
+		if (m.type == JOB_FORKER_CANCEL) {
+			for (i = 0; i < nkids; i++) {
+				if (kids[i].id == m.id)
+					kill(kids[i].pid, SIGKILL);
+			}
+			continue;
+		}
+		if (m.type != JOB_FORKER_START || fds[0] == -1 ||
+		    fds[1] == -1) {
+			if (fds[0] != -1)
+				close(fds[0]);
+			if (fds[1] != -1)
+				close(fds[1]);
+			continue;
+		}
+		pid = nkids < JOB_FORKER_KIDS_MAX ? fork() : -1;
+		if (pid == 0)
+			job_forker_helper(self, &m, fds[0], fds[1]);
+		close(fds[0]);
+		close(fds[1]);
+		if (pid == -1) {
+			memset(&a, 0, sizeof a);
+			a.type = JOB_FORKER_EXITED;
+			a.id = m.id;
+			a.status = 126 << 8;	/* as an exit status */
+			if (job_forker_send(3, &a, NULL, 0) != 0)
+				_exit(0);
+			continue;
+		}
+		kids[nkids].pid = pid;
+		kids[nkids].id = m.id;
+		nkids++;
+	}
+}
+
+static struct job_forker *
+job_forker_find(const char *sandbox)
+{
+	struct job_forker	*f;
+
+	LIST_FOREACH(f, &job_forkers, entry) {
+		if (strcmp(f->sandbox, sandbox) == 0)
+			return (f);
+	}
+	return (NULL);
+}
+
+/*
+ * A forker is gone, or is told to go (its socket closed): the helpers
+ * still running through it end as killed, since they die with it.
+ */
+static void
+job_forker_close(struct job_forker *f)
+{
+	struct job	*j;
+
+	if (f->fd == -1)
+		return;
+	event_free(f->ev);
+	f->ev = NULL;
+	close(f->fd);
+	f->fd = -1;
+	evtimer_del(f->idle);
+	LIST_FOREACH(j, &jobs, entry) {
+		if (j->forker != f || (j->flags & JOB_REAPED))
+			continue;
+		j->status = SIGKILL;	/* as killed by it */
+		j->flags |= JOB_REAPED;
+		job_helper_done(j);
+		job_check(j);
+	}
+}
+
+/* The forker's process was reaped: it goes, and maybe its group. */
+static void
+job_forker_reaped(int status, void *arg)
+{
+	struct job_forker	*f = arg;
+	struct job		*j;
+	char			*sandbox;
+
+	log_trace(TRACE_JOB, "forker of %s pid=%ld ended status=%d",
+	    f->sandbox, (long)f->pid, status);
+	job_forker_close(f);
+	LIST_REMOVE(f, entry);
+	event_free(f->idle);
+	sandbox = f->sandbox;
+	free(f);
+	LIST_FOREACH(j, &jobs, entry) {
+		if (j->sandbox != NULL && strcmp(j->sandbox, sandbox) == 0)
+			break;
+	}
+	if (j == NULL && job_forker_find(sandbox) == NULL &&
+	    state_record_gone(sandbox))
+		cgroup_helper_remove(sandbox);
+	free(sandbox);
+}
+
+static void
+job_forker_read_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct job_forker	*f = arg;
+	struct job_forker_msg	 m;
+	struct job		*j;
+	int			 fds[2], r;
+
+	for (;;) {
+		if ((r = job_forker_recv(f->fd, &m, fds)) == -1)
+			return;
+		if (fds[0] != -1)
+			close(fds[0]);
+		if (fds[1] != -1)
+			close(fds[1]);
+		if (r == 0) {
+			log_warnx("the helper forker of sandbox %s is gone",
+			    f->sandbox);
+			job_forker_close(f);
+			return;
+		}
+		if (m.type != JOB_FORKER_EXITED)
+			continue;
+		LIST_FOREACH(j, &jobs, entry) {
+			if (j->forker == f && j->id == m.id &&
+			    !(j->flags & JOB_REAPED))
+				break;
+		}
+		if (j == NULL)
+			continue;
+		j->status = m.status;
+		j->flags |= JOB_REAPED;
+		job_helper_done(j);
+		job_check(j);
+	}
+}
+
+static void
+job_forker_idle_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct job_forker	*f = arg;
+
+	if (f->njobs == 0)
+		job_forker_close(f);	/* it exits on end of file */
+}
+
+/* A helper through f no longer runs: an idle forker goes in a while. */
+static void
+job_forker_done(struct job_forker *f, struct job *j)
+{
+	struct timeval	tv = { JOB_FORKER_IDLE_SECONDS, 0 };
+
+	j->forker = NULL;
+	if (f->njobs > 0 && --f->njobs == 0 && f->fd != -1)
+		evtimer_add(f->idle, &tv);
+}
+
+/* The forker of a sandbox, started now if it has none (NULL: failed). */
+static struct job_forker *
+job_forker_get(const char *sandbox)
+{
+	struct job_forker	*f;
+	sigset_t		 set, oset;
+	pid_t			 parent = getpid(), pid;
+	int			 sv[2], fd;
+
+	if ((f = job_forker_find(sandbox)) != NULL && f->fd != -1)
+		return (f);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+		log_warn("forker of sandbox %s: socketpair", sandbox);
+		return (NULL);
+	}
+	sigfillset(&set);
+	sigprocmask(SIG_BLOCK, &set, &oset);
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(126);
+		prctl(PR_GET_NAME, job_comm, 0, 0, 0);
+		prctl(PR_SET_NAME, "smcp-forker", 0, 0, 0);
+		if (cgroup_helper_join(sandbox) != 0)
+			_exit(125);
+		if ((fd = fcntl(sv[1], F_DUPFD, 64)) == -1 ||
+		    dup2(fd, 3) == -1)
+			_exit(126);
+		closefrom(4);
+		if ((fd = open("/dev/null", O_RDWR)) != -1) {
+			dup2(fd, STDIN_FILENO);
+			dup2(fd, STDOUT_FILENO);
+			if (fd > 3)
+				close(fd);
+		}
+		signal(SIGPIPE, SIG_IGN);
+		signal(SIGCHLD, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		job_forker_main(parent);
+	}
+	sigprocmask(SIG_SETMASK, &oset, NULL);
+	close(sv[1]);
+	if (pid == -1) {
+		log_warn("forker of sandbox %s: fork", sandbox);
+		close(sv[0]);
+		return (NULL);
+	}
+	util_set_nonblock(sv[0]);
+	f = xcalloc(1, sizeof *f);
+	f->sandbox = xstrdup(sandbox);
+	f->pid = pid;
+	f->fd = sv[0];
+	if ((f->ev = event_new(ev_base, f->fd, EV_READ | EV_PERSIST,
+	    job_forker_read_cb, f)) == NULL ||
+	    (f->idle = evtimer_new(ev_base, job_forker_idle_cb, f)) == NULL)
+		fatalx("%s: event_new", __func__);
+	event_add(f->ev, NULL);
+	LIST_INSERT_HEAD(&job_forkers, f, entry);
+	job_watch(pid, job_forker_reaped, f);
+	log_trace(TRACE_JOB, "forker of %s started pid=%ld", sandbox,
+	    (long)pid);
+	return (f);
+}
+
+/*
+ * A sandbox is gone: its forker is told to go, and its helper group is
+ * removed once nothing of the sandbox runs in it (now, or when the last
+ * of them is reaped).
+ */
+static void
+job_forker_remove(const char *sandbox)
+{
+	struct job_forker	*f;
+
+	if ((f = job_forker_find(sandbox)) != NULL) {
+		job_forker_close(f);
+		return;
+	}
+	cgroup_helper_remove(sandbox);
+}
+
+void
+job_sandbox_gone(const char *sandbox)
+{
+	job_forker_remove(sandbox);
+}
+
+/* Start a helper given as bytes through its sandbox's forker. */
+static int
+job_start_forked(struct job *j)
+{
+	struct job_forker_msg	 m;
+	struct job_forker	*f;
+	int			 fds[2], mfd, send[2];
+	size_t			 off = 0;
+	ssize_t			 n;
+
+	if ((f = job_forker_get(j->sandbox)) == NULL)
+		return (-1);
+	if ((mfd = memfd_create("job", MFD_CLOEXEC)) == -1) {
+		log_warn("job %s: memfd_create", j->name);
+		return (-1);
+	}
+	while (off < j->msglen) {
+		n = write(mfd, j->msg + off, j->msglen - off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			log_warn("job %s: memfd write", j->name);
+			close(mfd);
+			return (-1);
+		}
+		off += n;
+	}
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		log_warn("job %s: pipe", j->name);
+		close(mfd);
+		return (-1);
+	}
+	memset(&m, 0, sizeof m);
+	m.type = JOB_FORKER_START;
+	m.id = j->id;
+	m.fn = (uintptr_t)j->mfn;
+	send[0] = fds[1];
+	send[1] = mfd;
+	if (job_forker_send(f->fd, &m, send, 2) != 0) {
+		log_warn("job %s: to the forker of %s", j->name, j->sandbox);
+		close(fds[0]);
+		close(fds[1]);
+		close(mfd);
+		/* A forker that cannot be written to is not used again. */
+		job_forker_close(f);
+		return (-1);
+	}
+	close(fds[1]);
+	close(mfd);
+	free(j->msg);
+	j->msg = NULL;
+	j->forker = f;
+	f->njobs++;
+	evtimer_del(f->idle);
+	util_set_nonblock(fds[0]);
+	j->bev = bufferevent_socket_new(ev_base, fds[0], BEV_OPT_CLOSE_ON_FREE);
+	if (j->bev == NULL)
+		fatalx("%s: bufferevent_socket_new", __func__);
+	bufferevent_setcb(j->bev, job_read_cb, NULL, job_event_cb, j);
+	bufferevent_enable(j->bev, EV_READ);
+	log_trace(TRACE_JOB, "job %u %s started by the forker of %s", j->id,
+	    j->name, j->sandbox);
+	return (0);
+}
+
+/*
+ * A helper of sandbox (of tenant) that runs fn(msg, len, fd) in a
+ * process born in the sandbox's helper group (its forker's child), msg
+ * being a copy of the len bytes given (NUL-terminated for the child);
+ * otherwise as job_helper.
+ */
+struct job *
+job_helper_msg(const char *name, const char *sandbox, const char *tenant,
+    job_msg_fn fn, const void *msg, size_t len, job_cb cb, void *arg)
+{
+	struct job	*j;
+	char		*copy;
+
+	if (len > JOB_MSG_MAX)
+		fatalx("%s: %zu bytes", __func__, len);
+	copy = xmalloc(len + 1);
+	memcpy(copy, msg, len);
+	copy[len] = '\0';
+	j = job_new(name, NULL, NULL, NULL, 0, cb, arg);
+	j->mfn = fn;
+	j->msg = copy;
+	j->msglen = len;
+	job_enqueue(j, sandbox, tenant);
+	return (j);
+}
+
 /* Fork a job's child now. */
 static void
 job_start(struct job *j)
@@ -438,6 +1055,15 @@ job_start(struct job *j)
 	if (j->sandbox != NULL) {
 		j->flags |= JOB_RUNNING;
 		job_nhelpers++;
+	}
+	if (j->mfn != NULL) {
+		if (job_start_forked(j) != 0) {
+			j->status = -1;
+			j->flags |= JOB_REAPED | JOB_EOF;
+			job_helper_done(j);
+			job_check(j);
+		}
+		return;
 	}
 	if (pipe2(fds, O_CLOEXEC) != 0) {
 		log_warn("job %s: pipe", j->name);
@@ -679,6 +1305,17 @@ job_cancel(struct job *j)
 		job_nqueued--;
 		j->flags &= ~JOB_QUEUED;
 		job_free(j);
+		return;
+	}
+	if (j->forker != NULL && !(j->flags & JOB_REAPED)) {
+		struct job_forker_msg	m;
+
+		memset(&m, 0, sizeof m);
+		m.type = JOB_FORKER_CANCEL;
+		m.id = j->id;
+		if (j->forker->fd != -1 &&
+		    job_forker_send(j->forker->fd, &m, NULL, 0) != 0)
+			job_forker_close(j->forker);
 		return;
 	}
 	if (j->pid > 0 && !(j->flags & JOB_REAPED))

@@ -1294,7 +1294,7 @@ publish_check_all(struct publish_ctx *x, int fd, void *arg, int *code)
 
 /* The child: capture, validate, then check and commit on the head. */
 static int
-publish_child(void *arg, int fd)
+publish_child(const struct publish_args *arg, int fd)
 {
 	struct publish_ctx	 x;
 	struct publish_entry	*e;
@@ -1493,7 +1493,7 @@ publish_file_prepare(struct publish_ctx *x, int fd, void *arg, int *code)
  * writers never lose an update.
  */
 static int
-publish_file_child(void *arg, int fd)
+publish_file_child(const struct publish_file_args *arg, int fd)
 {
 	struct publish_file_attempt	 fa;
 	const struct publish_file_args	*f = arg;
@@ -1526,6 +1526,65 @@ publish_file_child(void *arg, int fd)
 		return (publish_reject(fd, "storage_error", msg, NULL));
 	}
 	return (publish_attempts(&x, fd, publish_file_prepare, &fa));
+}
+
+/*
+ * The children as the sandbox's forker runs them (job_helper_msg): the
+ * arguments arrive as bytes, made by publish_session_msg and
+ * publish_file_msg below.
+ */
+static int
+publish_child_msg(const char *msg, size_t len, int fd)
+{
+	struct publish_args	 a;
+	cJSON			*o, *v;
+	char			*cause = NULL;
+
+	memset(&a, 0, sizeof a);
+	if ((o = cJSON_ParseWithLength(msg, len)) == NULL)
+		return (publish_reject(fd, "storage_error", "the publish's"
+		    " arguments are malformed", NULL));
+	a.sandbox = cJSON_GetStringValue(cJSON_GetObjectItem(o, "sandbox"));
+	a.upper = cJSON_GetStringValue(cJSON_GetObjectItem(o, "upper"));
+	a.owner = cJSON_GetStringValue(cJSON_GetObjectItem(o, "owner"));
+	a.copy = cJSON_IsTrue(cJSON_GetObjectItem(o, "copy"));
+	v = cJSON_GetObjectItem(o, "version");
+	if (a.sandbox == NULL || a.upper == NULL || a.owner == NULL ||
+	    !cJSON_IsNumber(v) || (a.base = layer_stack_from_json(
+	    v->valueint, cJSON_GetObjectItem(o, "layers"), &cause)) == NULL)
+		return (publish_reject(fd, "storage_error", "the publish's"
+		    " arguments are malformed", NULL));
+	return (publish_child(&a, fd));
+}
+
+static int
+publish_file_child_msg(const char *msg, size_t len, int fd)
+{
+	struct publish_file_args	 f;
+	size_t				 jlen = strlen(msg);
+	cJSON				*o, *v;
+
+	memset(&f, 0, sizeof f);
+	if (jlen >= len || (o = cJSON_ParseWithLength(msg, jlen)) == NULL)
+		return (publish_reject(fd, "storage_error", "the write's"
+		    " arguments are malformed", NULL));
+	f.sandbox = cJSON_GetStringValue(cJSON_GetObjectItem(o, "sandbox"));
+	f.path = cJSON_GetStringValue(cJSON_GetObjectItem(o, "path"));
+	f.owner = cJSON_GetStringValue(cJSON_GetObjectItem(o, "owner"));
+	v = cJSON_GetObjectItem(o, "kind");
+	f.edits = cJSON_GetObjectItem(o, "edits");
+	if (cJSON_IsNull(f.edits))
+		f.edits = NULL;
+	f.content = msg + jlen + 1;
+	f.len = len - jlen - 1;
+	if (cJSON_IsFalse(cJSON_GetObjectItem(o, "content")))
+		f.content = NULL;
+	if (f.sandbox == NULL || f.path == NULL || f.owner == NULL ||
+	    !cJSON_IsNumber(v))
+		return (publish_reject(fd, "storage_error", "the write's"
+		    " arguments are malformed", NULL));
+	f.kind = v->valueint;
+	return (publish_file_child(&f, fd));
 }
 
 /* ---- the server's side ---- */
@@ -1701,11 +1760,23 @@ publish_session(const struct publish_args *a, const char *session,
     const char *tenant, publish_cb cb, void *arg)
 {
 	struct publish_job	*pj;
+	cJSON			*o;
+	char			*msg;
 
 	pj = publish_job_new(a->sandbox, tenant, a->owner, cb, arg);
 	pj->session = xstrdup(session);
-	job_early(job_helper("publish", a->sandbox, tenant, publish_child,
-	    (void *)a, NULL, 0, publish_job_done, pj));
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "sandbox", a->sandbox);
+	cJSON_AddStringToObject(o, "upper", a->upper);
+	cJSON_AddStringToObject(o, "owner", a->owner);
+	cJSON_AddBoolToObject(o, "copy", a->copy);
+	cJSON_AddNumberToObject(o, "version", a->base->version);
+	cJSON_AddItemToObject(o, "layers", layer_stack_json(a->base));
+	msg = util_json_print(o);
+	cJSON_Delete(o);
+	job_early(job_helper_msg("publish", a->sandbox, tenant,
+	    publish_child_msg, msg, strlen(msg), publish_job_done, pj));
+	free(msg);
 }
 
 /*
@@ -1718,11 +1789,33 @@ publish_file(const struct publish_file_args *f, const char *tenant,
     struct tspan *span, publish_cb cb, void *arg)
 {
 	struct publish_job	*pj;
+	cJSON			*o;
+	char			*head, *msg;
+	size_t			 hlen, len;
 
 	pj = publish_job_new(f->sandbox, tenant, f->owner, cb, arg);
 	pj->path = xstrdup(f->path);
 	pj->span = span;
 	pj->file = 1;
-	job_early(job_helper("publish-file", f->sandbox, tenant,
-	    publish_file_child, (void *)f, NULL, 0, publish_job_done, pj));
+	/* The arguments as JSON, a NUL, then the content's bytes. */
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "sandbox", f->sandbox);
+	cJSON_AddStringToObject(o, "path", f->path);
+	cJSON_AddStringToObject(o, "owner", f->owner);
+	cJSON_AddNumberToObject(o, "kind", f->kind);
+	cJSON_AddBoolToObject(o, "content", f->content != NULL);
+	cJSON_AddItemToObject(o, "edits", f->edits != NULL ?
+	    cJSON_Duplicate(f->edits, 1) : cJSON_CreateNull());
+	head = util_json_print(o);
+	cJSON_Delete(o);
+	hlen = strlen(head);
+	len = hlen + 1 + (f->content != NULL ? f->len : 0);
+	msg = xmalloc(len);
+	memcpy(msg, head, hlen + 1);
+	if (f->content != NULL)
+		memcpy(msg + hlen + 1, f->content, f->len);
+	free(head);
+	job_early(job_helper_msg("publish-file", f->sandbox, tenant,
+	    publish_file_child_msg, msg, len, publish_job_done, pj));
+	free(msg);
 }

@@ -103,7 +103,7 @@ runtime_sweep_cb(evutil_socket_t fd, short events, void *arg)
 			log_info("sandbox %s was destroyed: ending our sessions"
 			    " in it", ids[i]);
 			runtime_end(ids[i]);
-			cgroup_helper_remove(ids[i]);
+			job_sandbox_gone(ids[i]);
 		}
 		free(ids[i]);
 	}

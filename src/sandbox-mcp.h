@@ -329,6 +329,10 @@ struct job	*job_fork_keep(const char *, int (*)(void *, int), void *,
 struct job	*job_helper(const char *, const char *, const char *,
 		     int (*)(void *, int), void *, const int *, int, job_cb,
 		     void *);
+typedef int (*job_msg_fn)(const char *, size_t, int);
+struct job	*job_helper_msg(const char *, const char *, const char *,
+		     job_msg_fn, const void *, size_t, job_cb, void *);
+void		 job_sandbox_gone(const char *);
 int		 job_helper_busy(void);
 int		 job_parent_alive(void);
 void		 job_reap(void);

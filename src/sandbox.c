@@ -1130,7 +1130,7 @@ sandbox_remove_state(const char *id, void (*cb)(const char *, void *),
 	state_unlock(fd);
 	free(trash);
 	/* Its helper group, unless a helper still runs (job.c then). */
-	cgroup_helper_remove(id);
+	job_sandbox_gone(id);
 	if (cause != NULL) {
 		trash_empty();
 		cb(cause, arg);

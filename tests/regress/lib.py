@@ -181,6 +181,29 @@ def readers_of(path):
     return False
 
 
+def forkers_of(pid):
+    """The helper forkers (job.c) among the children of pid."""
+    out = []
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+                kids = [int(k) for k in f.read().split()]
+        except OSError:
+            continue
+        for k in kids:
+            try:
+                with open("/proc/%d/comm" % k) as f:
+                    if f.read().strip() == "smcp-forker":
+                        out.append(k)
+            except OSError:
+                pass
+    return out
+
+
 def free_bytes(path):
     """What an unprivileged writer may still write on path's file
     system."""
