@@ -49,10 +49,11 @@
  * (limit session-pool, and a quarter of the profile's pids). Spares are
  * in the sandbox's list but not found by id.
  *
- * Each session's processes live in a freezer group of their own under
- * the container's (cgroup.c), joined by its builder before the init is
- * forked: a publish of a managed session freezes them while it takes its
- * snapshot, so the tree cannot change under it.
+ * The processes of a managed session live in a freezer group of their
+ * own under the container's (cgroup.c), joined by its builder before the
+ * init is forked: a publish freezes them while it takes its snapshot, so
+ * the tree cannot change under it. An automatic session has none: its
+ * processes are gone before it publishes.
  */
 
 #include "config.h"
@@ -1217,7 +1218,13 @@ session_new(struct rt_sandbox *sb, int automatic, int isolated,
 	s->dir = state_where(STATE_SESSIONS, sb->id, "%s", s->id);
 	LIST_INSERT_HEAD(&sb->sessions, s, entry);
 	session_count++;
-	if (sb->freezer != NULL) {
+	/*
+	 * Only a managed session is ever frozen (an automatic one's
+	 * processes are gone before its publish): an automatic session has
+	 * no freezer group, so its builder is not moved into one (a move
+	 * waits for an RCU grace period on cgroup v1).
+	 */
+	if (sb->freezer != NULL && !automatic) {
 		snprintf(name, sizeof name, "smcp-%s", s->id);
 		if ((s->cgroup = cgroup_session_create(sb->freezer, name,
 		    &cause)) == NULL)

@@ -55,6 +55,23 @@ def test():
         used.add(r["workspace_session_id"])
         return r
 
+    # An automatic session has no freezer group (only a managed one is
+    # ever frozen): its builder is not moved between control groups.
+    r0 = ok_result(s.call("exec_command", {"sandbox_id": sid,
+                                           "cmd": "sleep 30",
+                                           "yield_time_ms": 100}),
+                   "a command left running")
+    check_eq(r0["status"], "running", "the sleep runs")
+    used.add(r0["workspace_session_id"])
+    groups = [d for top in ("/sys/fs/cgroup/freezer", "/sys/fs/cgroup")
+              if os.path.isdir(top)
+              for d, _, _ in os.walk(top)
+              if os.path.basename(d) == "smcp-" + r0["workspace_session_id"]]
+    check_eq(groups, [], "an automatic session's freezer groups")
+    ok_result(s.call("write_command_stdin", {
+        "sandbox_id": sid, "command_session_id": r0["command_session_id"],
+        "stdin": "\u0003", "yield_time_ms": 10000}), "Ctrl-C")
+
     # The first automatic session is built on demand; from then on one is
     # built ahead, and the next takes it.
     r1 = run("echo first")
