@@ -35,6 +35,7 @@
 
 #include "config.h"
 
+#include <sys/queue.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -223,19 +224,69 @@ cgroup_helper_dirs(const char *sbox, char *dirs[CGROUP__COUNT])
 }
 
 /*
+ * The caps last written to a sandbox's helper group, so that a helper
+ * started while the group is there with the same caps costs one stat,
+ * not a dozen writes to the cgroup file system.
+ */
+struct cgroup_caps {
+	char			*sbox;
+	long long		 cpus, memory, pids;
+	LIST_ENTRY(cgroup_caps)	 entry;
+};
+static LIST_HEAD(, cgroup_caps)	cgroup_caps_list =
+    LIST_HEAD_INITIALIZER(cgroup_caps_list);
+
+static struct cgroup_caps *
+cgroup_caps_find(const char *sbox)
+{
+	struct cgroup_caps	*c;
+
+	LIST_FOREACH(c, &cgroup_caps_list, entry) {
+		if (strcmp(c->sbox, sbox) == 0)
+			return (c);
+	}
+	return (NULL);
+}
+
+static void
+cgroup_caps_forget(const char *sbox)
+{
+	struct cgroup_caps	*c;
+
+	if ((c = cgroup_caps_find(sbox)) != NULL) {
+		LIST_REMOVE(c, entry);
+		free(c->sbox);
+		free(c);
+	}
+}
+
+/*
  * Make a sandbox's helper group with its caps (idempotent; the caps are
- * written each time, so a changed configuration takes effect). Returns
- * 0, or -1 with a cause: helpers then run uncharged and the caller says
- * so in its log.
+ * written again when the configuration changed them, or the group was
+ * made anew). Returns 0, or -1 with a cause: helpers then run uncharged
+ * and the caller says so in its log.
  */
 int
 cgroup_helper_prepare(const char *sbox, char **cause)
 {
 	char	*dirs[CGROUP__COUNT], *top, *slash, num[64];
-	int	 n, i, r = 0;
+	int	 n, i, r = 0, here = 1;
 	long long cpus = cfg_limit(LIMIT_HELPER_CPUS);
+	struct cgroup_caps *c;
+	struct stat	 st;
 
 	n = cgroup_helper_dirs(sbox, dirs);
+	if ((c = cgroup_caps_find(sbox)) != NULL && c->cpus == cpus &&
+	    c->memory == cfg_limit(LIMIT_HELPER_MEMORY) &&
+	    c->pids == cfg_limit(LIMIT_HELPER_PIDS)) {
+		for (i = 0; i < n && here; i++)
+			here = stat(dirs[i], &st) == 0;
+		if (here) {
+			for (i = 0; i < n; i++)
+				free(dirs[i]);
+			return (0);
+		}
+	}
 	for (i = 0; i < n; i++) {
 		top = xstrdup(dirs[i]);
 		if ((slash = strrchr(top, '/')) != NULL)
@@ -287,6 +338,15 @@ cgroup_helper_prepare(const char *sbox, char **cause)
 	}
 	for (i = 0; i < n; i++)
 		free(dirs[i]);
+	cgroup_caps_forget(sbox);
+	if (r == 0) {
+		c = xcalloc(1, sizeof *c);
+		c->sbox = xstrdup(sbox);
+		c->cpus = cpus;
+		c->memory = cfg_limit(LIMIT_HELPER_MEMORY);
+		c->pids = cfg_limit(LIMIT_HELPER_PIDS);
+		LIST_INSERT_HEAD(&cgroup_caps_list, c, entry);
+	}
 	return (r);
 }
 
@@ -317,6 +377,7 @@ cgroup_helper_remove(const char *sbox)
 	char	*dirs[CGROUP__COUNT];
 	int	 n, i;
 
+	cgroup_caps_forget(sbox);
 	n = cgroup_helper_dirs(sbox, dirs);
 	for (i = 0; i < n; i++) {
 		if (rmdir(dirs[i]) != 0 && errno != ENOENT)
