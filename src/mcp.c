@@ -399,7 +399,8 @@ mcp_tool_done(struct op_call *call, cJSON *result, const struct cause *cause,
  */
 static void
 mcp_tools_call(struct mcp_session *s, struct mcp_reply *reply,
-    const cJSON *id, cJSON *args, const char *name, int modern, int level)
+    const cJSON *id, cJSON *args, const char *name, int modern, int level,
+    const char *traceparent)
 {
 	struct mcp_request	*r;
 	struct op_call		*call;
@@ -410,8 +411,10 @@ mcp_tools_call(struct mcp_session *s, struct mcp_reply *reply,
 	r->modern = modern;
 	r->log_level = level;
 	TAILQ_INSERT_TAIL(&s->inflight, r, entry);
+	telemetry_context(traceparent, s->key);
 	call = op_call_start(name, args, s->sets, s->tenant, 0,
 	    mcp_tool_done, r);
+	telemetry_context(NULL, NULL);
 	if (call != NULL)
 		r->call = call;	/* else r is already answered and freed */
 }
@@ -578,7 +581,8 @@ static int
 mcp_tools_call_params(struct mcp_session *s, struct mcp_reply *reply,
     const cJSON *id, cJSON *params, int modern, int level, cJSON **response)
 {
-	cJSON	*name, *args;
+	cJSON		*name, *args, *meta;
+	const char	*tp;
 
 	name = cJSON_GetObjectItemCaseSensitive(params, "name");
 	args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
@@ -591,8 +595,13 @@ mcp_tools_call_params(struct mcp_session *s, struct mcp_reply *reply,
 	else if (op_find(name->valuestring, s->sets) == NULL)
 		*response = mcp_unknown_tool(id, name->valuestring);
 	else {
+		/* W3C trace context, as params._meta.traceparent. */
+		meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+		tp = cJSON_GetStringValue(cJSON_IsObject(meta) ?
+		    cJSON_GetObjectItemCaseSensitive(meta, "traceparent") :
+		    NULL);
 		mcp_tools_call(s, reply, id, cJSON_IsObject(args) ? args :
-		    NULL, name->valuestring, modern, level);
+		    NULL, name->valuestring, modern, level, tp);
 		return (1);
 	}
 	return (0);

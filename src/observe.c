@@ -58,6 +58,7 @@ struct observe_query {
 	long long		 since_ms;	/* events: -1, any time */
 	long long		 last_n;	/* events: -1, all */
 	char			*trace;		/* trace: the one, or NULL */
+	char			*request;	/* trace: a request id sought */
 	char			*pattern;	/* trace: its lines hold it */
 	long long		 root_ms;	/* trace: its root's start */
 	int			 pass;		/* trace: 1 find, 2 collect */
@@ -93,6 +94,7 @@ observe_free(struct observe_query *q)
 	free(q->id);
 	free(q->name);
 	free(q->trace);
+	free(q->request);
 	free(q->pattern);
 	free(q->buf);
 	free(q);
@@ -409,6 +411,44 @@ observe_line_end(const char *line, size_t len)
 #define OBSERVE_JITTER_MS	5000
 #define OBSERVE_TRACE_MAX	10000	/* records of one trace */
 
+/*
+ * Whether a span record is a tool call's root: no parent, or the
+ * caller's span as its parent (the caller sent its trace context).
+ */
+static int
+observe_is_root(cJSON *rec)
+{
+	return (cJSON_GetObjectItemCaseSensitive(rec, "parent") == NULL ||
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rec,
+	    "parent_remote")));
+}
+
+/* The root span whose request id is sought: its trace. */
+static int
+observe_request_line(struct observe_query *q, const char *line, size_t len)
+{
+	cJSON	*rec, *v, *t, *attrs;
+	int	 found = 0;
+
+	if (observe_line_end(line, len) == -1 ||
+	    memmem(line, len, q->pattern, strlen(q->pattern)) == NULL ||
+	    (rec = cJSON_ParseWithLength(line, len)) == NULL)
+		return (0);
+	v = cJSON_GetObjectItemCaseSensitive(rec, "kind");
+	t = cJSON_GetObjectItemCaseSensitive(rec, "trace");
+	attrs = cJSON_GetObjectItemCaseSensitive(rec, "attrs");
+	if (cJSON_IsString(v) && strcmp(v->valuestring, "span") == 0 &&
+	    observe_is_root(rec) && cJSON_IsString(t) &&
+	    t->valuestring[0] != '\0' && strlen(t->valuestring) < 128 &&
+	    cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(attrs,
+	    "request_id")) && strcmp(v->valuestring, q->request) == 0) {
+		q->trace = xstrdup(t->valuestring);
+		found = 1;
+	}
+	cJSON_Delete(rec);
+	return (found);
+}
+
 /* Pass 1 of "last": the root span (no parent) that started last. */
 static int
 observe_root_line(struct observe_query *q, const char *line, size_t len)
@@ -421,15 +461,15 @@ observe_root_line(struct observe_query *q, const char *line, size_t len)
 	if (q->trace != NULL && end < q->root_ms - OBSERVE_JITTER_MS)
 		return (1);
 	if (memmem(line, len, "\"span\"", 6) == NULL ||
-	    memmem(line, len, "\"parent\"", 8) != NULL ||
+	    (memmem(line, len, "\"parent\"", 8) != NULL &&
+	    memmem(line, len, "\"parent_remote\"", 15) == NULL) ||
 	    (rec = cJSON_ParseWithLength(line, len)) == NULL)
 		return (0);
 	v = cJSON_GetObjectItemCaseSensitive(rec, "ts");
 	t = cJSON_GetObjectItemCaseSensitive(rec, "trace");
 	if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "kind")) &&
 	    strcmp(cJSON_GetObjectItemCaseSensitive(rec,
-	    "kind")->valuestring, "span") == 0 &&
-	    cJSON_GetObjectItemCaseSensitive(rec, "parent") == NULL &&
+	    "kind")->valuestring, "span") == 0 && observe_is_root(rec) &&
 	    cJSON_IsNumber(v) && cJSON_IsString(t) &&
 	    t->valuestring[0] != '\0' && strlen(t->valuestring) < 128 &&
 	    (q->trace == NULL || (long long)v->valuedouble > q->root_ms)) {
@@ -463,6 +503,10 @@ observe_trace_line(struct observe_query *q, const char *line, size_t len)
 		return (0);
 	}
 	v = cJSON_GetObjectItemCaseSensitive(rec, "kind");
+	/*
+	 * A root of ours starts its trace: nothing older belongs to it. A
+	 * trace the caller made may hold many calls: read it all.
+	 */
 	if (strcmp(v->valuestring, "span") == 0 &&
 	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "parent")) &&
 	    q->root_ms == 0) {
@@ -672,7 +716,28 @@ observe_pattern(const char *trace)
 static void
 observe_trace_finish(struct observe_query *q)
 {
-	if (q->pass == 1 && q->trace != NULL) {
+	if (q->pass == 2 && q->request == NULL && !q->truncated &&
+	    cJSON_GetArraySize(q->spans) == 0 && q->trace != NULL) {
+		/*
+		 * No trace of that id: maybe the request id of a call that
+		 * joined its caller's trace. Find its root, then its trace.
+		 */
+		q->request = q->trace;
+		q->trace = NULL;
+		free(q->pattern);
+		q->pattern = observe_pattern(q->request);
+		cJSON_Delete(q->spans);
+		q->spans = NULL;
+		q->root_ms = 0;
+		q->pass = 1;
+		q->line = observe_request_line;
+		observe_start(q);
+		return;
+	}
+	if (q->pass == 1 && q->trace == NULL && q->request != NULL) {
+		q->trace = q->request;		/* unknown: no spans */
+		q->request = NULL;
+	} else if (q->pass == 1 && q->trace != NULL) {
 		/* "last" found: now its records. */
 		q->pass = 2;
 		q->line = observe_trace_line;

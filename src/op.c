@@ -473,6 +473,7 @@ op_call_start(const char *name, cJSON *args, int sets, const char *tenant,
 	oc->span = telemetry_span_begin(oc->request_id, NULL, sname, NULL);
 	free(sname);
 	telemetry_span_attr_str(oc->span, "op", name);
+	telemetry_span_attr_str(oc->span, "tenant", tenant);
 
 	if (oc->entry == NULL)
 		cause_set(&cause, CAUSE_INVALID, "tool", name, "unknown tool:"

@@ -531,8 +531,11 @@ rest_body(struct http_conn *c, void *arg)
 	}
 	transport_http_hold(c);
 	telemetry_client(transport_http_client(c));
+	telemetry_context(http_msg_header(transport_http_msg(c),
+	    "traceparent"), transport_http_key(c));
 	rc->call = op_call_start(rc->oe->name, rc->args, rc->oe->set,
 	    transport_http_tenant(c), 0, rest_answer, rc);
+	telemetry_context(NULL, NULL);
 	telemetry_client(NULL);
 }
 

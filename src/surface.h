@@ -126,6 +126,7 @@ void		 transport_http_register(const char *, transport_http_handler,
 struct http_msg	*transport_http_msg(struct http_conn *);
 unsigned int	 transport_http_id(struct http_conn *);
 const char	*transport_http_tenant(struct http_conn *);
+const char	*transport_http_key(struct http_conn *);
 int		 transport_http_sets(struct http_conn *);
 int		 transport_http_served(void);
 const char	*transport_http_client(struct http_conn *);

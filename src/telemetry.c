@@ -52,11 +52,16 @@ struct tspan {
 	char		*sandbox_id;
 	uint64_t	 start_ms;
 	uint64_t	 start_us;
+	int		 remote;	/* parent: the caller's span */
 	cJSON		*attrs;
 };
 
 static int	telemetry_warned;
 static char	telemetry_client_addr[64]; /* of the request being handled */
+/* The caller's W3C trace context and key name, for the same span. */
+static char	telemetry_ctx_trace[33];
+static char	telemetry_ctx_parent[17];
+static char	telemetry_ctx_key[128];
 
 /*
  * The address of the client whose request is being handed over (NULL
@@ -71,6 +76,59 @@ telemetry_client(const char *addr)
 	else
 		strlcpy(telemetry_client_addr, addr,
 		    sizeof telemetry_client_addr);
+}
+
+/* Whether s is n lowercase hexadecimal digits, not all zeros. */
+static int
+telemetry_hex(const char *s, size_t n)
+{
+	size_t	i;
+	int	nonzero = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f')))
+			return (0);
+		if (s[i] != '0')
+			nonzero = 1;
+	}
+	return (nonzero);
+}
+
+/*
+ * The context of the request being handed over (NULLs once it is): the
+ * caller's W3C traceparent, if any, and the name of the key it used.
+ * The tool calls it makes join the caller's trace, their root span a
+ * child of the caller's span, and carry the key's name. A traceparent
+ * that is not one (W3C Trace Context: version-traceid-parentid-flags,
+ * lowercase hexadecimal, version ff and all-zero ids invalid, a later
+ * version read by its first four fields) is ignored: the call gets a
+ * trace of its own.
+ */
+void
+telemetry_context(const char *traceparent, const char *key)
+{
+	const char	*t = traceparent;
+	size_t		 len;
+
+	telemetry_ctx_trace[0] = telemetry_ctx_parent[0] = '\0';
+	telemetry_ctx_key[0] = '\0';
+	if (key != NULL)
+		strlcpy(telemetry_ctx_key, key, sizeof telemetry_ctx_key);
+	if (t == NULL || (len = strlen(t)) < 55 || len > 512)
+		return;
+	if (!(telemetry_hex(t, 2) || strncmp(t, "00", 2) == 0) ||
+	    strncmp(t, "ff", 2) == 0 || t[2] != '-' || t[35] != '-' ||
+	    t[52] != '-' || (len > 55 && (strncmp(t, "00", 2) == 0 ||
+	    t[55] != '-')))
+		return;
+	if (!telemetry_hex(t + 3, 32) || !telemetry_hex(t + 36, 16) ||
+	    !(telemetry_hex(t + 53, 2) || strncmp(t + 53, "00", 2) == 0))
+		return;
+	memcpy(telemetry_ctx_trace, t + 3, 32);
+	telemetry_ctx_trace[32] = '\0';
+	memcpy(telemetry_ctx_parent, t + 36, 16);
+	telemetry_ctx_parent[16] = '\0';
 }
 
 /* Create the state directory's telemetry folder if it is not there. */
@@ -181,8 +239,11 @@ out:
 
 /*
  * Start a span. A root span takes the trace id given (the tool call's
- * request id), or a fresh one for work no tool call asked for; a child
- * inherits its parent's trace and sandbox.
+ * request id) or, when the caller sent its trace context
+ * (telemetry_context), the caller's trace id and span as its parent,
+ * with the request id as attrs.request_id; work no tool call asked for
+ * gets a fresh trace id. A child inherits its parent's trace and
+ * sandbox.
  */
 struct tspan *
 telemetry_span_begin(const char *trace, struct tspan *parent,
@@ -196,6 +257,10 @@ telemetry_span_begin(const char *trace, struct tspan *parent,
 		strlcpy(ts->parent, parent->span, sizeof ts->parent);
 		if (sandbox_id == NULL && parent->sandbox_id != NULL)
 			sandbox_id = parent->sandbox_id;
+	} else if (trace != NULL && telemetry_ctx_trace[0] != '\0') {
+		strlcpy(ts->trace, telemetry_ctx_trace, sizeof ts->trace);
+		strlcpy(ts->parent, telemetry_ctx_parent, sizeof ts->parent);
+		ts->remote = 1;
 	} else if (trace != NULL)
 		strlcpy(ts->trace, trace, sizeof ts->trace);
 	else
@@ -210,6 +275,10 @@ telemetry_span_begin(const char *trace, struct tspan *parent,
 	if (parent == NULL && telemetry_client_addr[0] != '\0')
 		cJSON_AddStringToObject(ts->attrs, "client_addr",
 		    telemetry_client_addr);
+	if (parent == NULL && trace != NULL && telemetry_ctx_key[0] != '\0')
+		cJSON_AddStringToObject(ts->attrs, "key", telemetry_ctx_key);
+	if (ts->remote)
+		cJSON_AddStringToObject(ts->attrs, "request_id", trace);
 	return (ts);
 }
 
@@ -261,6 +330,8 @@ telemetry_span_end(struct tspan *ts, const char *status)
 	cJSON_AddStringToObject(rec, "span", ts->span);
 	if (ts->parent[0] != '\0')
 		cJSON_AddStringToObject(rec, "parent", ts->parent);
+	if (ts->remote)
+		cJSON_AddTrueToObject(rec, "parent_remote");
 	cJSON_AddStringToObject(rec, "name", ts->name);
 	cJSON_AddNumberToObject(rec, "dur_ms", (double)(long long)(dur *
 	    1000.0) / 1000.0);

@@ -1279,6 +1279,13 @@ transport_http_tenant(struct http_conn *c)
 	return (auth_tenant(c->key));
 }
 
+/* The name of the key a request came with, or NULL (keyless). */
+const char *
+transport_http_key(struct http_conn *c)
+{
+	return (c->key != NULL ? c->key->name : NULL);
+}
+
 /* The client a request is for: a trusted proxy's word, else the peer. */
 const char *
 transport_http_client(struct http_conn *c)

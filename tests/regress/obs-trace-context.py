@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+# W3C trace context from the caller (params._meta.traceparent on MCP, the
+# traceparent header on REST), against the real Docker Engine:
+# - a tool call that carries it joins the caller's trace: its root span
+#   has the caller's trace id, the caller's span as parent
+#   (parent_remote), our request id as attrs.request_id, the tenant and
+#   the key's name (never the key);
+# - trace finds it by the caller's trace id, which holds every call made
+#   under it, and by the request id; "last" finds it too;
+# - a traceparent that is not one (all-zero ids, version ff, upper case,
+#   too short, a version-00 one with more after it) is ignored: the call
+#   gets a trace of its own.
+
+import json
+import os
+
+from lib import (IMAGE, check, check_eq, cleanup, http_json, http_session,
+                 keygen, main, ok_result, remove_our_containers, Server,
+                 tmpdir)
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+SPAN1 = "00f067aa0ba902b7"
+SPAN2 = "00f067aa0ba902b8"
+
+
+def test():
+    top = tmpdir()
+    ws = os.path.join(top, "ws")
+    os.makedirs(ws)
+    with open(os.path.join(ws, "a.txt"), "w") as f:
+        f.write("a\n")
+    state = os.path.join(top, "state")
+    key, line = keygen("agent-key", "management", "runtime",
+                       "observability")
+    conf = "workspace-root %s\n%s\n" % (top, line)
+    s = Server(sets=("management", "runtime", "observability"),
+               state=state, config=conf, listen="127.0.0.1:0", stdio=False)
+    cleanup(lambda: remove_our_containers(state))
+    conn, hdr = http_session(s.port, key=key)
+    rid = [10]
+
+    def call(tool, args, meta=None):
+        rid[0] += 1
+        params = {"name": tool, "arguments": args}
+        if meta is not None:
+            params["_meta"] = meta
+        st, h, body = conn.request("POST", "/mcp", {
+            "jsonrpc": "2.0", "id": rid[0], "method": "tools/call",
+            "params": params}, hdr)
+        check_eq(st, 200, "%s status" % tool)
+        return ok_result(http_json(body)["result"], tool)
+
+    sid = call("create_sandbox", {"image": IMAGE, "workspace_root": ws})["id"]
+
+    # Two calls under the caller's trace, from two of its spans.
+    call("exec_command", {"sandbox_id": sid, "cmd": "echo one > one"},
+         {"traceparent": "00-%s-%s-01" % (TRACE, SPAN1),
+          "tracestate": "vendor=value"})
+    call("file_read", {"sandbox_id": sid, "path": "one"},
+         {"traceparent": "00-%s-%s-00" % (TRACE, SPAN2)})
+
+    tr = call("trace", {"sandbox_id": sid, "trace_id": TRACE})
+    check_eq(tr["trace"], TRACE, "the caller's trace")
+    roots = sorted(tr["spans"], key=lambda r: r["span"]["ts"])
+    check_eq([r["span"]["name"] for r in roots],
+             ["tool.exec_command", "tool.file_read"],
+             "both calls are roots of the caller's trace")
+    for r, parent in zip(roots, (SPAN1, SPAN2)):
+        sp = r["span"]
+        check_eq(sp["trace"], TRACE, "the span's trace")
+        check_eq(sp["parent"], parent, "the caller's span is its parent")
+        check_eq(sp.get("parent_remote"), True, "a remote parent")
+        check_eq(sp["attrs"].get("tenant"), "agent-key", "the tenant")
+        check_eq(sp["attrs"].get("key"), "agent-key", "the key's name")
+        check(key not in json.dumps(sp), "the key itself is never written")
+        check(len(sp["attrs"].get("request_id", "")) == 16,
+              "our request id: %r" % sp["attrs"])
+
+    # By our request id: the caller's trace again.
+    req = roots[1]["span"]["attrs"]["request_id"]
+    again = call("trace", {"sandbox_id": sid, "trace_id": req})
+    check_eq(again["trace"], TRACE, "found by its request id")
+    check_eq(len(again["spans"]), 2, "the whole trace")
+    # "last": the last call that started (not the trace calls, which go
+    # to the state directory's log).
+    last = call("trace", {"sandbox_id": sid})
+    check_eq(last["trace"], TRACE, "last is the caller's trace")
+    unknown = call("trace", {"sandbox_id": sid, "trace_id": "0" * 32})
+    check_eq((unknown["trace"], unknown["spans"]), ("0" * 32, []),
+             "an unknown id")
+
+    # Over REST, the traceparent header.
+    rest_trace = "a" * 31 + "1"
+    st, h, body = conn.request(
+        "GET", "/v1/sandboxes/%s/files?path=one" % sid, None,
+        dict(hdr, traceparent="00-%s-%s-01" % (rest_trace, SPAN1)))
+    check_eq(st, 200, "a REST read: %r" % body[:200])
+    tr = call("trace", {"sandbox_id": sid, "trace_id": rest_trace})
+    check_eq([r["span"]["name"] for r in tr["spans"]], ["tool.file_read"],
+             "the REST call joined the caller's trace")
+    check_eq(tr["spans"][0]["span"]["parent"], SPAN1, "its parent")
+
+    # Not trace context: the call gets a trace of its own.
+    bad = ["00-%s-%s-01" % ("0" * 32, SPAN1),
+           "00-%s-%s-01" % (TRACE, "0" * 16),
+           "ff-%s-%s-01" % (TRACE, SPAN1),
+           "00-%s-%s-01" % (TRACE.upper(), SPAN1),
+           "00-%s-%s-0" % (TRACE, SPAN1),
+           "00-%s-%s-01-extra" % (TRACE, SPAN1),
+           "00_%s-%s-01" % (TRACE, SPAN1)]
+    for i, tp in enumerate(bad):
+        call("file_read", {"sandbox_id": sid, "path": "one"},
+             {"traceparent": tp})
+        last = call("trace", {"sandbox_id": sid})
+        root = last["spans"][0]["span"]
+        check(last["trace"] not in (TRACE, "0" * 32) and
+              "parent" not in root,
+              "%r is not trace context: %r" % (tp, root))
+    # A later version is read by its first four fields.
+    call("file_read", {"sandbox_id": sid, "path": "one"},
+         {"traceparent": "01-%s-%s-01-more" % ("b" * 32, SPAN2)})
+    last = call("trace", {"sandbox_id": sid})
+    check_eq(last["trace"], "b" * 32, "a later version's trace id")
+
+
+main(test)
