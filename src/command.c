@@ -107,6 +107,9 @@ struct command {
 	int			 grace;
 	int			 lost;		/* its session cannot report */
 	cJSON			*publish;	/* fields for the result */
+	struct tspan		*span;		/* command.run */
+	struct tspan		*sspan;		/* session.create */
+	struct tspan		*pspan;		/* publish */
 	struct command_waits	 waits;
 	TAILQ_ENTRY(command)	 entry;
 };
@@ -132,6 +135,8 @@ struct command_start {
 };
 
 static void	command_finish(struct command *);
+static void	command_event(struct command *, const char *, cJSON *);
+static void	command_span_end(struct command *);
 static void	command_wait_stdin_taken(struct command_wait *);
 static cJSON	*command_output(const char *, size_t);
 static void	command_wake(struct command *);
@@ -212,6 +217,10 @@ command_free(struct command *c)
 	if (c->tr != NULL)
 		transcript_remove(c->tr);
 	cJSON_Delete(c->publish);
+	telemetry_span_end(c->pspan, "error");
+	telemetry_span_end(c->sspan, "error");
+	telemetry_span_end(c->span, c->state == COMMAND_DONE ? "completed" :
+	    "error");
 	free(c->error);
 	free(c->cmd);
 	free(c);
@@ -426,6 +435,7 @@ command_message(struct session_client *sc, const struct nsexec_msg *m)
 		log_trace(TRACE_JOB, "command %s runs as pid %s", c->id,
 		    m->f[1]);
 		c->started = 1;
+		command_event(c, "command.started", NULL);
 		if (c->pending_signal != 0) {
 			command_signal(c, c->pending_signal);
 			c->pending_signal = 0;
@@ -475,6 +485,48 @@ command_set_state(struct command *c, enum command_state state)
 	else
 		log_trace(TRACE_JOB, "command %s %s", c->id, names[state]);
 	c->state = state;
+	if (state == COMMAND_DONE && c->span != NULL)
+		command_span_end(c);
+}
+
+/* An event of the command's, under its span. */
+static void
+command_event(struct command *c, const char *name, cJSON *attrs)
+{
+	if (attrs == NULL)
+		attrs = cJSON_CreateObject();
+	cJSON_AddStringToObject(attrs, "command_session_id", c->id);
+	cJSON_AddStringToObject(attrs, "workspace_session_id", c->ws);
+	telemetry_event(c->sandbox, NULL, c->span, name, attrs);
+}
+
+/*
+ * The command is done: command.finished (or command.timed_out) if it
+ * ran, and its span ends with how it ended.
+ */
+static void
+command_span_end(struct command *c)
+{
+	const char	*status = command_end_status(c), *how;
+	cJSON		*attrs;
+
+	if (c->started || c->reaped) {
+		attrs = cJSON_CreateObject();
+		cJSON_AddStringToObject(attrs, "status", status);
+		cJSON_AddNumberToObject(attrs, "exit_code", c->exit_code);
+		if (c->end_us != 0)
+			cJSON_AddNumberToObject(attrs, "duration_ms",
+			    (double)(c->end_us - c->start_us) / 1000.0);
+		command_event(c, c->timed_out ? "command.timed_out" :
+		    "command.finished", attrs);
+		how = c->timed_out ? "timed_out" : strcmp(status,
+		    "cancelled") == 0 ? "cancelled" : "completed";
+	} else
+		how = "error";
+	telemetry_span_attr_str(c->span, "workspace_session_id", c->ws);
+	telemetry_span_attr_str(c->span, "status", status);
+	telemetry_span_end(c->span, how);
+	c->span = NULL;
 }
 
 /* The command no longer holds its session. */
@@ -495,6 +547,8 @@ command_published(struct session *s, cJSON *result, const struct cause *cause,
 	struct command	*c = arg;
 	cJSON		*v, *details;
 
+	telemetry_span_end(c->pspan, cause != NULL ? "error" : "completed");
+	c->pspan = NULL;
 	if (cause != NULL) {
 		c->publish = cJSON_CreateObject();
 		cJSON_AddTrueToObject(c->publish, "publish_rejected");
@@ -534,7 +588,10 @@ command_finalize_dead(struct session *s, void *arg)
 	char		*owner;
 
 	xasprintf(&owner, "workspace_session:%s", session_id(s));
-	session_publish(s, owner, command_published, c);
+	c->pspan = telemetry_span_begin(NULL, c->span, "publish", NULL);
+	telemetry_span_attr_str(c->pspan, "workspace_session_id",
+	    session_id(s));
+	session_publish(s, owner, c->pspan, command_published, c);
 	free(owner);
 }
 
@@ -948,6 +1005,10 @@ command_session_ready(struct session *s, const struct cause *cause,
 	struct command_start	*st = arg;
 	struct command		*c = st->c;
 
+	telemetry_span_attr_str(c->sspan, "workspace_session_id", s != NULL ?
+	    session_id(s) : "");
+	telemetry_span_end(c->sspan, s != NULL ? "completed" : "error");
+	c->sspan = NULL;
 	if (s == NULL) {
 		command_set_state(c, COMMAND_DONE);
 		st->cb(NULL, cause, st->arg);
@@ -967,8 +1028,8 @@ command_session_ready(struct session *s, const struct cause *cause,
  */
 void
 command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
-    long long timeout_ms, long long yield_ms, command_cb cb, void *arg,
-    struct command_wait **handle)
+    long long timeout_ms, long long yield_ms, struct tspan *parent,
+    command_cb cb, void *arg, struct command_wait **handle)
 {
 	struct command		*c;
 	struct command_start	*st;
@@ -1015,6 +1076,8 @@ command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
 	c->sb = sb;
 	c->cmd = xstrdup(cmd);
 	c->timeout_ms = timeout_ms;
+	c->span = telemetry_span_begin(NULL, parent, "command.run", sb->id);
+	telemetry_span_attr_str(c->span, "command_session_id", c->id);
 	/* Starting (zero): command_set_state changes it. */
 	TAILQ_INIT(&c->waits);
 	TAILQ_INSERT_TAIL(&commands, c, entry);
@@ -1030,6 +1093,7 @@ command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
 	st->cb = cb;
 	st->arg = arg;
 	st->handle = handle;
+	c->sspan = telemetry_span_begin(NULL, c->span, "session.create", NULL);
 	session_create(sb, 1, 0, command_session_ready, st);
 }
 

@@ -190,7 +190,7 @@ void		 session_upper_size(struct session *,
 		     void (*)(struct session *, unsigned long long, void *),
 		     void *);
 void		 session_publish(struct session *, const char *,
-		     session_publish_cb, void *);
+		     struct tspan *, session_publish_cb, void *);
 char		**session_forget(const char *, const char *, const char *,
 		     size_t *);
 void		 session_recover(const char *);
@@ -218,7 +218,7 @@ void		 session_on_gone(void (*)(const char *, const char *));
 struct command_wait;
 typedef void (*command_cb)(struct cJSON *, const struct cause *, void *);
 void		 command_exec(struct rt_sandbox *, const char *, const char *,
-		     long long, long long, command_cb, void *,
+		     long long, long long, struct tspan *, command_cb, void *,
 		     struct command_wait **);
 void		 command_stdin(struct rt_sandbox *, const char *, const char *,
 		     long long, command_cb, void *, struct command_wait **);
@@ -247,7 +247,7 @@ struct publish_file_args {
 };
 typedef void (*publish_cb)(struct cJSON *, const struct cause *, void *);
 void		 publish_session(const struct publish_args *, const char *,
-		     const char *, publish_cb, void *);
+		     const char *, struct tspan *, publish_cb, void *);
 void		 publish_file(const struct publish_file_args *, const char *,
 		     struct tspan *, publish_cb, void *);
 void		 publish_on_layer(void (*)(const char *, const char *,

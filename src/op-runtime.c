@@ -320,7 +320,7 @@ op_exec_command_sb(struct rt_sandbox *sb, const struct cause *cause,
 	timeout = op_arg_integer(oc, "timeout_ms");
 	command_exec(sb, op_arg_string(oc, "workspace_session_id"),
 	    op_arg_string(oc, "cmd"), timeout < 0 ? 0 : timeout,
-	    op_rt_yield(oc), op_rt_done, rt, &rt->wait);
+	    op_rt_yield(oc), op_call_span(oc), op_rt_done, rt, &rt->wait);
 }
 
 static void
@@ -488,7 +488,8 @@ op_publish_workspace_session_sb(struct rt_sandbox *sb,
 		return;
 	}
 	xasprintf(&owner, "workspace_session:%s", session_id(s));
-	session_publish(s, owner, op_publish_workspace_session_done, rt);
+	session_publish(s, owner, op_call_span(rt->oc),
+	    op_publish_workspace_session_done, rt);
 	free(owner);
 }
 

@@ -421,6 +421,8 @@ op_call_free(struct op_call *oc)
 static void
 op_call_finish(struct op_call *oc, cJSON *result, const struct cause *cause)
 {
+	cJSON	*limit, *attrs;
+
 	if (oc->finished)
 		fatalx("%s: %s answered twice", __func__, oc->entry != NULL ?
 		    oc->entry->name : "operation");
@@ -433,6 +435,17 @@ op_call_finish(struct op_call *oc, cJSON *result, const struct cause *cause)
 		telemetry_span_attr_str(oc->span, "error_kind",
 		    cause_kind_name(cause->kind));
 		telemetry_span_attr_str(oc->span, "error", cause->message);
+		limit = cJSON_GetObjectItem(cause->details, "limit");
+		if (cause->kind == CAUSE_BUSY && cJSON_IsString(limit)) {
+			attrs = cJSON_CreateObject();
+			cJSON_AddStringToObject(attrs, "limit",
+			    limit->valuestring);
+			cJSON_AddStringToObject(attrs, "op", oc->entry != NULL ?
+			    oc->entry->name : "");
+			cJSON_AddStringToObject(attrs, "tenant", oc->tenant);
+			telemetry_event(NULL, NULL, oc->span, "limit.hit",
+			    attrs);
+		}
 	}
 	telemetry_span_end(oc->span, oc->cancelled ? "cancelled" : cause !=
 	    NULL ? "error" : "completed");

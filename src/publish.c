@@ -1757,7 +1757,7 @@ publish_job_new(const char *sandbox, const char *tenant, const char *owner,
  */
 void
 publish_session(const struct publish_args *a, const char *session,
-    const char *tenant, publish_cb cb, void *arg)
+    const char *tenant, struct tspan *span, publish_cb cb, void *arg)
 {
 	struct publish_job	*pj;
 	cJSON			*o;
@@ -1765,6 +1765,7 @@ publish_session(const struct publish_args *a, const char *session,
 
 	pj = publish_job_new(a->sandbox, tenant, a->owner, cb, arg);
 	pj->session = xstrdup(session);
+	pj->span = span;
 	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "sandbox", a->sandbox);
 	cJSON_AddStringToObject(o, "upper", a->upper);

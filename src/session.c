@@ -128,6 +128,7 @@ static const char *session_state_names[] = {
 };
 
 static void	session_set_state(struct session *, enum session_state);
+static void	session_lease_event(struct session *, const char *);
 static cJSON	*session_client_ids(struct session *);
 static void	session_start_fail(struct session *, const char *);
 static void	session_sealed(struct session *, int);
@@ -728,6 +729,7 @@ session_end_for(struct session *s, const char *why, const char *message)
 		session_unpark(s);
 		log_debug("kept session %s let go reason=%s", s->id, why);
 	} else {
+		session_lease_event(s, "lease.released");
 		attrs = cJSON_CreateObject();
 		cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
 		cJSON_AddStringToObject(attrs, "reason", why);
@@ -927,6 +929,22 @@ session_start_fail(struct session *s, const char *why)
 }
 
 /* The session is live: say so, and to whom asked for it. */
+/* A session's lease is taken or let go: which layers it names. */
+static void
+session_lease_event(struct session *s, const char *name)
+{
+	cJSON	*attrs;
+
+	if (s->lease == NULL)
+		return;
+	attrs = cJSON_CreateObject();
+	cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
+	cJSON_AddNumberToObject(attrs, "manifest_version", s->lease->version);
+	cJSON_AddNumberToObject(attrs, "layer_count", (double)s->lease->n);
+	cJSON_AddStringToObject(attrs, "top_layer_id", s->lease->ids[0]);
+	telemetry_event(s->sb->id, NULL, NULL, name, attrs);
+}
+
 static void
 session_live(struct session *s)
 {
@@ -940,6 +958,7 @@ session_live(struct session *s)
 	cJSON_AddNumberToObject(attrs, "base_manifest_version",
 	    s->lease->version);
 	telemetry_event(s->sb->id, NULL, NULL, "session.created", attrs);
+	session_lease_event(s, "lease.acquired");
 	s->start_cb(s, NULL, s->start_arg);
 }
 
@@ -1275,6 +1294,7 @@ fail:
 
 struct session_publish {
 	struct session		*s;
+	struct tspan		*span;		/* the publish's */
 	session_publish_cb	 cb;
 	void			*arg;
 	struct publish_args	 a;
@@ -1307,7 +1327,8 @@ session_publish_end(struct session_publish *sp, cJSON *result,
 		cJSON_AddStringToObject(attrs, "workspace_session_id", s->id);
 		cJSON_AddStringToObject(attrs, "reject_class", class != NULL ?
 		    class : "?");
-		telemetry_event(sb->id, NULL, NULL, "publish.rejected", attrs);
+		telemetry_event(sb->id, NULL, sp->span, "publish.rejected",
+		    attrs);
 		notice(sb->tenant, NOTICE_WARNING, "publish.rejected", sb->id,
 		    "the publish of workspace session %s was rejected (%s):"
 		    " %s", s->id, class != NULL ? class : "?",
@@ -1347,7 +1368,7 @@ session_publish_done(cJSON *result, const struct cause *cause, void *arg)
 static void
 session_publish_start(struct session_publish *sp)
 {
-	publish_session(&sp->a, sp->s->id, sp->s->sb->tenant,
+	publish_session(&sp->a, sp->s->id, sp->s->sb->tenant, sp->span,
 	    session_publish_done, sp);
 }
 
@@ -1385,7 +1406,7 @@ session_freeze_cb(evutil_socket_t fd, short events, void *arg)
  * the outcome (publish_session).
  */
 void
-session_publish(struct session *s, const char *owner,
+session_publish(struct session *s, const char *owner, struct tspan *span,
     session_publish_cb cb, void *arg)
 {
 	struct session_publish	*sp;
@@ -1427,6 +1448,7 @@ session_publish(struct session *s, const char *owner,
 	}
 	sp = xcalloc(1, sizeof *sp);
 	sp->s = s;
+	sp->span = span;
 	sp->cb = cb;
 	sp->arg = arg;
 	sp->upper = upper;

@@ -9,7 +9,14 @@
 #   under it, and by the request id; "last" finds it too;
 # - a traceparent that is not one (all-zero ids, version ff, upper case,
 #   too short, a version-00 one with more after it) is ignored: the call
-#   gets a trace of its own.
+#   gets a trace of its own;
+# - the steps of an exec_command are spans under its root: command.run,
+#   and under it session.create and publish, with the events
+#   command.started, command.finished (under command.run) and
+#   layer.published (under publish); a managed session's publish has
+#   layer.published under the tool call; a limit refused is a
+#   limit.hit event; lease.acquired and lease.released are the
+#   session's.
 
 import json
 import os
@@ -32,7 +39,7 @@ def test():
     state = os.path.join(top, "state")
     key, line = keygen("agent-key", "management", "runtime",
                        "observability")
-    conf = "workspace-root %s\n%s\n" % (top, line)
+    conf = "workspace-root %s\n%s\nlimit commands-running 1\n" % (top, line)
     s = Server(sets=("management", "runtime", "observability"),
                state=state, config=conf, listen="127.0.0.1:0", stdio=False)
     cleanup(lambda: remove_our_containers(state))
@@ -121,6 +128,76 @@ def test():
          {"traceparent": "01-%s-%s-01-more" % ("b" * 32, SPAN2)})
     last = call("trace", {"sandbox_id": sid})
     check_eq(last["trace"], "b" * 32, "a later version's trace id")
+
+    # The steps of an exec_command, under its root.
+    call("exec_command", {"sandbox_id": sid, "cmd": "echo two > two"})
+    tr = call("trace", {"sandbox_id": sid})
+    root = tr["spans"][0]
+    check_eq(root["span"]["name"], "tool.exec_command", "the root")
+
+    def names(node):
+        return sorted(c["span"]["name"] for c in node["children"])
+
+    check_eq(names(root), ["command.run"], "the root's steps")
+    run = root["children"][0]
+    check_eq(names(run), ["publish", "session.create"], "command.run's")
+    check_eq([e["name"] for e in run["events"]],
+             ["command.started", "command.finished"], "its events")
+    fin = run["events"][1]["attrs"]
+    check_eq((fin["status"], fin["exit_code"]), ("ok", 0), "how it ended")
+    check_eq(run["span"]["attrs"]["command_session_id"],
+             fin["command_session_id"], "the command named")
+    pub = [c for c in run["children"] if c["span"]["name"] == "publish"][0]
+    check_eq([e["name"] for e in pub["events"]], ["layer.published"],
+             "the publish's event")
+    check_eq(pub["events"][0]["attrs"]["workspace_session_id"],
+             run["span"]["attrs"]["workspace_session_id"],
+             "the session published")
+    for c in [run] + run["children"]:
+        check_eq(c["span"]["status"], "completed",
+                 "%s completed" % c["span"]["name"])
+        check(c["offset_ms"] >= 0, "an offset from the root")
+
+    # A managed session's publish: layer.published under the call.
+    w = call("create_workspace_session",
+             {"sandbox_id": sid})["workspace_session_id"]
+    call("exec_command", {"sandbox_id": sid, "workspace_session_id": w,
+                          "cmd": "echo three > three"})
+    call("publish_workspace_session", {"sandbox_id": sid,
+                                       "workspace_session_id": w})
+    tr = call("trace", {"sandbox_id": sid})
+    root = tr["spans"][0]
+    check_eq(root["span"]["name"], "tool.publish_workspace_session",
+             "the publish call")
+    check_eq([e["name"] for e in root["events"]], ["layer.published"],
+             "its event")
+
+    # A limit refused: limit.hit, under the refused call.
+    call("exec_command", {"sandbox_id": sid, "cmd": "sleep 30",
+                          "yield_time_ms": 100})
+    rid[0] += 1
+    st, h, body = conn.request("POST", "/mcp", {
+        "jsonrpc": "2.0", "id": rid[0], "method": "tools/call",
+        "params": {"name": "exec_command", "arguments": {
+            "sandbox_id": sid, "cmd": "true"}}}, hdr)
+    res = http_json(body)["result"]
+    check(res["isError"], "the second command is refused: %r" % res)
+    ev = call("events", {"sandbox_id": sid, "name": "limit.hit"})
+    check_eq(len(ev["events"]), 1, "one limit.hit")
+    check_eq((ev["events"][0]["attrs"]["limit"],
+              ev["events"][0]["attrs"]["op"]),
+             ("commands-running", "exec_command"), "which limit, by what")
+    # The published session has ended: its lease is let go.
+    ev = call("events", {"sandbox_id": sid})["events"]
+    got = [e["name"] for e in ev
+           if e["attrs"].get("workspace_session_id") == w and
+           e["name"].startswith("lease.")]
+    check_eq(got, ["lease.released", "lease.acquired"],
+             "the managed session's lease, newest first")
+    acq = [e for e in ev if e["name"] == "lease.acquired" and
+           e["attrs"]["workspace_session_id"] == w][0]
+    check(acq["attrs"]["manifest_version"] >= 1 and
+          acq["attrs"]["layer_count"] >= 1, "what it leased: %r" % acq)
 
 
 main(test)
