@@ -86,6 +86,7 @@ struct basecache_walk {
 	size_t			 n;
 	size_t			 size;
 	unsigned long long	 bytes;
+	unsigned long long	 allocated;	/* the files' st_blocks */
 	unsigned long long	 max_entries;
 	unsigned long long	 max_bytes;
 	char			*special[BASECACHE_SPECIAL_NAMED];
@@ -222,6 +223,7 @@ basecache_walk_dir(struct basecache_walk *w, const char *rel)
 		} else if (S_ISREG(st.st_mode)) {
 			basecache_add(w, path, 'f', &st);
 			w->bytes += st.st_size;
+			w->allocated += (unsigned long long)st.st_blocks * 512;
 			if (w->bytes > w->max_bytes) {
 				xasprintf(&w->error, "the workspace holds more"
 				    " than %llu bytes (limit base-max-bytes)",
@@ -692,6 +694,7 @@ basecache_child(void *arg, int fd)
 	cJSON_AddBoolToObject(rep, "changed", changed);
 	cJSON_AddNumberToObject(rep, "entries", (double)w.n);
 	cJSON_AddNumberToObject(rep, "bytes", (double)w.bytes);
+	cJSON_AddNumberToObject(rep, "allocated_bytes", (double)w.allocated);
 	free(dest);
 	return (basecache_report(fd, rep));
 }
@@ -722,11 +725,11 @@ basecache_done(cJSON *result, const struct cause *cause, void *arg)
 	b->job = NULL;
 	v = cJSON_GetObjectItem(result, "root_hash");
 	if (cause != NULL)
-		b->cb(NULL, -1, cause, b->arg);
+		b->cb(NULL, -1, NULL, cause, b->arg);
 	else if (!cJSON_IsString(v)) {
 		cause_set(&c, CAUSE_INTERNAL, NULL, NULL, "the process that"
 		    " copies the workspace gave no root hash");
-		b->cb(NULL, -1, &c, b->arg);
+		b->cb(NULL, -1, NULL, &c, b->arg);
 		cause_clear(&c);
 	} else {
 		log_debug("base %s for %s reused=%d entries=%.0f",
@@ -735,7 +738,7 @@ basecache_done(cJSON *result, const struct cause *cause, void *arg)
 		    cJSON_GetObjectItem(result, "entries")));
 		hold = b->lock;		/* the caller's now */
 		b->lock = -1;
-		b->cb(v->valuestring, hold, NULL, b->arg);
+		b->cb(v->valuestring, hold, result, NULL, b->arg);
 	}
 	basecache_free(b);
 }

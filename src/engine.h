@@ -400,12 +400,14 @@ struct observe_query *observe_events(const char *, const char *, long long,
 		     long long, observe_cb, void *);
 struct observe_query *observe_trace(const char *, const char *, observe_cb,
 		     void *);
+struct observe_query *observe_layerstack(const char *, struct cJSON *,
+		     const char *, const char *, long long, observe_cb, void *);
 void		 observe_cancel(struct observe_query *);
 
 /* basecache.c */
 struct basecache_build;
-typedef void (*basecache_cb)(const char *, int, const struct cause *,
-		     void *);
+typedef void (*basecache_cb)(const char *, int, struct cJSON *,
+		     const struct cause *, void *);
 char		*basecache_path(const char *);
 struct basecache_build *basecache_ensure(const char *, char **, size_t,
 		     long long, basecache_cb, void *, struct cause *);

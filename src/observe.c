@@ -30,6 +30,7 @@
 
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -73,6 +74,9 @@ struct observe_query {
 	long long		 nrecords;	/* in events, or spans */
 	size_t			 bytes;
 	int			 truncated;
+	cJSON			*result;	/* layerstack: made at once */
+	struct cause		 cause;		/* or why not */
+	struct job		*job;		/* layerstack: a walk */
 	struct event		*ev;
 	observe_cb		 cb;
 	void			*arg;
@@ -91,6 +95,10 @@ observe_free(struct observe_query *q)
 		event_free(q->ev);
 	cJSON_Delete(q->events);
 	cJSON_Delete(q->spans);
+	cJSON_Delete(q->result);
+	cause_clear(&q->cause);
+	if (q->job != NULL)
+		job_cancel(q->job);	/* no callback will run */
 	free(q->id);
 	free(q->name);
 	free(q->trace);
@@ -788,4 +796,361 @@ observe_cancel(struct observe_query *q)
 {
 	if (q != NULL)
 		observe_free(q);
+}
+
+/* ---- layerstack: the stack, its leases and sizes ---- */
+
+#define OBSERVE_META_MAX	(64 * 1024)
+#define OBSERVE_DIR_MAX		100000	/* entries counted in a directory */
+#define OBSERVE_BOOKED_MAX	100	/* sessions named per layer */
+
+/* A layer's meta file, or NULL. */
+static cJSON *
+observe_meta(const char *id, const char *layer)
+{
+	char	*path, *text;
+	size_t	 len;
+	cJSON	*m;
+
+	path = state_where(STATE_LAYERS, id, "%s.meta.json", layer);
+	text = util_read_file(path, OBSERVE_META_MAX, &len);
+	free(path);
+	if (text == NULL)
+		return (NULL);
+	m = cJSON_ParseWithLength(text, len);
+	free(text);
+	return (m);
+}
+
+/* A size from a meta file or record: a number, or null when unknown. */
+static cJSON *
+observe_size(cJSON *from, const char *key, double *sum)
+{
+	cJSON	*v = cJSON_GetObjectItem(from, key);
+
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0)
+		return (cJSON_CreateNull());
+	*sum += v->valuedouble;
+	return (cJSON_CreateNumber(v->valuedouble));
+}
+
+/* How many entries a directory holds (but . and ..), up to a bound. */
+static long long
+observe_count(const char *dir)
+{
+	struct dirent	*de;
+	DIR		*d;
+	long long	 n = 0;
+	int		 fd;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return (0);
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return (0);
+	}
+	while ((de = readdir(d)) != NULL && n < OBSERVE_DIR_MAX) {
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0)
+			n++;
+	}
+	closedir(d);
+	return (n);
+}
+
+/*
+ * The bytes of every layer on disk, from their meta files: those of the
+ * manifest and those replaced by a squash and not yet reclaimed.
+ */
+static void
+observe_storage(const char *id, double *logical, double *allocated)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		*dir, layer[64];
+	size_t		 len;
+	long long	 n = 0;
+	cJSON		*m;
+	int		 fd;
+
+	dir = state_where(STATE_LAYERS, id, NULL);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	free(dir);
+	if (fd == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL && n++ < OBSERVE_DIR_MAX) {
+		len = strlen(de->d_name);
+		if (len <= 10 || len - 10 >= sizeof layer ||
+		    strcmp(de->d_name + len - 10, ".meta.json") != 0)
+			continue;
+		memcpy(layer, de->d_name, len - 10);
+		layer[len - 10] = '\0';
+		if (!util_id_valid_layer(layer) || (m = observe_meta(id,
+		    layer)) == NULL)
+			continue;
+		cJSON_Delete(observe_size(m, "bytes", logical));
+		cJSON_Delete(observe_size(m, "allocated_bytes", allocated));
+		cJSON_Delete(m);
+	}
+	closedir(d);
+}
+
+/*
+ * The layer stack of sandbox id (record: its public record, for the
+ * base's sizes), as layerstack answers it: the manifest's layers newest
+ * first with their sizes from their meta files and the live leases that
+ * name them, totals, and a trend of the layers made in the last
+ * window_ms. Synchronous and bounded: no walk of a layer.
+ */
+static cJSON *
+observe_layerstack_view(const char *id, cJSON *record, long long window_ms,
+    struct cause *cause)
+{
+	struct layer_stack	*ls;
+	struct session_leases	 sl;
+	struct session_lease	*l;
+	cJSON			*result, *layers, *o, *m, *base, *booked, *trend;
+	cJSON			*t;
+	char			*err = NULL, hash[72], *dir;
+	double			 total = 0, total_alloc = 0, slog = 0, salloc = 0;
+	double			 below, *sizes;
+	long long		*leased, since = (long long)now_ms() - window_ms;
+	size_t			 i, j, k, nlease = 0;
+	long long		 created;
+
+	if ((ls = layer_stack_read(id, &err)) == NULL) {
+		cause_set(cause, CAUSE_INTERNAL, "sandbox_id", id, "%s", err);
+		free(err);
+		return (NULL);
+	}
+	if (session_leases(id, SESSION_LEASES_LIVE, 100000, &sl, &err) != 0) {
+		cause_set(cause, CAUSE_INTERNAL, "sandbox_id", id, "%s", err);
+		free(err);
+		layer_stack_free(ls);
+		return (NULL);
+	}
+	base = cJSON_GetObjectItem(record, "shared_base");
+	leased = xcalloc(ls->n, sizeof *leased);
+	sizes = xcalloc(ls->n, sizeof *sizes);
+	result = cJSON_CreateObject();
+	cJSON_AddStringToObject(result, "view", "layerstack");
+	cJSON_AddNumberToObject(result, "manifest_version", ls->version);
+	layer_stack_root_hash(ls, hash);
+	cJSON_AddStringToObject(result, "root_hash", hash);
+	layers = cJSON_CreateArray();
+	trend = cJSON_CreateArray();
+	for (i = 0; i < sl.n; i++) {
+		if (sl.l[i].ls != NULL)
+			nlease++;
+	}
+	for (i = 0; i < ls->n; i++) {
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "layer_id", ls->ids[i]);
+		m = i == ls->n - 1 ? NULL : observe_meta(id, ls->ids[i]);
+		below = 0;
+		cJSON_AddItemToObject(o, "bytes", observe_size(m != NULL ? m :
+		    base, "bytes", &below));
+		sizes[i] = below;
+		total += below;
+		cJSON_AddItemToObject(o, "allocated_bytes", observe_size(m !=
+		    NULL ? m : base, "allocated_bytes", &total_alloc));
+		booked = cJSON_CreateArray();
+		for (j = 0; j < sl.n; j++) {
+			l = &sl.l[j];
+			if (l->ls == NULL)
+				continue;
+			for (k = 0; k < l->ls->n; k++) {
+				if (strcmp(l->ls->ids[k], ls->ids[i]) == 0)
+					break;
+			}
+			if (k == l->ls->n)
+				continue;
+			if (leased[i]++ < OBSERVE_BOOKED_MAX)
+				cJSON_AddItemToArray(booked,
+				    cJSON_CreateString(l->ws));
+		}
+		cJSON_AddNumberToObject(o, "leased_by_workspaces",
+		    (double)leased[i]);
+		cJSON_AddItemToObject(o, "booked_by", booked);
+		if (m != NULL && cJSON_IsNumber(t = cJSON_GetObjectItem(m,
+		    "created_at_ms")))
+			cJSON_AddNumberToObject(o, "created_at_ms",
+			    t->valuedouble);
+		cJSON_Delete(m);
+		cJSON_AddItemToArray(layers, o);
+	}
+	/* The trend: the stack's size as each layer of the window came. */
+	below = 0;
+	for (i = ls->n; i-- > 0;) {
+		below += sizes[i];
+		o = cJSON_GetArrayItem(layers, (int)i);
+		t = cJSON_GetObjectItem(o, "created_at_ms");
+		if (!cJSON_IsNumber(t) || (created = (long long)
+		    t->valuedouble) < since)
+			continue;
+		m = cJSON_CreateObject();
+		cJSON_AddNumberToObject(m, "ts", (double)created);
+		cJSON_AddStringToObject(m, "layer_id", ls->ids[i]);
+		cJSON_AddNumberToObject(m, "layer_count", (double)(ls->n - i));
+		cJSON_AddNumberToObject(m, "total_bytes", below);
+		cJSON_AddItemToArray(trend, m);
+	}
+	observe_storage(id, &slog, &salloc);
+	cJSON_Delete(observe_size(base, "bytes", &slog));
+	cJSON_Delete(observe_size(base, "allocated_bytes", &salloc));
+	cJSON_AddNumberToObject(result, "active_lease_count", (double)nlease);
+	cJSON_AddNumberToObject(result, "total_bytes", total);
+	cJSON_AddNumberToObject(result, "total_allocated_bytes", total_alloc);
+	cJSON_AddNumberToObject(result, "storage_logical_bytes", slog);
+	cJSON_AddNumberToObject(result, "storage_allocated_bytes", salloc);
+	dir = state_where(STATE_STACK_STAGING, id, NULL);
+	cJSON_AddNumberToObject(result, "staging_entry_count",
+	    (double)observe_count(dir));
+	free(dir);
+	cJSON_AddItemToObject(result, "layers", layers);
+	cJSON_AddItemToObject(result, "trend", trend);
+	free(leased);
+	free(sizes);
+	session_leases_free(&sl);
+	layer_stack_free(ls);
+	return (result);
+}
+
+/* The answer is ready: given from the loop. */
+static void
+observe_ready_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct observe_query	*q = arg;
+	cJSON			*result = q->result;
+	struct cause		 cause = q->cause;
+
+	q->result = NULL;
+	memset(&q->cause, 0, sizeof q->cause);
+	if (result != NULL)
+		q->cb(result, NULL, q->arg);
+	else
+		q->cb(NULL, &cause, q->arg);
+	cause_clear(&cause);
+	observe_free(q);
+}
+
+static void
+observe_ready(struct observe_query *q)
+{
+	if ((q->ev = evtimer_new(ev_base, observe_ready_cb, q)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	event_active(q->ev, EV_TIMEOUT, 1);
+}
+
+/* The helper: the bytes of regular files in a session's upper. */
+static int
+observe_upper_child(void *arg, int fd)
+{
+	struct observe_query	*q = arg;
+	const char		*rw[1];
+	char			*dir, *upper, *cause = NULL;
+	cJSON			*res;
+	int			 r;
+
+	dir = state_where(STATE_SANDBOX, q->id, NULL);
+	upper = state_where(STATE_SESSIONS, q->id, "%s/upper", q->name);
+	rw[0] = dir;
+	r = confine_enter(rw, 1, NULL, 0, &cause);
+	free(dir);
+	if (r != 0) {
+		r = job_fail(fd, CAUSE_INTERNAL, NULL, NULL, "%s", cause);
+		free(cause);
+		free(upper);
+		return (r != 0 ? r : 1);
+	}
+	res = cJSON_CreateObject();
+	cJSON_AddNumberToObject(res, "bytes", (double)tree_size(upper));
+	free(upper);
+	r = job_answer(fd, res, NULL);
+	cJSON_Delete(res);
+	return (r);
+}
+
+static void
+observe_upper_done(cJSON *result, const struct cause *cause, void *arg)
+{
+	struct observe_query	*q = arg;
+	cJSON			*v;
+
+	q->job = NULL;
+	if (cause != NULL) {
+		cJSON_Delete(q->result);
+		q->result = NULL;
+		cause_set(&q->cause, cause->kind, "workspace_id", q->name,
+		    "cannot measure the changes of workspace session %s: %s",
+		    q->name, cause->message);
+	} else {
+		v = cJSON_GetObjectItem(result, "bytes");
+		cJSON_AddNumberToObject(q->result, "upper_bytes",
+		    cJSON_IsNumber(v) ? v->valuedouble : 0);
+	}
+	observe_ready(q);
+}
+
+/*
+ * layerstack (observability.md) of sandbox id, record its public record:
+ * without ws, the stack (observe_layerstack_view); with ws, that
+ * workspace session's lower layers and the bytes of its changes, walked
+ * by a helper of the sandbox's (charged to it). cb from the loop, taken
+ * over, unless observe_cancel comes first.
+ */
+struct observe_query *
+observe_layerstack(const char *id, cJSON *record, const char *ws,
+    const char *tenant, long long window_ms, observe_cb cb, void *arg)
+{
+	struct observe_query	*q;
+	struct session_leases	 sl;
+	cJSON			*mounts;
+	char			*err = NULL;
+	size_t			 i, k;
+
+	q = observe_new(id, cb, arg);
+	if (ws == NULL) {
+		q->result = observe_layerstack_view(id, record, window_ms,
+		    &q->cause);
+		observe_ready(q);
+		return (q);
+	}
+	if (session_leases(id, SESSION_LEASES_LIVE, 100000, &sl, &err) != 0) {
+		cause_set(&q->cause, CAUSE_INTERNAL, "sandbox_id", id, "%s",
+		    err);
+		free(err);
+		observe_ready(q);
+		return (q);
+	}
+	for (i = 0; i < sl.n; i++) {
+		if (sl.l[i].ls != NULL && strcmp(sl.l[i].ws, ws) == 0)
+			break;
+	}
+	if (i == sl.n) {
+		cause_set(&q->cause, CAUSE_NOT_FOUND, "workspace_id", ws,
+		    "no live workspace session %s in sandbox %s", ws, id);
+		session_leases_free(&sl);
+		observe_ready(q);
+		return (q);
+	}
+	q->result = cJSON_CreateObject();
+	cJSON_AddStringToObject(q->result, "view", "layerstack");
+	cJSON_AddStringToObject(q->result, "workspace", ws);
+	cJSON_AddNumberToObject(q->result, "manifest_version",
+	    sl.l[i].ls->version);
+	mounts = cJSON_AddArrayToObject(q->result, "mounts");
+	for (k = 0; k < sl.l[i].ls->n; k++)
+		cJSON_AddItemToArray(mounts,
+		    cJSON_CreateString(sl.l[i].ls->ids[k]));
+	session_leases_free(&sl);
+	q->name = xstrdup(ws);
+	q->job = job_helper("upper-size", id, tenant, observe_upper_child, q,
+	    NULL, 0, observe_upper_done, q);
+	return (q);
 }

@@ -34,6 +34,7 @@
 
 static void	op_events_exec(struct op_call *);
 static void	op_trace_exec(struct op_call *);
+static void	op_layerstack_exec(struct op_call *);
 static void	op_obs_cancel(struct op_call *);
 
 static const struct op_arg op_events_args[] = {
@@ -119,6 +120,72 @@ const struct op_entry op_trace_entry = {
 	.cancel = op_obs_cancel,
 };
 
+#define OP_LAYERSTACK_WINDOW_MAX	600000
+
+static const struct op_arg op_layerstack_args[] = {
+	OP_SANDBOX_ARG,
+	{ "workspace_id", OP_ARG_STRING, 0, -1, NULL,
+	  "A live workspace session: its lower layers and the bytes of its"
+	  " changes instead of the whole stack." },
+	{ "window_ms", OP_ARG_INTEGER, 0, 0, "60000",
+	  "How far back the trend goes, in milliseconds (at most 600000)." },
+	{ NULL, 0, 0, -1, NULL, NULL }
+};
+
+const struct op_entry op_layerstack_entry = {
+	.name = "layerstack",
+	.title = "Inspect a sandbox's layer stack",
+	.description = "Show the active manifest of a sandbox: its layers"
+	    " newest first (the base last) with their bytes and allocated"
+	    " bytes, how many live workspace sessions lease each and which"
+	    " (booked_by), the totals of the stack and of every layer on"
+	    " disk (also those a squash replaced and not yet reclaimed),"
+	    " what is being built in staging, and a trend of the layers made"
+	    " in the last window_ms. Byte counts come from the layers' meta"
+	    " files, never from a walk. With workspace_id: that session's"
+	    " lower layers (mounts, newest first) and the bytes of its"
+	    " changes (upper_bytes). Read only: works from any process on"
+	    " the state directory.",
+	.set = TOOLSET_OBSERVABILITY,
+	.flags = OP_READONLY | OP_IDEMPOTENT,
+	.args = op_layerstack_args,
+	.result = "{\"type\": \"object\", \"properties\": {"
+	    " \"view\": {\"const\": \"layerstack\"},"
+	    " \"manifest_version\": {\"type\": \"integer\"},"
+	    " \"root_hash\": {\"type\": \"string\"},"
+	    " \"active_lease_count\": {\"type\": \"integer\"},"
+	    " \"total_bytes\": {\"type\": \"integer\"},"
+	    " \"total_allocated_bytes\": {\"type\": \"integer\"},"
+	    " \"storage_logical_bytes\": {\"type\": \"integer\"},"
+	    " \"storage_allocated_bytes\": {\"type\": \"integer\"},"
+	    " \"staging_entry_count\": {\"type\": \"integer\"},"
+	    " \"layers\": {\"type\": \"array\", \"items\": {\"type\":"
+	    "  \"object\", \"properties\": {"
+	    "  \"layer_id\": {\"type\": \"string\"},"
+	    "  \"bytes\": {\"type\": [\"integer\", \"null\"]},"
+	    "  \"allocated_bytes\": {\"type\": [\"integer\", \"null\"]},"
+	    "  \"leased_by_workspaces\": {\"type\": \"integer\"},"
+	    "  \"booked_by\": {\"type\": \"array\", \"items\":"
+	    "   {\"type\": \"string\"}},"
+	    "  \"created_at_ms\": {\"type\": \"integer\"}},"
+	    "  \"required\": [\"layer_id\", \"bytes\", \"allocated_bytes\","
+	    "  \"leased_by_workspaces\", \"booked_by\"]}},"
+	    " \"trend\": {\"type\": \"array\", \"items\": {\"type\":"
+	    "  \"object\", \"properties\": {"
+	    "  \"ts\": {\"type\": \"integer\"},"
+	    "  \"layer_id\": {\"type\": \"string\"},"
+	    "  \"layer_count\": {\"type\": \"integer\"},"
+	    "  \"total_bytes\": {\"type\": \"integer\"}}}},"
+	    " \"workspace\": {\"type\": \"string\"},"
+	    " \"mounts\": {\"type\": \"array\", \"items\":"
+	    "  {\"type\": \"string\"}},"
+	    " \"upper_bytes\": {\"type\": \"integer\"}},"
+	    " \"required\": [\"view\"],"
+	    " \"additionalProperties\": false}",
+	.exec = op_layerstack_exec,
+	.cancel = op_obs_cancel,
+};
+
 static void
 op_obs_cb(cJSON *result, const struct cause *cause, void *arg)
 {
@@ -191,6 +258,50 @@ op_trace_exec(struct op_call *oc)
 	if (op_sandbox_hidden(oc, id))
 		return;
 	sandbox_lookup(id, op_trace_sb, oc);
+}
+
+/* The sandbox is known and its disk mounted: read its stack. */
+static void
+op_layerstack_sb(cJSON *result, const struct cause *cause, void *arg)
+{
+	struct op_call	*oc = arg;
+	long long	 window = 60000;
+
+	if (result == NULL) {
+		op_call_fail(oc, cause);
+		return;
+	}
+	if (op_arg(oc, "window_ms") != NULL)
+		window = op_arg_integer(oc, "window_ms");
+	op_call_set_data(oc, observe_layerstack(op_arg_string(oc,
+	    "sandbox_id"), cJSON_GetObjectItem(result, "record"),
+	    op_arg_string(oc, "workspace_id"),
+	    op_call_tenant(oc), window, op_obs_cb, oc));
+	cJSON_Delete(result);
+}
+
+static void
+op_layerstack_exec(struct op_call *oc)
+{
+	const char	*id = op_arg_string(oc, "sandbox_id");
+	const char	*ws = op_arg_string(oc, "workspace_id");
+
+	if (ws != NULL && (!util_id_valid(ws) || strncmp(ws, "ws-", 3) !=
+	    0)) {
+		op_call_error(oc, CAUSE_INVALID, "workspace_id", ws,
+		    "workspace_id is not a workspace session id (ws- and"
+		    " lowercase letters, digits, - or _)");
+		return;
+	}
+	if (op_arg(oc, "window_ms") != NULL &&
+	    op_arg_integer(oc, "window_ms") > OP_LAYERSTACK_WINDOW_MAX) {
+		op_call_error(oc, CAUSE_INVALID, "window_ms", NULL,
+		    "window_ms must be at most 600000");
+		return;
+	}
+	if (op_sandbox_hidden(oc, id))
+		return;
+	sandbox_lookup(id, op_layerstack_sb, oc);
 }
 
 /* Nobody waits any more: stop reading. */

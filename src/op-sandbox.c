@@ -55,7 +55,10 @@
 	"   \"properties\": {\"source\": {\"type\": \"string\"},"	\
 	"   \"target\": {\"type\": \"string\"},"			\
 	"   \"root_hash\": {\"type\": \"string\"},"			\
-	"   \"readonly\": {\"type\": \"boolean\"}},"			\
+	"   \"readonly\": {\"type\": \"boolean\"},"			\
+	"   \"bytes\": {\"type\": \"integer\"},"			\
+	"   \"allocated_bytes\": {\"type\": \"integer\"},"		\
+	"   \"entries\": {\"type\": \"integer\"}},"			\
 	"   \"required\": [\"source\", \"target\", \"root_hash\","	\
 	"   \"readonly\"]},"						\
 	"  \"image\": {\"type\": \"string\"},"				\

@@ -124,6 +124,7 @@ struct publish_ctx {
 	char			*error;
 	cJSON			*extra;		/* added to the report */
 	size_t			 changed;	/* paths, parents aside */
+	unsigned long long	 allocated;	/* st_blocks of its files */
 	struct publish_audit	*audit;
 	size_t			 naudit;
 	struct layer_hold	 hold;		/* the head's layers */
@@ -840,6 +841,7 @@ publish_build(struct publish_ctx *x, int sfd, const char *id,
 			EVP_DigestUpdate(md, size, strlen(size) + 1);
 			EVP_DigestUpdate(md, digest, 65);
 			*bytes += st.st_size;
+			x->allocated += (unsigned long long)st.st_blocks * 512;
 			cause = NULL;
 			line = audit_prepare(x->a->sandbox, x->head, e->path,
 			    e->prev, id, owner, fd, &cause);
@@ -975,6 +977,7 @@ publish_attempt_clear(struct publish_ctx *x)
 	}
 	free(x->error);
 	x->error = NULL;
+	x->allocated = 0;
 }
 
 /* Remove what a commit left in staging. */
@@ -1062,6 +1065,7 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 	cJSON_AddNumberToObject(m, "created_at_ms", (double)now_ms());
 	cJSON_AddStringToObject(m, "digest", digest);
 	cJSON_AddNumberToObject(m, "bytes", (double)bytes);
+	cJSON_AddNumberToObject(m, "allocated_bytes", (double)x->allocated);
 	cJSON_AddNumberToObject(m, "changed_paths", (double)x->changed);
 	text = util_json_print(m);
 	cJSON_Delete(m);

@@ -84,6 +84,7 @@ struct sandbox_create {
 	char			*image;
 	char			*workspace;
 	char			*root_hash;
+	cJSON			*base_size;	/* bytes, allocated_bytes, entries */
 	char			*tenant;
 	char			*network;	/* the tenant's, its id */
 	char			*net_error;
@@ -274,6 +275,14 @@ sandbox_record_new(struct sandbox_create *sc, const char *id)
 	free(source);
 	cJSON_AddStringToObject(sb, "target", "/workspace");
 	cJSON_AddStringToObject(sb, "root_hash", sc->root_hash);
+	if (sc->base_size != NULL) {
+		cJSON_AddItemToObject(sb, "bytes", cJSON_Duplicate(
+		    cJSON_GetObjectItem(sc->base_size, "bytes"), 1));
+		cJSON_AddItemToObject(sb, "allocated_bytes", cJSON_Duplicate(
+		    cJSON_GetObjectItem(sc->base_size, "allocated_bytes"), 1));
+		cJSON_AddItemToObject(sb, "entries", cJSON_Duplicate(
+		    cJSON_GetObjectItem(sc->base_size, "entries"), 1));
+	}
 	cJSON_AddTrueToObject(sb, "readonly");
 	cJSON_AddStringToObject(rec, "image", sc->image);
 	cJSON_AddNumberToObject(rec, "created_at_ms", (double)now_ms());
@@ -364,6 +373,7 @@ sandbox_create_free(struct sandbox_create *sc)
 	free(sc->image);
 	free(sc->workspace);
 	free(sc->root_hash);
+	cJSON_Delete(sc->base_size);
 	/* A network made for a create that failed goes with it. */
 	if (sc->net == SANDBOX_NET_ANSWERED)
 		tenantnet_done(sc->tenant, sc->cause.kind != CAUSE_NONE &&
@@ -955,7 +965,7 @@ sandbox_create_records(struct sandbox_create *sc)
 }
 
 static void
-sandbox_create_base_cb(const char *root_hash, int hold,
+sandbox_create_base_cb(const char *root_hash, int hold, cJSON *report,
     const struct cause *cause, void *arg)
 {
 	struct sandbox_create	*sc = arg;
@@ -970,6 +980,15 @@ sandbox_create_base_cb(const char *root_hash, int hold,
 		return;
 	}
 	sc->root_hash = xstrdup(root_hash);
+	/* What the base holds, for layerstack (no walk then). */
+	sc->base_size = cJSON_CreateObject();
+	cJSON_AddNumberToObject(sc->base_size, "bytes", cJSON_GetNumberValue(
+	    cJSON_GetObjectItem(report, "bytes")));
+	cJSON_AddNumberToObject(sc->base_size, "allocated_bytes",
+	    cJSON_GetNumberValue(cJSON_GetObjectItem(report,
+	    "allocated_bytes")));
+	cJSON_AddNumberToObject(sc->base_size, "entries", cJSON_GetNumberValue(
+	    cJSON_GetObjectItem(report, "entries")));
 	telemetry_span_attr_str(sc->span, "root_hash", root_hash);
 	sandbox_create_records(sc);
 	/* The records name the base now (or are on their way out). */

@@ -99,6 +99,7 @@ struct squash_ctx {
 	int			*roots;		/* each layer's root */
 	EVP_MD_CTX		*md;
 	unsigned long long	 bytes;
+	unsigned long long	 allocated;	/* st_blocks of its files */
 	unsigned long long	 paths;
 	char			*error;
 };
@@ -282,6 +283,7 @@ squash_put(struct squash_ctx *x, int src, const char *name,
 		squash_digest(x, 'f', path, size, strlen(size) + 1);
 		EVP_DigestUpdate(x->md, digest, 65);
 		x->bytes += st->st_size;
+		x->allocated += (unsigned long long)st->st_blocks * 512;
 	} else if (S_ISLNK(st->st_mode)) {
 		if ((n = readlinkat(out, name, target, sizeof target - 1)) < 0)
 			return (-1);
@@ -404,7 +406,7 @@ squash_build(struct squash_ctx *x, struct squash_run *run)
 	if ((x->md = EVP_MD_CTX_new()) == NULL ||
 	    EVP_DigestInit_ex(x->md, EVP_sha256(), NULL) != 1)
 		fatalx("%s: EVP_DigestInit_ex", __func__);
-	x->bytes = x->paths = 0;
+	x->bytes = x->paths = x->allocated = 0;
 	memset(&f, 0, sizeof f);
 	f.ops = &squash_fold_ops;
 	f.arg = x;
@@ -440,6 +442,7 @@ squash_build(struct squash_ctx *x, struct squash_run *run)
 	cJSON_AddNumberToObject(m, "created_at_ms", (double)now_ms());
 	cJSON_AddStringToObject(m, "digest", digest);
 	cJSON_AddNumberToObject(m, "bytes", (double)x->bytes);
+	cJSON_AddNumberToObject(m, "allocated_bytes", (double)x->allocated);
 	cJSON_AddNumberToObject(m, "changed_paths", (double)x->paths);
 	a = cJSON_AddArrayToObject(m, "replaced_layer_ids");
 	for (i = run->first; i <= run->last; i++)

@@ -107,6 +107,13 @@ def test():
              "the REST call joined the caller's trace")
     check_eq(tr["spans"][0]["span"]["parent"], SPAN1, "its parent")
 
+    # layerstack over REST answers as over MCP (the trace calls meanwhile
+    # change nothing of the stack).
+    ls = call("layerstack", {"sandbox_id": sid})
+    st, h, body = conn.request("GET", "/v1/sandboxes/%s/layerstack" % sid,
+                               None, hdr)
+    check_eq((st, http_json(body)), (200, ls), "layerstack over REST")
+
     # Not trace context: the call gets a trace of its own.
     bad = ["00-%s-%s-01" % ("0" * 32, SPAN1),
            "00-%s-%s-01" % (TRACE, "0" * 16),
