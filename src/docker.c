@@ -111,9 +111,12 @@ docker_call(const char *method, const char *path, const char *name,
 	dc = xcalloc(1, sizeof *dc);
 	dc->cb = cb;
 	dc->arg = arg;
-	xasprintf(&sname, "docker.%s", name);
-	dc->span = telemetry_span_begin(NULL, parent, sname, NULL);
-	free(sname);
+	/* A call of no name (a periodic sample) leaves no span. */
+	if (name != NULL) {
+		xasprintf(&sname, "docker.%s", name);
+		dc->span = telemetry_span_begin(NULL, parent, sname, NULL);
+		free(sname);
+	}
 	telemetry_span_attr_str(dc->span, "method", method);
 	telemetry_span_attr_str(dc->span, "path", path);
 	if (body != NULL)

@@ -395,6 +395,9 @@ struct cJSON	*audit_blame(const char *, const char *, struct cause *);
 
 /* observe.c */
 struct observe_query;
+/* sampler.c */
+void		 sampler_init(void);
+
 typedef void (*observe_cb)(struct cJSON *, const struct cause *, void *);
 struct observe_query *observe_events(const char *, const char *, long long,
 		     long long, observe_cb, void *);
@@ -402,6 +405,8 @@ struct observe_query *observe_trace(const char *, const char *, observe_cb,
 		     void *);
 struct observe_query *observe_layerstack(const char *, struct cJSON *,
 		     const char *, const char *, long long, observe_cb, void *);
+struct observe_query *observe_cgroup(const char *, const char *,
+		     const char *, long long, observe_cb, void *);
 void		 observe_cancel(struct observe_query *);
 
 /* basecache.c */

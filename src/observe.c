@@ -77,6 +77,8 @@ struct observe_query {
 	cJSON			*result;	/* layerstack: made at once */
 	struct cause		 cause;		/* or why not */
 	struct job		*job;		/* layerstack: a walk */
+	cJSON			*upper_into;	/* gets its upper_bytes */
+	const char		*file;		/* the log read */
 	struct event		*ev;
 	observe_cb		 cb;
 	void			*arg;
@@ -281,7 +283,7 @@ observe_start(struct observe_query *q)
 	}
 	if (q->buf == NULL)
 		q->buf = xmalloc(OBSERVE_SLICE + OBSERVE_LINE_MAX);
-	path = state_where(STATE_SANDBOX, q->id, "telemetry/events.ndjson");
+	path = state_where(STATE_SANDBOX, q->id, "telemetry/%s", q->file);
 	xasprintf(&old, "%s.1", path);
 	q->fd[0] = observe_open(path);
 	q->fd[1] = observe_open(old);
@@ -313,6 +315,7 @@ observe_new(const char *id, observe_cb cb, void *arg)
 
 	q = xcalloc(1, sizeof *q);
 	q->id = xstrdup(id);
+	q->file = "events.ndjson";
 	q->fd[0] = q->fd[1] = -1;
 	q->cb = cb;
 	q->arg = arg;
@@ -1086,12 +1089,13 @@ observe_upper_done(cJSON *result, const struct cause *cause, void *arg)
 	if (cause != NULL) {
 		cJSON_Delete(q->result);
 		q->result = NULL;
-		cause_set(&q->cause, cause->kind, "workspace_id", q->name,
+		cause_set(&q->cause, cause->kind, "workspace_session_id",
+		    q->name,
 		    "cannot measure the changes of workspace session %s: %s",
 		    q->name, cause->message);
 	} else {
 		v = cJSON_GetObjectItem(result, "bytes");
-		cJSON_AddNumberToObject(q->result, "upper_bytes",
+		cJSON_AddNumberToObject(q->upper_into, "upper_bytes",
 		    cJSON_IsNumber(v) ? v->valuedouble : 0);
 	}
 	observe_ready(q);
@@ -1150,6 +1154,160 @@ observe_layerstack(const char *id, cJSON *record, const char *ws,
 		    cJSON_CreateString(sl.l[i].ls->ids[k]));
 	session_leases_free(&sl);
 	q->name = xstrdup(ws);
+	q->upper_into = q->result;
+	q->job = job_helper("upper-size", id, tenant, observe_upper_child, q,
+	    NULL, 0, observe_upper_done, q);
+	return (q);
+}
+
+/* ---- cgroup: the resource samples of a window ---- */
+
+#define OBSERVE_SAMPLES_MAX	2000
+
+/* A sample line of the window: kept (newest first). */
+static int
+observe_sample_line(struct observe_query *q, const char *line, size_t len)
+{
+	cJSON	*rec, *ts, *scope;
+
+	if ((rec = cJSON_ParseWithLength(line, len)) == NULL)
+		return (0);
+	ts = cJSON_GetObjectItemCaseSensitive(rec, "ts");
+	scope = cJSON_GetObjectItemCaseSensitive(rec, "scope");
+	if (!cJSON_IsNumber(ts) || !cJSON_IsString(scope) ||
+	    strcmp(scope->valuestring, "sandbox") != 0 ||
+	    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(rec,
+	    "metrics"))) {
+		cJSON_Delete(rec);
+		return (0);
+	}
+	/* Samples are appended in time order: older ones end the window. */
+	if ((long long)ts->valuedouble < q->since_ms) {
+		cJSON_Delete(rec);
+		return ((long long)ts->valuedouble < q->since_ms -
+		    OBSERVE_JITTER_MS);
+	}
+	cJSON_AddItemToArray(q->events, rec);
+	if (++q->nrecords >= OBSERVE_SAMPLES_MAX) {
+		q->truncated = 1;
+		return (1);
+	}
+	return (0);
+}
+
+/* A counter's change, when both samples have it. */
+static void
+observe_delta(cJSON *deltas, cJSON *now, cJSON *prev, const char *key)
+{
+	cJSON	*a = cJSON_GetObjectItem(now, key);
+	cJSON	*b = cJSON_GetObjectItem(prev, key);
+
+	if (cJSON_IsNumber(a) && cJSON_IsNumber(b))
+		cJSON_AddNumberToObject(deltas, key, a->valuedouble -
+		    b->valuedouble);
+}
+
+static void
+observe_cgroup_finish(struct observe_query *q)
+{
+	cJSON	*result, *series, *rec, *item, *prev = NULL, *d, *m;
+	double	 ts, pts = 0;
+	int	 i;
+
+	result = cJSON_CreateObject();
+	cJSON_AddStringToObject(result, "view", "cgroup");
+	cJSON_AddStringToObject(result, "scope", "sandbox");
+	series = cJSON_AddArrayToObject(result, "series");
+	/* Oldest first, each against the one before it. */
+	for (i = cJSON_GetArraySize(q->events) - 1; i >= 0; i--) {
+		rec = cJSON_GetArrayItem(q->events, i);
+		ts = cJSON_GetNumberValue(cJSON_GetObjectItem(rec, "ts"));
+		m = cJSON_GetObjectItem(rec, "metrics");
+		item = cJSON_CreateObject();
+		cJSON_AddNumberToObject(item, "ts", ts);
+		if (prev != NULL)
+			cJSON_AddNumberToObject(item, "sample_delta_ms",
+			    ts - pts);
+		else
+			cJSON_AddNullToObject(item, "sample_delta_ms");
+		cJSON_AddItemToObject(item, "metrics", cJSON_Duplicate(m, 1));
+		if (prev != NULL) {
+			d = cJSON_AddObjectToObject(item, "deltas");
+			observe_delta(d, m, prev, "cpu_usec");
+			observe_delta(d, m, prev, "mem_cur");
+			observe_delta(d, m, prev, "io_rbytes");
+			observe_delta(d, m, prev, "io_wbytes");
+		}
+		cJSON_AddItemToArray(series, item);
+		prev = m;
+		pts = ts;
+	}
+	if (q->truncated)
+		cJSON_AddTrueToObject(result, "truncated");
+	q->cb(result, NULL, q->arg);
+	observe_free(q);
+}
+
+/*
+ * cgroup (observability.md) of sandbox id: scope "sandbox", the
+ * resource samples of the last window_ms (sampler.c), oldest first, each
+ * with its change since the one before; scope a live workspace session's
+ * id, one disk sample taken now (the bytes of its changes, walked by a
+ * helper of the sandbox's). cb from the loop, taken over, unless
+ * observe_cancel comes first.
+ */
+struct observe_query *
+observe_cgroup(const char *id, const char *scope, const char *tenant,
+    long long window_ms, observe_cb cb, void *arg)
+{
+	struct observe_query	*q;
+	struct session_leases	 sl;
+	cJSON			*series, *item;
+	char			*err = NULL;
+	size_t			 i;
+	int			 found;
+
+	q = observe_new(id, cb, arg);
+	if (strcmp(scope, "sandbox") == 0) {
+		q->file = "resources.ndjson";
+		q->since_ms = (long long)now_ms() - window_ms;
+		q->events = cJSON_CreateArray();
+		q->line = observe_sample_line;
+		q->finish = observe_cgroup_finish;
+		observe_start(q);
+		return (q);
+	}
+	if (session_leases(id, SESSION_LEASES_LIVE, 100000, &sl, &err) != 0) {
+		cause_set(&q->cause, CAUSE_INTERNAL, "sandbox_id", id, "%s",
+		    err);
+		free(err);
+		observe_ready(q);
+		return (q);
+	}
+	for (i = 0; i < sl.n; i++) {
+		if (sl.l[i].ls != NULL && strcmp(sl.l[i].ws, scope) == 0)
+			break;
+	}
+	found = i < sl.n;
+	session_leases_free(&sl);
+	if (!found) {
+		cause_set(&q->cause, CAUSE_NOT_FOUND, "scope", scope,
+		    "no live workspace session %s in sandbox %s", scope, id);
+		observe_ready(q);
+		return (q);
+	}
+	q->result = cJSON_CreateObject();
+	cJSON_AddStringToObject(q->result, "view", "cgroup");
+	cJSON_AddStringToObject(q->result, "scope", scope);
+	series = cJSON_AddArrayToObject(q->result, "series");
+	item = cJSON_CreateObject();
+	cJSON_AddNumberToObject(item, "ts", (double)now_ms());
+	cJSON_AddNullToObject(item, "sample_delta_ms");
+	q->upper_into = cJSON_AddObjectToObject(item, "metrics");
+	cJSON_AddStringToObject(q->upper_into, "metrics_source",
+	    "workspace_disk");
+	cJSON_AddItemToArray(series, item);
+	q->name = xstrdup(scope);
 	q->job = job_helper("upper-size", id, tenant, observe_upper_child, q,
 	    NULL, 0, observe_upper_done, q);
 	return (q);

@@ -35,6 +35,7 @@
 static void	op_events_exec(struct op_call *);
 static void	op_trace_exec(struct op_call *);
 static void	op_layerstack_exec(struct op_call *);
+static void	op_cgroup_exec(struct op_call *);
 static void	op_obs_cancel(struct op_call *);
 
 static const struct op_arg op_events_args[] = {
@@ -186,6 +187,49 @@ const struct op_entry op_layerstack_entry = {
 	.cancel = op_obs_cancel,
 };
 
+static const struct op_arg op_cgroup_args[] = {
+	OP_SANDBOX_ARG,
+	{ "scope", OP_ARG_STRING, 0, -1, "\"sandbox\"",
+	  "sandbox (the container's samples), or a live workspace session's"
+	  " id (the bytes of its changes, sampled now)." },
+	{ "window_ms", OP_ARG_INTEGER, 0, 0, "60000",
+	  "How far back the samples go, in milliseconds (at most 600000)." },
+	{ NULL, 0, 0, -1, NULL, NULL }
+};
+
+const struct op_entry op_cgroup_entry = {
+	.name = "cgroup",
+	.title = "Read a sandbox's resource samples",
+	.description = "List the resource samples of a sandbox's container"
+	    " over the last window_ms, oldest first: CPU time (cpu_usec),"
+	    " memory in use and its limit (mem_cur, mem_max) and bytes read"
+	    " and written (io_rbytes, io_wbytes), taken from the Docker"
+	    " Engine every 2 seconds (metrics_source docker_engine, cgroup"
+	    " v1 or v2), each with the time since the sample before it and"
+	    " the change of each counter (deltas). With scope a workspace"
+	    " session's id: one sample of that session's disk use taken now"
+	    " (upper_bytes). Read only: works from any process on the state"
+	    " directory.",
+	.set = TOOLSET_OBSERVABILITY,
+	.flags = OP_READONLY | OP_IDEMPOTENT,
+	.args = op_cgroup_args,
+	.result = "{\"type\": \"object\", \"properties\": {"
+	    " \"view\": {\"const\": \"cgroup\"},"
+	    " \"scope\": {\"type\": \"string\"},"
+	    " \"series\": {\"type\": \"array\", \"items\": {\"type\":"
+	    "  \"object\", \"properties\": {"
+	    "  \"ts\": {\"type\": \"integer\"},"
+	    "  \"sample_delta_ms\": {\"type\": [\"integer\", \"null\"]},"
+	    "  \"metrics\": {\"type\": \"object\"},"
+	    "  \"deltas\": {\"type\": \"object\"}},"
+	    "  \"required\": [\"ts\", \"sample_delta_ms\", \"metrics\"]}},"
+	    " \"truncated\": {\"type\": \"boolean\"}},"
+	    " \"required\": [\"view\", \"scope\", \"series\"],"
+	    " \"additionalProperties\": false}",
+	.exec = op_cgroup_exec,
+	.cancel = op_obs_cancel,
+};
+
 static void
 op_obs_cb(cJSON *result, const struct cause *cause, void *arg)
 {
@@ -302,6 +346,50 @@ op_layerstack_exec(struct op_call *oc)
 	if (op_sandbox_hidden(oc, id))
 		return;
 	sandbox_lookup(id, op_layerstack_sb, oc);
+}
+
+/* The sandbox is known and its disk mounted: read its samples. */
+static void
+op_cgroup_sb(cJSON *result, const struct cause *cause, void *arg)
+{
+	struct op_call	*oc = arg;
+	const char	*scope = op_arg_string(oc, "scope");
+	long long	 window = 60000;
+
+	if (result == NULL) {
+		op_call_fail(oc, cause);
+		return;
+	}
+	cJSON_Delete(result);
+	if (op_arg(oc, "window_ms") != NULL)
+		window = op_arg_integer(oc, "window_ms");
+	op_call_set_data(oc, observe_cgroup(op_arg_string(oc, "sandbox_id"),
+	    scope != NULL ? scope : "sandbox", op_call_tenant(oc), window,
+	    op_obs_cb, oc));
+}
+
+static void
+op_cgroup_exec(struct op_call *oc)
+{
+	const char	*id = op_arg_string(oc, "sandbox_id");
+	const char	*scope = op_arg_string(oc, "scope");
+
+	if (scope != NULL && strcmp(scope, "sandbox") != 0 &&
+	    (!util_id_valid(scope) || strncmp(scope, "ws-", 3) != 0)) {
+		op_call_error(oc, CAUSE_INVALID, "scope", scope, "scope must"
+		    " be sandbox or a workspace session's id (ws- and"
+		    " lowercase letters, digits, - or _)");
+		return;
+	}
+	if (op_arg(oc, "window_ms") != NULL &&
+	    op_arg_integer(oc, "window_ms") > OP_LAYERSTACK_WINDOW_MAX) {
+		op_call_error(oc, CAUSE_INVALID, "window_ms", NULL,
+		    "window_ms must be at most 600000");
+		return;
+	}
+	if (op_sandbox_hidden(oc, id))
+		return;
+	sandbox_lookup(id, op_cgroup_sb, oc);
 }
 
 /* Nobody waits any more: stop reading. */

@@ -67,6 +67,7 @@ static const struct op_entry *op_table[] = {
 	&op_sandbox_endpoint_entry,
 	&op_events_entry,
 	&op_trace_entry,
+	&op_cgroup_entry,
 	&op_layerstack_entry,
 };
 #define OP_COUNT	(sizeof op_table / sizeof op_table[0])

@@ -129,6 +129,7 @@ extern const struct op_entry op_sandbox_endpoint_entry;
 extern const struct op_entry op_events_entry;
 extern const struct op_entry op_trace_entry;
 extern const struct op_entry op_layerstack_entry;
+extern const struct op_entry op_cgroup_entry;
 
 /* op-runtime.c */
 extern const struct op_entry op_exec_command_entry;

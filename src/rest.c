@@ -82,6 +82,7 @@ static const struct rest_route rest_routes[] = {
 	    "/{workspace_session_id}", "destroy_workspace_session" },
 	{ "GET", "/v1/sandboxes/{sandbox_id}/events", "events" },
 	{ "GET", "/v1/sandboxes/{sandbox_id}/layerstack", "layerstack" },
+	{ "GET", "/v1/sandboxes/{sandbox_id}/cgroup", "cgroup" },
 	{ "GET", "/v1/sandboxes/{sandbox_id}/trace", "trace" },
 };
 #define REST_NROUTES	(sizeof rest_routes / sizeof rest_routes[0])

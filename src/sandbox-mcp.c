@@ -364,6 +364,9 @@ main(int argc, char **argv)
 	runtime_init();
 	sandbox_recover(runtime_recover);
 	sandbox_watch(runtime_lost);
+	/* A process that does the work samples the sandboxes' resources. */
+	if (opt_sets & (TOOLSET_MANAGEMENT | TOOLSET_RUNTIME))
+		sampler_init();
 
 	if (cfg->listen != NULL) {
 		mcp_http_init();

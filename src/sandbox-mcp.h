@@ -417,6 +417,7 @@ const char	*telemetry_span_trace(struct tspan *);
 void		 telemetry_event(const char *, const char *, struct tspan *,
 		     const char *, struct cJSON *);
 void		 telemetry_client(const char *);
+void		 telemetry_resources(const char *, struct cJSON *);
 void		 telemetry_context(const char *, const char *);
 
 /* docker-http.c */

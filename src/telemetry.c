@@ -145,9 +145,14 @@ telemetry_init(void)
 	free(dir);
 }
 
-/* The log a line for this sandbox (or none) goes to. */
+/*
+ * The file a line for this sandbox (or none) goes to: file in the
+ * sandbox's telemetry directory, or, when there is none (no sandbox, or
+ * one gone), in the state directory's (NULL when file is a sandbox's
+ * alone).
+ */
 static char *
-telemetry_path(const char *sandbox_id)
+telemetry_path(const char *sandbox_id, const char *file, int shared)
 {
 	char		*path, *dir;
 	struct stat	 st;
@@ -156,13 +161,15 @@ telemetry_path(const char *sandbox_id)
 		xasprintf(&dir, "%s/sandboxes/%s/telemetry", cfg->state_dir,
 		    sandbox_id);
 		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
-			xasprintf(&path, "%s/events.ndjson", dir);
+			xasprintf(&path, "%s/%s", dir, file);
 			free(dir);
 			return (path);
 		}
 		free(dir);
 	}
-	xasprintf(&path, "%s/telemetry/events.ndjson", cfg->state_dir);
+	if (!shared)
+		return (NULL);
+	xasprintf(&path, "%s/telemetry/%s", cfg->state_dir, file);
 	return (path);
 }
 
@@ -196,9 +203,10 @@ telemetry_rotate(const char *path, int fd)
 	return (nfd);
 }
 
-/* Append one record as a line, cutting it to the line limit. */
+/* Append one record as a line to file, cutting it to the line limit. */
 static void
-telemetry_write(const char *sandbox_id, cJSON *rec)
+telemetry_append(const char *sandbox_id, const char *file, int shared,
+    cJSON *rec)
 {
 	struct stat	 st;
 	char		*path, *text;
@@ -220,8 +228,12 @@ telemetry_write(const char *sandbox_id, cJSON *rec)
 	text[len++] = '\n';
 	text[len] = '\0';
 
-	path = telemetry_path(sandbox_id);
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if ((path = telemetry_path(sandbox_id, file, shared)) == NULL) {
+		free(text);
+		return;
+	}
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0640);
 	if (fd == -1) {
 		if (!telemetry_warned++)
 			log_warn("telemetry: cannot open %s", path);
@@ -235,6 +247,22 @@ telemetry_write(const char *sandbox_id, cJSON *rec)
 out:
 	free(path);
 	free(text);
+}
+
+static void
+telemetry_write(const char *sandbox_id, cJSON *rec)
+{
+	telemetry_append(sandbox_id, "events.ndjson", 1, rec);
+}
+
+/*
+ * Append a resource sample to a sandbox's resources.ndjson (rotated as
+ * the events are); nothing when the sandbox's directory is gone.
+ */
+void
+telemetry_resources(const char *sandbox_id, cJSON *rec)
+{
+	telemetry_append(sandbox_id, "resources.ndjson", 0, rec);
 }
 
 /*
@@ -285,6 +313,8 @@ telemetry_span_begin(const char *trace, struct tspan *parent,
 void
 telemetry_span_attr_str(struct tspan *ts, const char *key, const char *value)
 {
+	if (ts == NULL)
+		return;
 	cJSON_DeleteItemFromObject(ts->attrs, key);
 	cJSON_AddStringToObject(ts->attrs, key, value);
 }
@@ -292,6 +322,8 @@ telemetry_span_attr_str(struct tspan *ts, const char *key, const char *value)
 void
 telemetry_span_attr_int(struct tspan *ts, const char *key, long long value)
 {
+	if (ts == NULL)
+		return;
 	cJSON_DeleteItemFromObject(ts->attrs, key);
 	cJSON_AddNumberToObject(ts->attrs, key, (double)value);
 }

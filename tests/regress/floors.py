@@ -25,7 +25,7 @@ FLOORS = {
         docker-events docker-http http job notice nsexec state sweep
         telemetry trash tree""",
     "engine": """audit basecache command export files fold gitignore layer
-        merge observe publish runtime sandbox session squash tenantnet
+        merge observe publish runtime sampler sandbox session squash tenantnet
         transcript workspace zygote""",
     "door": "op op-files op-layer op-obs op-runtime op-sandbox",
     "surface": "auth forward jsonrpc mcp mcp-http mcp-tools rest"

@@ -62,8 +62,8 @@ def test():
                  listen="127.0.0.1:0")
     obs.initialize()
     tools = obs.request("tools/list")["result"]["tools"]
-    check_eq([t["name"] for t in tools], ["events", "trace", "layerstack"],
-             "the set's tools")
+    check_eq([t["name"] for t in tools],
+             ["events", "trace", "cgroup", "layerstack"], "the set's tools")
 
     def events(**args):
         args["sandbox_id"] = sid

@@ -83,6 +83,8 @@ static const struct route_case route_cases[] = {
 	    "{\"sandbox_id\":\"s1\"}" },
 	{ "GET", "/v1/sandboxes/s1/layerstack", "layerstack",
 	    "{\"sandbox_id\":\"s1\"}" },
+	{ "GET", "/v1/sandboxes/s1/cgroup", "cgroup",
+	    "{\"sandbox_id\":\"s1\"}" },
 };
 #define NROUTE_CASES	(sizeof route_cases / sizeof route_cases[0])
 

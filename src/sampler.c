@@ -1,0 +1,248 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * The resource sampler (observability.md, "cgroup"): every
+ * SAMPLER_PERIOD_MS, each ready sandbox of the state directory is asked
+ * for its container's statistics (GET /containers/{id}/stats, one shot,
+ * on the loop like every Engine call) and the sample is appended to the
+ * sandbox's telemetry/resources.ndjson:
+ *
+ *	{"ts", "scope": "sandbox", "metrics": {"metrics_source":
+ *	 "docker_engine", "cgroup": "v1|v2", "cpu_usec", "mem_cur",
+ *	 "mem_max", "io_rbytes", "io_wbytes"}}
+ *
+ * One process samples a sandbox: the one holding the exclusive flock of
+ * its telemetry/resources.lock, taken without waiting and kept while the
+ * sandbox is there, so that several processes on one state directory
+ * neither sample twice nor leave a sandbox unsampled when one ends. A
+ * sandbox whose last sample has not come back is skipped, so a slow
+ * Engine never has more than one request per sandbox waiting.
+ *
+ * The statistics are read as the docker CLI reads them, on cgroup v1 and
+ * v2 alike: memory in use without the inactive file cache
+ * (total_inactive_file on v1, inactive_file on v2), the limit as the
+ * maximum, and the bytes read and written summed over the devices of
+ * io_service_bytes_recursive (ops Read and Write on v1, read and write
+ * on v2).
+ */
+
+#include "config.h"
+
+#include <sys/file.h>
+#include <sys/queue.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <event2/event.h>
+
+#include "engine.h"
+#include "sandbox-mcp.h"
+
+#define SAMPLER_PERIOD_MS	2000
+
+struct sampler_node {
+	char			*id;
+	int			 lock;		/* -1: another process samples */
+	struct docker_call	*call;		/* a sample under way */
+	int			 seen;
+	LIST_ENTRY(sampler_node) entry;
+};
+static LIST_HEAD(, sampler_node) sampler_nodes =
+    LIST_HEAD_INITIALIZER(sampler_nodes);
+static struct event	*sampler_ev;
+
+static double
+sampler_number(cJSON *o, const char *a, const char *b, const char *c)
+{
+	cJSON	*v = cJSON_GetObjectItem(o, a);
+
+	if (b != NULL)
+		v = cJSON_GetObjectItem(v, b);
+	if (c != NULL)
+		v = cJSON_GetObjectItem(v, c);
+	return (cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble :
+	    0);
+}
+
+/* The sample a stats reply makes (the Engine's fields, v1 and v2). */
+static cJSON *
+sampler_sample(cJSON *reply)
+{
+	cJSON	*rec, *m, *mem, *io, *e, *op;
+	double	 usage, inactive, rbytes = 0, wbytes = 0;
+	int	 v1;
+
+	mem = cJSON_GetObjectItem(reply, "memory_stats");
+	v1 = cJSON_GetObjectItem(cJSON_GetObjectItem(mem, "stats"),
+	    "total_inactive_file") != NULL;
+	usage = sampler_number(mem, "usage", NULL, NULL);
+	inactive = sampler_number(mem, "stats", v1 ? "total_inactive_file" :
+	    "inactive_file", NULL);
+	if (inactive < usage)
+		usage -= inactive;
+	io = cJSON_GetObjectItem(cJSON_GetObjectItem(reply, "blkio_stats"),
+	    "io_service_bytes_recursive");
+	if (!cJSON_IsArray(io))
+		io = NULL;
+	cJSON_ArrayForEach(e, io) {
+		op = cJSON_GetObjectItem(e, "op");
+		if (!cJSON_IsString(op))
+			continue;
+		if (strcasecmp(op->valuestring, "read") == 0)
+			rbytes += sampler_number(e, "value", NULL, NULL);
+		else if (strcasecmp(op->valuestring, "write") == 0)
+			wbytes += sampler_number(e, "value", NULL, NULL);
+	}
+	rec = cJSON_CreateObject();
+	cJSON_AddNumberToObject(rec, "ts", (double)now_ms());
+	cJSON_AddStringToObject(rec, "scope", "sandbox");
+	m = cJSON_AddObjectToObject(rec, "metrics");
+	cJSON_AddStringToObject(m, "metrics_source", "docker_engine");
+	cJSON_AddStringToObject(m, "cgroup", v1 ? "v1" : "v2");
+	cJSON_AddNumberToObject(m, "cpu_usec", (double)(long long)(
+	    sampler_number(reply, "cpu_stats", "cpu_usage", "total_usage") /
+	    1000));
+	cJSON_AddNumberToObject(m, "mem_cur", usage);
+	cJSON_AddNumberToObject(m, "mem_max", sampler_number(mem, "limit",
+	    NULL, NULL));
+	cJSON_AddNumberToObject(m, "io_rbytes", rbytes);
+	cJSON_AddNumberToObject(m, "io_wbytes", wbytes);
+	return (rec);
+}
+
+static void
+sampler_cb(cJSON *reply, const char *error, int status, void *arg)
+{
+	struct sampler_node	*n = arg;
+	cJSON			*rec;
+
+	n->call = NULL;
+	if (error != NULL || !cJSON_IsObject(reply)) {
+		log_debug("sandbox %s: no resource sample: %s", n->id,
+		    error != NULL ? error : "not an object");
+		return;
+	}
+	rec = sampler_sample(reply);
+	telemetry_resources(n->id, rec);
+	cJSON_Delete(rec);
+}
+
+static void
+sampler_free(struct sampler_node *n)
+{
+	LIST_REMOVE(n, entry);
+	docker_call_cancel(n->call);
+	if (n->lock != -1)
+		close(n->lock);
+	free(n->id);
+	free(n);
+}
+
+/* Whether this process samples the sandbox (it holds the lock). */
+static int
+sampler_mine(struct sampler_node *n)
+{
+	char	*path;
+	int	 fd;
+
+	if (n->lock != -1)
+		return (1);
+	path = state_where(STATE_SANDBOX, n->id, "telemetry/resources.lock");
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	free(path);
+	if (fd == -1)
+		return (0);
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		close(fd);
+		return (0);
+	}
+	n->lock = fd;
+	return (1);
+}
+
+static void
+sampler_tick(evutil_socket_t fd, short events, void *arg)
+{
+	struct sampler_node	*n, *n1;
+	cJSON			*rec, *state, *cid;
+	char			**ids, *path;
+	size_t			 nids, i;
+
+	LIST_FOREACH(n, &sampler_nodes, entry)
+		n->seen = 0;
+	ids = state_sandbox_ids(&nids);
+	for (i = 0; i < nids; i++) {
+		if ((rec = state_record_read(ids[i])) == NULL)
+			continue;
+		state = cJSON_GetObjectItem(rec, "state");
+		cid = cJSON_GetObjectItem(rec, "container_id");
+		if (!cJSON_IsString(state) || strcmp(state->valuestring,
+		    "ready") != 0 || !cJSON_IsString(cid) ||
+		    !util_id_valid(cid->valuestring)) {
+			cJSON_Delete(rec);
+			continue;
+		}
+		LIST_FOREACH(n, &sampler_nodes, entry) {
+			if (strcmp(n->id, ids[i]) == 0)
+				break;
+		}
+		if (n == NULL) {
+			n = xcalloc(1, sizeof *n);
+			n->id = xstrdup(ids[i]);
+			n->lock = -1;
+			LIST_INSERT_HEAD(&sampler_nodes, n, entry);
+		}
+		n->seen = 1;
+		if (n->call == NULL && sampler_mine(n)) {
+			xasprintf(&path, "/containers/%s/stats?stream=false"
+			    "&one-shot=true", cid->valuestring);
+			n->call = docker_call("GET", path, NULL, NULL, NULL,
+			    sampler_cb, n);
+			free(path);
+		}
+		cJSON_Delete(rec);
+	}
+	for (i = 0; i < nids; i++)
+		free(ids[i]);
+	free(ids);
+	LIST_FOREACH_SAFE(n, &sampler_nodes, entry, n1) {
+		if (!n->seen)
+			sampler_free(n);	/* gone, or not ready */
+	}
+}
+
+/* Start sampling the state directory's sandboxes. */
+void
+sampler_init(void)
+{
+	struct timeval	tv = { SAMPLER_PERIOD_MS / 1000,
+	    (SAMPLER_PERIOD_MS % 1000) * 1000 };
+
+	if (sampler_ev != NULL)
+		return;
+	if ((sampler_ev = event_new(ev_base, -1, EV_PERSIST, sampler_tick,
+	    NULL)) == NULL)
+		fatalx("%s: event_new", __func__);
+	evtimer_add(sampler_ev, &tv);
+}
