@@ -137,6 +137,7 @@ struct command_start {
 static void	command_finish(struct command *);
 static void	command_event(struct command *, const char *, cJSON *);
 static void	command_span_end(struct command *);
+static void	command_count_write(struct command *);
 static void	command_wait_stdin_taken(struct command_wait *);
 static cJSON	*command_output(const char *, size_t);
 static void	command_wake(struct command *);
@@ -485,8 +486,38 @@ command_set_state(struct command *c, enum command_state state)
 	else
 		log_trace(TRACE_JOB, "command %s %s", c->id, names[state]);
 	c->state = state;
+	if (state == COMMAND_RUNNING || (state == COMMAND_FINALIZING ||
+	    state == COMMAND_DONE))
+		command_count_write(c);
 	if (state == COMMAND_DONE && c->span != NULL)
 		command_span_end(c);
+}
+
+/*
+ * How many commands run in c's session, for other processes to read
+ * (snapshot): <session>/commands, replaced whole at each start and end.
+ */
+static void
+command_count_write(struct command *c)
+{
+	struct command	*o;
+	char		*path, text[32], *cause = NULL;
+	int		 n = 0;
+
+	if (c->ws[0] == '\0')
+		return;
+	TAILQ_FOREACH(o, &commands, entry) {
+		if (o->state == COMMAND_RUNNING && strcmp(o->ws, c->ws) == 0 &&
+		    strcmp(o->sandbox, c->sandbox) == 0)
+			n++;
+	}
+	snprintf(text, sizeof text, "%d\n", n);
+	path = state_where(STATE_SESSIONS, c->sandbox, "%s/commands", c->ws);
+	if (util_write_file(path, text, strlen(text), 0, &cause) != 0) {
+		log_debug("command %s: %s", c->id, cause);
+		free(cause);
+	}
+	free(path);
 }
 
 /* An event of the command's, under its span. */

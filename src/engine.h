@@ -407,6 +407,7 @@ struct observe_query *observe_layerstack(const char *, struct cJSON *,
 		     const char *, const char *, long long, observe_cb, void *);
 struct observe_query *observe_cgroup(const char *, const char *,
 		     const char *, long long, observe_cb, void *);
+void		 observe_snapshot(char **, size_t, int, observe_cb, void *);
 void		 observe_cancel(struct observe_query *);
 
 /* basecache.c */

@@ -155,6 +155,7 @@ static void	job_reaped_other(pid_t, int);
 static void	job_start(struct job *);
 static void	job_forker_done(struct job_forker *, struct job *);
 static void	job_forker_remove(const char *);
+static struct job_forker *job_forker_find(const char *);
 
 /* How many helpers of a sandbox run now. */
 static unsigned int
@@ -236,11 +237,30 @@ job_helper_done(struct job *j)
 		job_forker_remove(j->sandbox);
 }
 
+/*
+ * Nothing of sandbox runs or waits any more, and it is gone: its helper
+ * group goes (a job that ended with its forker is freed after it).
+ */
+static void
+job_sandbox_check(const char *sandbox)
+{
+	struct job	*j;
+
+	LIST_FOREACH(j, &jobs, entry) {
+		if (j->sandbox != NULL && strcmp(j->sandbox, sandbox) == 0)
+			return;
+	}
+	if (job_forker_find(sandbox) == NULL && state_record_gone(sandbox))
+		cgroup_helper_remove(sandbox);
+}
+
 static void
 job_free(struct job *j)
 {
 	job_helper_done(j);
 	LIST_REMOVE(j, entry);
+	if (j->sandbox != NULL)
+		job_sandbox_check(j->sandbox);
 	free(j->sandbox);
 	free(j->tenant);
 	if (j->bev != NULL)
@@ -786,7 +806,6 @@ static void
 job_forker_reaped(int status, void *arg)
 {
 	struct job_forker	*f = arg;
-	struct job		*j;
 	char			*sandbox;
 
 	log_trace(TRACE_JOB, "forker of %s pid=%ld ended status=%d",
@@ -796,13 +815,7 @@ job_forker_reaped(int status, void *arg)
 	event_free(f->idle);
 	sandbox = f->sandbox;
 	free(f);
-	LIST_FOREACH(j, &jobs, entry) {
-		if (j->sandbox != NULL && strcmp(j->sandbox, sandbox) == 0)
-			break;
-	}
-	if (j == NULL && job_forker_find(sandbox) == NULL &&
-	    state_record_gone(sandbox))
-		cgroup_helper_remove(sandbox);
+	job_sandbox_check(sandbox);
 	free(sandbox);
 }
 

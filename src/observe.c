@@ -84,6 +84,8 @@ struct observe_query {
 	void			*arg;
 };
 
+static void	observe_walk_done(const char *);
+
 static void
 observe_free(struct observe_query *q)
 {
@@ -99,8 +101,10 @@ observe_free(struct observe_query *q)
 	cJSON_Delete(q->spans);
 	cJSON_Delete(q->result);
 	cause_clear(&q->cause);
-	if (q->job != NULL)
+	if (q->job != NULL) {
 		job_cancel(q->job);	/* no callback will run */
+		observe_walk_done(q->id);
+	}
 	free(q->id);
 	free(q->name);
 	free(q->trace);
@@ -1050,6 +1054,78 @@ observe_ready(struct observe_query *q)
 	event_active(q->ev, EV_TIMEOUT, 1);
 }
 
+/*
+ * The sandboxes whose session is being walked: one walk a sandbox at a
+ * time, so that a caller cannot fill the helpers' queue shared by every
+ * sandbox with walks of its own.
+ */
+struct observe_walk {
+	char			*id;
+	LIST_ENTRY(observe_walk) entry;
+};
+static LIST_HEAD(, observe_walk) observe_walks =
+    LIST_HEAD_INITIALIZER(observe_walks);
+
+static int
+observe_walking(const char *id)
+{
+	struct observe_walk	*w;
+
+	LIST_FOREACH(w, &observe_walks, entry) {
+		if (strcmp(w->id, id) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+static void
+observe_walk_done(const char *id)
+{
+	struct observe_walk	*w;
+
+	LIST_FOREACH(w, &observe_walks, entry) {
+		if (strcmp(w->id, id) == 0) {
+			LIST_REMOVE(w, entry);
+			free(w->id);
+			free(w);
+			return;
+		}
+	}
+}
+
+static int	observe_upper_child(void *, int);
+static void	observe_upper_done(cJSON *, const struct cause *, void *);
+
+/*
+ * Walk session q->name of sandbox q->id in a helper, unless one of the
+ * sandbox's is under way or the helpers' queue is full (then q answers
+ * server_busy).
+ */
+static void
+observe_walk_start(struct observe_query *q, const char *tenant)
+{
+	struct observe_walk	*w;
+
+	if (observe_walking(q->id) || job_helper_busy()) {
+		cJSON_Delete(q->result);
+		q->result = NULL;
+		cause_set(&q->cause, CAUSE_BUSY, "limit", observe_walking(
+		    q->id) ? "walks-per-sandbox" : "helper-queue", "%s",
+		    observe_walking(q->id) ? "the changes of a workspace"
+		    " session of this sandbox are being measured; try again"
+		    " shortly" : "the server has too many publishes and file"
+		    " operations waiting (limit helper-queue); try again"
+		    " shortly");
+		observe_ready(q);
+		return;
+	}
+	w = xcalloc(1, sizeof *w);
+	w->id = xstrdup(q->id);
+	LIST_INSERT_HEAD(&observe_walks, w, entry);
+	q->job = job_helper("upper-size", q->id, tenant, observe_upper_child,
+	    q, NULL, 0, observe_upper_done, q);
+}
+
 /* The helper: the bytes of regular files in a session's upper. */
 static int
 observe_upper_child(void *arg, int fd)
@@ -1058,6 +1134,7 @@ observe_upper_child(void *arg, int fd)
 	const char		*rw[1];
 	char			*dir, *upper, *cause = NULL;
 	cJSON			*res;
+	unsigned long long	 bytes;
 	int			 r;
 
 	dir = state_where(STATE_SANDBOX, q->id, NULL);
@@ -1071,9 +1148,15 @@ observe_upper_child(void *arg, int fd)
 		free(upper);
 		return (r != 0 ? r : 1);
 	}
-	res = cJSON_CreateObject();
-	cJSON_AddNumberToObject(res, "bytes", (double)tree_size(upper));
+	if (tree_size(upper, &bytes) != 0) {
+		free(upper);
+		return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s",
+		    errno == ELOOP ? "its tree is deeper than 4000 levels" :
+		    strerror(errno)));
+	}
 	free(upper);
+	res = cJSON_CreateObject();
+	cJSON_AddNumberToObject(res, "bytes", (double)bytes);
 	r = job_answer(fd, res, NULL);
 	cJSON_Delete(res);
 	return (r);
@@ -1086,6 +1169,7 @@ observe_upper_done(cJSON *result, const struct cause *cause, void *arg)
 	cJSON			*v;
 
 	q->job = NULL;
+	observe_walk_done(q->id);
 	if (cause != NULL) {
 		cJSON_Delete(q->result);
 		q->result = NULL;
@@ -1155,8 +1239,7 @@ observe_layerstack(const char *id, cJSON *record, const char *ws,
 	session_leases_free(&sl);
 	q->name = xstrdup(ws);
 	q->upper_into = q->result;
-	q->job = job_helper("upper-size", id, tenant, observe_upper_child, q,
-	    NULL, 0, observe_upper_done, q);
+	observe_walk_start(q, tenant);
 	return (q);
 }
 
@@ -1308,7 +1391,345 @@ observe_cgroup(const char *id, const char *scope, const char *tenant,
 	    "workspace_disk");
 	cJSON_AddItemToArray(series, item);
 	q->name = xstrdup(scope);
-	q->job = job_helper("upper-size", id, tenant, observe_upper_child, q,
-	    NULL, 0, observe_upper_done, q);
+	observe_walk_start(q, tenant);
 	return (q);
+}
+
+/* ---- snapshot: a sandbox node, or every ready one at once ---- */
+
+#define OBSERVE_NODE_DEADLINE_MS	1500
+#define OBSERVE_TAIL		(64 * 1024)	/* of resources.ndjson */
+#define OBSERVE_HISTORY_MS	60000
+
+struct observe_node_q {
+	struct observe_snap	*snap;
+	char			*id;
+	cJSON			*node;
+	cJSON			*errors;
+	struct docker_call	*call;
+	int			 done;
+	int			 missing;	/* the container is gone */
+};
+
+struct observe_snap {
+	struct observe_node_q	*nodes;
+	size_t			 n;
+	size_t			 left;
+	int			 aggregate;
+	struct event		*deadline;
+	observe_cb		 cb;
+	void			*arg;
+};
+
+/* The newest resource samples: the latest, and those of the last minute. */
+static void
+observe_snap_resources(struct observe_node_q *nq, cJSON *res)
+{
+	struct stat	 st;
+	cJSON		*history, *rec, *latest = NULL, *ts;
+	char		*path, *buf, *line, *nl;
+	off_t		 off;
+	ssize_t		 got;
+	long long	 since = (long long)now_ms() - OBSERVE_HISTORY_MS;
+	int		 fd;
+
+	history = cJSON_AddArrayToObject(res, "history");
+	path = state_where(STATE_SANDBOX, nq->id,
+	    "telemetry/resources.ndjson");
+	fd = observe_open(path);
+	free(path);
+	if (fd == -1 || fstat(fd, &st) != 0) {
+		if (fd != -1)
+			close(fd);
+		cJSON_AddNullToObject(res, "latest");
+		return;
+	}
+	off = st.st_size > OBSERVE_TAIL ? st.st_size - OBSERVE_TAIL : 0;
+	buf = xmalloc(OBSERVE_TAIL + 1);
+	got = pread(fd, buf, st.st_size - off, off);
+	close(fd);
+	if (got < 0)
+		got = 0;
+	buf[got] = '\0';
+	/* Whole lines only: after the first newline when cut, before the
+	 * last one. */
+	line = off > 0 && (nl = strchr(buf, '\n')) != NULL ? nl + 1 : buf;
+	while ((nl = strchr(line, '\n')) != NULL) {
+		*nl = '\0';
+		if ((rec = cJSON_Parse(line)) != NULL &&
+		    cJSON_IsNumber(ts = cJSON_GetObjectItem(rec, "ts")) &&
+		    cJSON_IsObject(cJSON_GetObjectItem(rec, "metrics"))) {
+			cJSON_Delete(latest);
+			latest = cJSON_Duplicate(rec, 1);
+			if ((long long)ts->valuedouble >= since)
+				cJSON_AddItemToArray(history, rec);
+			else
+				cJSON_Delete(rec);
+		} else
+			cJSON_Delete(rec);
+		line = nl + 1;
+	}
+	free(buf);
+	if (latest != NULL)
+		cJSON_AddItemToObject(res, "latest", latest);
+	else
+		cJSON_AddNullToObject(res, "latest");
+}
+
+/* A session's running commands, as its process wrote them, or -1. */
+static long long
+observe_snap_commands(const char *id, const char *ws)
+{
+	char		*path, *text, *end;
+	size_t		 len;
+	long long	 n;
+
+	path = state_where(STATE_SESSIONS, id, "%s/commands", ws);
+	text = util_read_file(path, 64, &len);
+	free(path);
+	if (text == NULL)
+		return (-1);
+	n = strtoll(text, &end, 10);
+	if (end == text || n < 0)
+		n = -1;
+	free(text);
+	return (n);
+}
+
+/* What a node says without asking the Engine. */
+static void
+observe_snap_local(struct observe_node_q *nq, cJSON *rec)
+{
+	struct layer_stack	*ls;
+	struct session_leases	 sl;
+	cJSON			*node = nq->node, *o, *w, *m, *v;
+	char			*err = NULL, *dir;
+	double			 bytes = 0;
+	long long		 running;
+	size_t			 i, nlease = 0;
+
+	v = cJSON_GetObjectItem(rec, "state");
+	cJSON_AddStringToObject(node, "lifecycle_state", cJSON_IsString(v) ?
+	    v->valuestring : "unknown");
+	o = cJSON_AddObjectToObject(node, "daemon");
+	cJSON_AddNullToObject(o, "daemon_pid");
+	dir = state_where(STATE_SANDBOX, nq->id, NULL);
+	cJSON_AddStringToObject(o, "runtime_dir", dir);
+	free(dir);
+	observe_snap_resources(nq, cJSON_AddObjectToObject(node,
+	    "resources"));
+	w = cJSON_AddArrayToObject(node, "workspaces");
+	if (session_leases(nq->id, SESSION_LEASES_LIVE, 100000, &sl,
+	    &err) != 0) {
+		cJSON_AddItemToArray(nq->errors, cJSON_CreateString(err));
+		free(err);
+		sl.n = 0;
+		sl.l = NULL;
+	}
+	for (i = 0; i < sl.n; i++) {
+		if (sl.l[i].ls == NULL)
+			continue;
+		nlease++;
+		running = observe_snap_commands(nq->id, sl.l[i].ws);
+		/* An automatic session lives for its command: else a spare. */
+		if (sl.l[i].automatic && running <= 0)
+			continue;
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "workspace_session_id",
+		    sl.l[i].ws);
+		v = cJSON_GetObjectItem(sl.l[i].lease, "network_profile");
+		cJSON_AddStringToObject(o, "network_profile",
+		    cJSON_IsString(v) ? v->valuestring : "shared");
+		cJSON_AddBoolToObject(o, "automatic", sl.l[i].automatic);
+		cJSON_AddNumberToObject(o, "commands_running",
+		    running < 0 ? 0 : (double)running);
+		cJSON_AddNullToObject(o, "upper_bytes");
+		cJSON_AddItemToArray(w, o);
+	}
+	session_leases_free(&sl);
+	o = cJSON_AddObjectToObject(node, "stack");
+	if ((ls = layer_stack_read(nq->id, &err)) == NULL) {
+		cJSON_AddItemToArray(nq->errors, cJSON_CreateString(err));
+		free(err);
+		cJSON_AddNullToObject(o, "layer_count");
+		cJSON_AddNullToObject(o, "layers_bytes");
+	} else {
+		for (i = 0; i + 1 < ls->n; i++) {
+			if ((m = observe_meta(nq->id, ls->ids[i])) != NULL) {
+				cJSON_Delete(observe_size(m, "bytes", &bytes));
+				cJSON_Delete(m);
+			}
+		}
+		cJSON_Delete(observe_size(cJSON_GetObjectItem(rec,
+		    "shared_base"), "bytes", &bytes));
+		cJSON_AddNumberToObject(o, "layer_count", (double)ls->n);
+		cJSON_AddNumberToObject(o, "layers_bytes", bytes);
+		layer_stack_free(ls);
+	}
+	cJSON_AddNumberToObject(o, "active_leases", (double)nlease);
+}
+
+static void
+observe_snap_free(struct observe_snap *sn)
+{
+	size_t	i;
+
+	for (i = 0; i < sn->n; i++) {
+		docker_call_cancel(sn->nodes[i].call);
+		cJSON_Delete(sn->nodes[i].node);
+		cJSON_Delete(sn->nodes[i].errors);
+		free(sn->nodes[i].id);
+	}
+	free(sn->nodes);
+	if (sn->deadline != NULL)
+		event_free(sn->deadline);
+	free(sn);
+}
+
+/* Every node has answered, or the deadline has come: answer. */
+static void
+observe_snap_answer(struct observe_snap *sn)
+{
+	struct observe_node_q	*nq;
+	cJSON			*result, *list = NULL, *node;
+	const char		*avail;
+	size_t			 i;
+
+	result = cJSON_CreateObject();
+	if (sn->aggregate)
+		list = cJSON_AddArrayToObject(result, "sandboxes");
+	for (i = 0; i < sn->n; i++) {
+		nq = &sn->nodes[i];
+		if (!nq->done) {
+			docker_call_cancel(nq->call);
+			nq->call = NULL;
+			cJSON_AddItemToArray(nq->errors, cJSON_CreateString(
+			    "the container's inspection did not answer within"
+			    " 1.5 s"));
+		}
+		avail = nq->missing ? "unavailable" : cJSON_GetArraySize(
+		    nq->errors) > 0 ? "partial" : "available";
+		node = nq->node;
+		nq->node = NULL;
+		cJSON_AddStringToObject(node, "availability", avail);
+		cJSON_AddItemToObject(node, "errors", nq->errors);
+		nq->errors = NULL;
+		if (sn->aggregate)
+			cJSON_AddItemToArray(list, node);
+		else {
+			cJSON_Delete(result);
+			result = node;
+		}
+	}
+	sn->cb(result, NULL, sn->arg);
+	observe_snap_free(sn);
+}
+
+static void
+observe_snap_deadline(evutil_socket_t fd, short events, void *arg)
+{
+	observe_snap_answer(arg);
+}
+
+static void
+observe_snap_inspect(cJSON *reply, const char *error, int status, void *arg)
+{
+	struct observe_node_q	*nq = arg;
+	struct observe_snap	*sn = nq->snap;
+	cJSON			*st, *pid, *daemon;
+	char			*msg;
+
+	nq->call = NULL;
+	nq->done = 1;
+	st = cJSON_GetObjectItem(reply, "State");
+	pid = cJSON_GetObjectItem(st, "Pid");
+	daemon = cJSON_GetObjectItem(nq->node, "daemon");
+	if (status == 404) {
+		nq->missing = 1;
+		cJSON_AddItemToArray(nq->errors, cJSON_CreateString("the"
+		    " sandbox's container is gone"));
+	} else if (error != NULL) {
+		xasprintf(&msg, "the container could not be inspected: %s",
+		    error);
+		cJSON_AddItemToArray(nq->errors, cJSON_CreateString(msg));
+		free(msg);
+	} else if (!cJSON_IsTrue(cJSON_GetObjectItem(st, "Running")) ||
+	    !cJSON_IsNumber(pid) || pid->valueint <= 0) {
+		nq->missing = 1;
+		cJSON_AddItemToArray(nq->errors, cJSON_CreateString("the"
+		    " sandbox's container is not running"));
+	} else
+		cJSON_ReplaceItemInObject(daemon, "daemon_pid",
+		    cJSON_CreateNumber(pid->valueint));
+	if (--sn->left == 0) {
+		event_del(sn->deadline);
+		observe_snap_answer(sn);
+	}
+}
+
+/*
+ * snapshot (observability.md) of the n sandboxes ids: one node when
+ * aggregate is 0, else {"sandboxes": [node, ...]}. Each node is read
+ * from the state directory at once, its container inspected on the
+ * Engine, all at the same time, each given OBSERVE_NODE_DEADLINE_MS:
+ * a node whose inspection has not answered by then says so and is
+ * partial. cb from the loop, taken over.
+ */
+void
+observe_snapshot(char **ids, size_t n, int aggregate, observe_cb cb,
+    void *arg)
+{
+	struct observe_snap	*sn;
+	struct observe_node_q	*nq;
+	struct timeval		 tv = { OBSERVE_NODE_DEADLINE_MS / 1000,
+	    (OBSERVE_NODE_DEADLINE_MS % 1000) * 1000 };
+	cJSON			*rec, *cid, *state;
+	char			*path;
+	size_t			 i;
+
+	sn = xcalloc(1, sizeof *sn);
+	sn->nodes = xcalloc(n + 1, sizeof *sn->nodes);
+	sn->aggregate = aggregate;
+	sn->cb = cb;
+	sn->arg = arg;
+	if ((sn->deadline = evtimer_new(ev_base, observe_snap_deadline,
+	    sn)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	for (i = 0; i < n; i++) {
+		nq = &sn->nodes[sn->n++];
+		nq->snap = sn;
+		nq->id = xstrdup(ids[i]);
+		nq->node = cJSON_CreateObject();
+		nq->errors = cJSON_CreateArray();
+		cJSON_AddStringToObject(nq->node, "sandbox_id", ids[i]);
+		cJSON_AddNumberToObject(nq->node, "sampled_at_unix_ms",
+		    (double)now_ms());
+		rec = state_record_read(ids[i]);
+		observe_snap_local(nq, rec);
+		cid = cJSON_GetObjectItem(rec, "container_id");
+		state = cJSON_GetObjectItem(rec, "state");
+		if (rec == NULL || !cJSON_IsString(cid) ||
+		    !util_id_valid(cid->valuestring) ||
+		    !cJSON_IsString(state) || strcmp(state->valuestring,
+		    "ready") != 0) {
+			nq->done = 1;
+			nq->missing = 1;
+			cJSON_AddItemToArray(nq->errors, cJSON_CreateString(
+			    "the sandbox is not ready"));
+		} else {
+			sn->left++;
+			xasprintf(&path, "/containers/%s/json",
+			    cid->valuestring);
+			nq->call = docker_call("GET", path, NULL, NULL, NULL,
+			    observe_snap_inspect, nq);
+			free(path);
+		}
+		cJSON_Delete(rec);
+	}
+	if (sn->left == 0) {
+		/* Nothing to wait for: from the loop all the same. */
+		event_active(sn->deadline, EV_TIMEOUT, 1);
+		return;
+	}
+	evtimer_add(sn->deadline, &tv);
 }

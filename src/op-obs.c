@@ -36,6 +36,7 @@ static void	op_events_exec(struct op_call *);
 static void	op_trace_exec(struct op_call *);
 static void	op_layerstack_exec(struct op_call *);
 static void	op_cgroup_exec(struct op_call *);
+static void	op_snapshot_exec(struct op_call *);
 static void	op_obs_cancel(struct op_call *);
 
 static const struct op_arg op_events_args[] = {
@@ -185,6 +186,55 @@ const struct op_entry op_layerstack_entry = {
 	    " \"additionalProperties\": false}",
 	.exec = op_layerstack_exec,
 	.cancel = op_obs_cancel,
+};
+
+static const struct op_arg op_snapshot_args[] = {
+	{ "sandbox_id", OP_ARG_STRING, 0, -1, NULL,
+	  "The sandbox; without it, every ready sandbox the caller sees." },
+	{ NULL, 0, 0, -1, NULL, NULL }
+};
+
+#define OP_SNAPSHOT_NODE						\
+	"{\"type\": \"object\", \"properties\": {"			\
+	" \"sandbox_id\": {\"type\": \"string\"},"			\
+	" \"lifecycle_state\": {\"type\": \"string\"},"			\
+	" \"availability\": {\"enum\": [\"available\", \"partial\","	\
+	"  \"unavailable\"]},"						\
+	" \"sampled_at_unix_ms\": {\"type\": \"integer\"},"		\
+	" \"errors\": {\"type\": \"array\", \"items\":"			\
+	"  {\"type\": \"string\"}},"					\
+	" \"daemon\": {\"type\": \"object\"},"				\
+	" \"resources\": {\"type\": \"object\"},"				\
+	" \"workspaces\": {\"type\": \"array\"},"				\
+	" \"stack\": {\"type\": \"object\"}},"				\
+	" \"required\": [\"sandbox_id\", \"lifecycle_state\","		\
+	" \"availability\", \"sampled_at_unix_ms\", \"errors\","		\
+	" \"daemon\", \"resources\", \"workspaces\", \"stack\"]}"
+
+const struct op_entry op_snapshot_entry = {
+	.name = "snapshot",
+	.title = "See a sandbox, or every one, now",
+	.description = "Take a snapshot of a sandbox: its lifecycle state,"
+	    " whether it can be seen whole (availability: available, partial"
+	    " when a part could not be read, with errors saying which,"
+	    " unavailable when its container is gone or not running), its"
+	    " container's init pid on the host and its state directory"
+	    " (daemon), the latest resource sample and those of the last"
+	    " minute, its live workspace sessions with their network profile"
+	    " and running commands, and its stack (layer count, bytes,"
+	    " active leases). Without sandbox_id: every ready sandbox the"
+	    " caller sees, all at once, none waited for longer than 1.5 s."
+	    " Read only: works from any process on the state directory.",
+	.set = TOOLSET_OBSERVABILITY,
+	.flags = OP_READONLY | OP_IDEMPOTENT,
+	.args = op_snapshot_args,
+	.result = "{\"type\": \"object\", \"anyOf\": [" OP_SNAPSHOT_NODE ","
+	    " {\"type\": \"object\", \"properties\": {"
+	    "  \"sandboxes\": {\"type\": \"array\", \"items\": "
+	    OP_SNAPSHOT_NODE "}},"
+	    "  \"required\": [\"sandboxes\"],"
+	    "  \"additionalProperties\": false}]}",
+	.exec = op_snapshot_exec,
 };
 
 static const struct op_arg op_cgroup_args[] = {
@@ -390,6 +440,57 @@ op_cgroup_exec(struct op_call *oc)
 	if (op_sandbox_hidden(oc, id))
 		return;
 	sandbox_lookup(id, op_cgroup_sb, oc);
+}
+
+static void
+op_snapshot_cb(cJSON *result, const struct cause *cause, void *arg)
+{
+	struct op_call	*oc = arg;
+
+	if (result == NULL)
+		op_call_fail(oc, cause);
+	else
+		op_call_done(oc, result);
+}
+
+static void
+op_snapshot_exec(struct op_call *oc)
+{
+	const char	*id = op_arg_string(oc, "sandbox_id");
+	char		**ids, **seen, *one[1];
+	cJSON		*rec, *state;
+	size_t		 n, i, nseen = 0;
+
+	if (id != NULL) {
+		if (op_sandbox_hidden(oc, id))
+			return;
+		if ((rec = state_record_read(id)) == NULL) {
+			op_call_error(oc, CAUSE_NOT_FOUND, "sandbox_id", id,
+			    "no sandbox %s", id);
+			return;
+		}
+		cJSON_Delete(rec);
+		one[0] = (char *)id;
+		observe_snapshot(one, 1, 0, op_snapshot_cb, oc);
+		return;
+	}
+	ids = state_sandbox_ids(&n);
+	seen = xcalloc(n + 1, sizeof *seen);
+	for (i = 0; i < n; i++) {
+		if (op_sandbox_unseen(oc, ids[i]) ||
+		    (rec = state_record_read(ids[i])) == NULL)
+			continue;
+		state = cJSON_GetObjectItem(rec, "state");
+		if (cJSON_IsString(state) && strcmp(state->valuestring,
+		    "ready") == 0)
+			seen[nseen++] = ids[i];
+		cJSON_Delete(rec);
+	}
+	observe_snapshot(seen, nseen, 1, op_snapshot_cb, oc);
+	for (i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+	free(seen);
 }
 
 /* Nobody waits any more: stop reading. */

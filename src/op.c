@@ -67,6 +67,7 @@ static const struct op_entry *op_table[] = {
 	&op_sandbox_endpoint_entry,
 	&op_events_entry,
 	&op_trace_entry,
+	&op_snapshot_entry,
 	&op_cgroup_entry,
 	&op_layerstack_entry,
 };
@@ -642,7 +643,7 @@ op_tenant_sees(const char *caller, const char *owner)
  * set): reading does not change what it reads, and "last" stays the
  * last thing done.
  */
-static int
+int
 op_sandbox_unseen(struct op_call *oc, const char *id)
 {
 	char	*owner;

@@ -112,6 +112,7 @@ struct cJSON	*op_arg(struct op_call *, const char *);
 const char	*op_arg_string(struct op_call *, const char *);
 long long	 op_arg_integer(struct op_call *, const char *);
 int		 op_sandbox_hidden(struct op_call *, const char *);
+int		 op_sandbox_unseen(struct op_call *, const char *);
 void		 op_sandbox_runtime(struct op_call *,
 		     void (*)(struct rt_sandbox *, const struct cause *,
 		     void *), void *);
@@ -130,6 +131,7 @@ extern const struct op_entry op_events_entry;
 extern const struct op_entry op_trace_entry;
 extern const struct op_entry op_layerstack_entry;
 extern const struct op_entry op_cgroup_entry;
+extern const struct op_entry op_snapshot_entry;
 
 /* op-runtime.c */
 extern const struct op_entry op_exec_command_entry;

@@ -83,6 +83,8 @@ static const struct rest_route rest_routes[] = {
 	{ "GET", "/v1/sandboxes/{sandbox_id}/events", "events" },
 	{ "GET", "/v1/sandboxes/{sandbox_id}/layerstack", "layerstack" },
 	{ "GET", "/v1/sandboxes/{sandbox_id}/cgroup", "cgroup" },
+	{ "GET", "/v1/sandboxes/{sandbox_id}/snapshot", "snapshot" },
+	{ "GET", "/v1/snapshot", "snapshot" },
 	{ "GET", "/v1/sandboxes/{sandbox_id}/trace", "trace" },
 };
 #define REST_NROUTES	(sizeof rest_routes / sizeof rest_routes[0])

@@ -26,9 +26,11 @@
  *	 "mem_max", "io_rbytes", "io_wbytes"}}
  *
  * One process samples a sandbox: the one holding the exclusive flock of
- * its telemetry/resources.lock, taken without waiting and kept while the
- * sandbox is there, so that several processes on one state directory
- * neither sample twice nor leave a sandbox unsampled when one ends. A
+ * <state>/telemetry/<id>.sampler, taken without waiting and kept while
+ * the sandbox is there, so that several processes on one state directory
+ * neither sample twice nor leave a sandbox unsampled when one ends (the
+ * lock is not in the sandbox's directory: a descriptor there would keep
+ * its disk mounted when it is destroyed). A
  * sandbox whose last sample has not come back is skipped, so a slow
  * Engine never has more than one request per sandbox waiting.
  *
@@ -148,13 +150,31 @@ sampler_cb(cJSON *reply, const char *error, int status, void *arg)
 	cJSON_Delete(rec);
 }
 
+static char *
+sampler_lock_path(const char *id)
+{
+	char	*path;
+
+	xasprintf(&path, "%s/telemetry/%s.sampler", cfg->state_dir, id);
+	return (path);
+}
+
 static void
 sampler_free(struct sampler_node *n)
 {
+	char	*path;
+
 	LIST_REMOVE(n, entry);
 	docker_call_cancel(n->call);
-	if (n->lock != -1)
+	if (n->lock != -1) {
+		/* The sandbox is gone: so is its lock. */
+		if (state_record_gone(n->id)) {
+			path = sampler_lock_path(n->id);
+			unlink(path);
+			free(path);
+		}
 		close(n->lock);
+	}
 	free(n->id);
 	free(n);
 }
@@ -168,7 +188,7 @@ sampler_mine(struct sampler_node *n)
 
 	if (n->lock != -1)
 		return (1);
-	path = state_where(STATE_SANDBOX, n->id, "telemetry/resources.lock");
+	path = sampler_lock_path(n->id);
 	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	free(path);
 	if (fd == -1)

@@ -380,7 +380,7 @@ char		*tree_read_fd(int, size_t, size_t *);
 char		*tree_read(int, const char *, size_t, size_t *);
 int		 tree_remove(int, const char *);
 int		 tree_remove_path(const char *);
-unsigned long long tree_size(const char *);
+int		 tree_size(const char *, unsigned long long *);
 
 /* disk.c */
 typedef void (*disk_cb)(const struct cause *, void *);

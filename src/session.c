@@ -1521,6 +1521,7 @@ session_size_child(void *arg, int fd)
 	const char		*rw[1];
 	char			*dir, *cause = NULL;
 	cJSON			*res;
+	unsigned long long	 bytes;
 	int			 r;
 
 	dir = state_where(STATE_SANDBOX, z->sandbox, NULL);
@@ -1532,8 +1533,11 @@ session_size_child(void *arg, int fd)
 		free(cause);
 		return (r != 0 ? r : 1);
 	}
+	if (tree_size(z->upper, &bytes) != 0)
+		return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "cannot measure"
+		    " the session's changes: %s", strerror(errno)));
 	res = cJSON_CreateObject();
-	cJSON_AddNumberToObject(res, "bytes", (double)tree_size(z->upper));
+	cJSON_AddNumberToObject(res, "bytes", (double)bytes);
 	r = job_answer(fd, res, NULL);
 	cJSON_Delete(res);
 	return (r);

@@ -35,6 +35,7 @@
 #include <linux/openat2.h>
 
 #include <dirent.h>
+#include <stdint.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -475,50 +476,147 @@ tree_remove_path(const char *path)
 	return (r);
 }
 
-/* The bytes of regular files below an open directory. */
-static void
-tree_size_dir(int dfd, unsigned long long *bytes)
+#define TREE_SIZE_DEPTH	4000	/* a descriptor a level */
+
+struct tree_size {
+	unsigned long long	 bytes;
+	struct tree_inode {
+		dev_t		 dev;
+		ino_t		 ino;
+	}			*seen;		/* files of several names */
+	size_t			 nseen;
+	size_t			 size;
+};
+
+static size_t
+tree_size_slot(const struct tree_size *z, dev_t dev, ino_t ino)
+{
+	uint64_t	h = ((uint64_t)ino * 0x9e3779b97f4a7c15ULL) ^
+			    (uint64_t)dev;
+	size_t		i = (size_t)(h % z->size);
+
+	while (z->seen[i].ino != 0 && (z->seen[i].dev != dev ||
+	    z->seen[i].ino != ino))
+		i = (i + 1) % z->size;
+	return (i);
+}
+
+/*
+ * Whether a file of several names was counted already (else note it):
+ * an open-addressed table of device and inode, kept under half full.
+ */
+static int
+tree_size_seen(struct tree_size *z, const struct stat *st)
+{
+	struct tree_inode	*old;
+	size_t			 i, osize;
+
+	if (st->st_ino == 0)
+		return (0);
+	if ((z->nseen + 1) * 2 > z->size) {
+		old = z->seen;
+		osize = z->size;
+		z->size = osize == 0 ? 64 : osize * 2;
+		z->seen = xcalloc(z->size, sizeof *z->seen);
+		for (i = 0; i < osize; i++) {
+			if (old[i].ino != 0)
+				z->seen[tree_size_slot(z, old[i].dev,
+				    old[i].ino)] = old[i];
+		}
+		free(old);
+	}
+	i = tree_size_slot(z, st->st_dev, st->st_ino);
+	if (z->seen[i].ino != 0)
+		return (1);
+	z->seen[i].dev = st->st_dev;
+	z->seen[i].ino = st->st_ino;
+	z->nseen++;
+	return (0);
+}
+
+/*
+ * The bytes of regular files below an open directory: the directory is
+ * read whole and closed before the walk goes below it, so a level holds
+ * one descriptor. -1 (errno set) when a part cannot be read, rather
+ * than a count that leaves it out.
+ */
+static int
+tree_size_dir(int dfd, struct tree_size *z, int depth)
 {
 	struct dirent	*de;
 	struct stat	 st;
 	DIR		*d;
-	int		 fd, sub;
+	char		**subs = NULL;
+	size_t		 nsubs = 0, i;
+	int		 fd, sub, r = 0;
 
+	if (depth > TREE_SIZE_DEPTH) {
+		errno = ELOOP;
+		return (-1);
+	}
 	if ((fd = dup(dfd)) == -1)
-		return;
+		return (-1);
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
-		return;
+		return (-1);
 	}
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0)
 			continue;
-		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-			continue;
-		if (S_ISREG(st.st_mode))
-			*bytes += st.st_size;
-		else if (S_ISDIR(st.st_mode) && (sub = openat(dfd,
-		    de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC)) != -1) {
-			tree_size_dir(sub, bytes);
-			close(sub);
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			if (errno == ENOENT)
+				continue;	/* gone meanwhile */
+			r = -1;
+			break;
+		}
+		if (S_ISREG(st.st_mode)) {
+			if (st.st_nlink < 2 || !tree_size_seen(z, &st))
+				z->bytes += st.st_size;
+		} else if (S_ISDIR(st.st_mode)) {
+			subs = xreallocarray(subs, nsubs + 1, sizeof *subs);
+			subs[nsubs++] = xstrdup(de->d_name);
 		}
 	}
 	closedir(d);
+	for (i = 0; i < nsubs; i++) {
+		if (r == 0) {
+			sub = openat(dfd, subs[i], O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			if (sub == -1 && errno != ENOENT && errno != ENOTDIR &&
+			    errno != ELOOP)
+				r = -1;
+			else if (sub != -1) {
+				r = tree_size_dir(sub, z, depth + 1);
+				close(sub);
+			}
+		}
+		free(subs[i]);
+	}
+	free(subs);
+	return (r);
 }
 
-/* The bytes of regular files in the tree at path (not following links). */
-unsigned long long
-tree_size(const char *path)
+/*
+ * The bytes of the regular files in the tree at path, each file once
+ * however many names it has, following no link: 0, or -1 (errno set)
+ * when a part of it cannot be read (deeper than TREE_SIZE_DEPTH levels
+ * is ELOOP).
+ */
+int
+tree_size(const char *path, unsigned long long *bytes)
 {
-	unsigned long long	bytes = 0;
-	int			fd;
+	struct tree_size	z;
+	int			fd, r;
 
+	memset(&z, 0, sizeof z);
+	*bytes = 0;
 	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
-		return (0);
-	tree_size_dir(fd, &bytes);
+		return (-1);
+	r = tree_size_dir(fd, &z, 0);
 	close(fd);
-	return (bytes);
+	free(z.seen);
+	*bytes = z.bytes;
+	return (r);
 }

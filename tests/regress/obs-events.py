@@ -63,7 +63,8 @@ def test():
     obs.initialize()
     tools = obs.request("tools/list")["result"]["tools"]
     check_eq([t["name"] for t in tools],
-             ["events", "trace", "cgroup", "layerstack"], "the set's tools")
+             ["events", "trace", "snapshot", "cgroup", "layerstack"],
+             "the set's tools")
 
     def events(**args):
         args["sandbox_id"] = sid

@@ -11,7 +11,10 @@
 #   growing; a window of 0 holds none;
 # - with workspace_id: that session's lower layers (its lease) and the
 #   bytes of its changes, walked without following a link (a link to /
-#   in the session counts nothing);
+#   in the session counts nothing), a file of many names once; a tree
+#   deeper than 4000 levels is an error, not a count that leaves it out;
+#   a flood of walks of one sandbox is refused (server_busy,
+#   walks-per-sandbox) rather than queued before every sandbox's work;
 # - bad arguments: an unknown session is not_found, a malformed one and a
 #   window past 600000 are invalid_request; over REST another tenant's
 #   key does not see the sandbox.
@@ -22,6 +25,9 @@ import os
 from lib import (IMAGE, Http, check, check_eq, cleanup, err_result,
                  http_json, keygen, main, ok_result, remove_our_containers,
                  Server, tmpdir)
+
+
+DEBIAN = "sandbox-mcp/debian:bookworm"
 
 
 def test():
@@ -101,6 +107,59 @@ def test():
     check_eq((wv["workspace"], wv["mounts"]), (w, ids), "its lower layers")
     check_eq(wv["upper_bytes"], 5300, "its changes, no link followed")
 
+    # A file of many names counts once; a tree too deep to walk with a
+    # descriptor a level is an error, not a count that leaves it out.
+    w2 = ok_result(run.call("create_workspace_session", {
+        "sandbox_id": sid}), "a second session")["workspace_session_id"]
+    ok_result(run.call("exec_command", {
+        "sandbox_id": sid, "workspace_session_id": w2,
+        "cmd": "head -c 1000 /dev/zero > one; i=0; while [ $i -lt 300 ];"
+               " do ln one l$i; i=$((i+1)); done"}, timeout=120),
+        "hard links")
+    wv2 = ok_result(obs.call("layerstack", {"sandbox_id": sid,
+                                            "workspace_id": w2}), "links")
+    check_eq(wv2["upper_bytes"], 1000, "a file of 301 names, once")
+    # (perl's chdir goes one level at a time, past PATH_MAX.)
+    deb = ok_result(run.call("create_sandbox", {
+        "image": DEBIAN, "workspace_root": ws}, timeout=120),
+        "a debian sandbox")["id"]
+    w3 = ok_result(run.call("create_workspace_session", {
+        "sandbox_id": deb}), "its session")["workspace_session_id"]
+    r = ok_result(run.call("exec_command", {
+        "sandbox_id": deb, "workspace_session_id": w3, "timeout_ms": 120000,
+        "cmd": "perl -e 'for (1..4100) { mkdir q(z) or die qq(mkdir $_ $!);"
+               " chdir q(z) or die qq(chdir $_ $!) } open(F, q(>deep)) or"
+               " die qq(open $!); print F q(x) x 5000'"
+               " && echo built"}, timeout=150), "a deep tree")
+    check_eq(r["output"], "built\n", "the deep tree is built")
+    e = err_result(obs.call("layerstack", {"sandbox_id": deb,
+                                           "workspace_id": w3}),
+                   "operation_failed", "a tree too deep")
+    check("deeper than 4000 levels" in e["message"], "why: %r" % e)
+
+    # One walk of a sandbox's sessions at a time: a flood of them is
+    # refused, not queued where every sandbox's publishes wait.
+    ids = []
+    for i in range(30):
+        rid = 8000 + i
+        obs.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                  "params": {"name": "layerstack", "arguments": {
+                      "sandbox_id": sid, "workspace_id": w}}})
+        ids.append(rid)
+    busy = done = 0
+    for rid in ids:
+        res = obs.wait(rid, timeout=60)["result"]
+        if res["isError"]:
+            err = res["structuredContent"]["error"]
+            check_eq((err["kind"], err["details"].get("limit")),
+                     ("server_busy", "walks-per-sandbox"), "a refusal")
+            busy += 1
+        else:
+            check_eq(res["structuredContent"]["upper_bytes"], 5300,
+                     "a walk's answer")
+            done += 1
+    check(busy > 0 and done > 0, "walked %d, refused %d" % (done, busy))
+
     # Bad arguments.
     err_result(obs.call("layerstack", {"sandbox_id": sid,
                                        "workspace_id": "ws-000000000000"}),
@@ -125,9 +184,9 @@ def test():
     ok_result(run.call("destroy_workspace_session", {
         "sandbox_id": sid, "workspace_session_id": w}), "destroy")
     v = ok_result(obs.call("layerstack", {"sandbox_id": sid}), "after")
-    check_eq(v["active_lease_count"], 0, "no lease")
-    check(all(l["leased_by_workspaces"] == 0 and l["booked_by"] == []
-              for l in v["layers"]), "no layer leased")
+    check_eq(v["active_lease_count"], 1, "the second session's lease")
+    check(all(l["booked_by"] == [w2] for l in v["layers"]),
+          "only the second session leases them")
 
 
 main(test)

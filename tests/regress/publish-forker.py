@@ -187,6 +187,34 @@ def test():
     check_eq(r["output"], "".join(published[n] for n in names),
              "every file published")
 
+    # A sandbox destroyed while its publishes run: its helper groups go
+    # all the same, once the publishes have ended with the forker.
+    sid2 = ok_result(s.call("create_sandbox", {"image": IMAGE,
+                                               "workspace_root": ws}),
+                     "create another")["id"]
+    ws2 = ok_result(s.call("create_workspace_session", {
+        "sandbox_id": sid2}), "session")["workspace_session_id"]
+    ok_result(s.call("exec_command", {
+        "sandbox_id": sid2, "workspace_session_id": ws2,
+        "yield_time_ms": 60000,
+        "cmd": "for i in $(seq 3000); do echo $i > f$i; done"},
+        timeout=90), "files")
+    s.send({"jsonrpc": "2.0", "id": 9900, "method": "tools/call",
+            "params": {"name": "publish_workspace_session", "arguments": {
+                "sandbox_id": sid2, "workspace_session_id": ws2}}})
+    wait_for("the publish's helper",
+             lambda: any(children(p) for p in forkers(s)), timeout=30)
+    s.send({"jsonrpc": "2.0", "id": 9901, "method": "tools/call",
+            "params": {"name": "destroy_sandbox",
+                       "arguments": {"sandbox_id": sid2}}})
+    s.wait(9900, timeout=60)
+    check("result" in s.wait(9901, timeout=60), "the destroy answered")
+    groups2 = glob.glob("/sys/fs/cgroup/*/sandbox-mcp/" + sid2) + \
+        glob.glob("/sys/fs/cgroup/sandbox-mcp/" + sid2)
+    wait_for("the destroyed sandbox's helper groups removed",
+             lambda: not any(os.path.exists(d) for d in groups2) and
+             not glob.glob("/sys/fs/cgroup/*/sandbox-mcp/" + sid2))
+
     # Destroy: the forker ends, the helper groups go.
     groups = glob.glob("/sys/fs/cgroup/*/sandbox-mcp/" + sid) + \
         glob.glob("/sys/fs/cgroup/sandbox-mcp/" + sid)

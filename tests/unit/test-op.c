@@ -170,15 +170,17 @@ test_list(void)
 	cJSON_Delete(list);
 	list = mcp_tools_list_object(TOOLSET_OBSERVABILITY,
 	    MCP_TOOLS_2025_03);
-	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(list, "tools")), 4);
+	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(list, "tools")), 5);
 	CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
 	    list, "tools"), 0), "name")->valuestring, "events");
 	CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
 	    list, "tools"), 1), "name")->valuestring, "trace");
 	CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
-	    list, "tools"), 2), "name")->valuestring, "cgroup");
+	    list, "tools"), 2), "name")->valuestring, "snapshot");
 	CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
-	    list, "tools"), 3), "name")->valuestring, "layerstack");
+	    list, "tools"), 3), "name")->valuestring, "cgroup");
+	CHECK_STR(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+	    list, "tools"), 4), "name")->valuestring, "layerstack");
 	cJSON_Delete(list);
 	CHECK(op_find("list_docker_images", TOOLSET_RUNTIME) == NULL);
 	CHECK(op_find("list_docker_images", TOOLSET_MANAGEMENT) != NULL);
@@ -212,7 +214,7 @@ test_output_schema(void)
 		    "sandbox_endpoint") != 0);
 		n++;
 	}
-	CHECK_INT(n, 22);
+	CHECK_INT(n, 23);
 	cJSON_Delete(list);
 	list = mcp_tools_list_object(TOOLSET_ALL, MCP_TOOLS_2025_03);
 	cJSON_ArrayForEach(t, cJSON_GetObjectItem(list, "tools"))

@@ -85,6 +85,9 @@ static const struct route_case route_cases[] = {
 	    "{\"sandbox_id\":\"s1\"}" },
 	{ "GET", "/v1/sandboxes/s1/cgroup", "cgroup",
 	    "{\"sandbox_id\":\"s1\"}" },
+	{ "GET", "/v1/sandboxes/s1/snapshot", "snapshot",
+	    "{\"sandbox_id\":\"s1\"}" },
+	{ "GET", "/v1/snapshot", "snapshot", "{}" },
 };
 #define NROUTE_CASES	(sizeof route_cases / sizeof route_cases[0])
 
