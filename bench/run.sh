@@ -57,6 +57,7 @@
 #   BENCH_EXEC_DOCKER BENCH_EXEC_NSENTER BENCH_EXEC_ROUNDS BENCH_EXEC_WRITES
 #   BENCH_EXEC_PAUSE BENCH_EXEC_TMPDIR (see bench/exec.py)
 #   BENCH_SKIP_LAYERS (unset; see bench/layers.py)
+#   BENCH_SKIP_OBS (unset; see bench/obs.py)
 #   BENCH_SKIP_FILES (unset) BENCH_FILES_IMAGES BENCH_FILES_RUNS
 #   BENCH_FILES_DOCKER BENCH_FILES_PAUSE (see bench/files.py)
 #   BENCH_SKIP_HOSTILE (unset) BENCH_HOSTILE_COMPARE (another binary
@@ -815,6 +816,20 @@ if [ -z "${BENCH_SKIP_LAYERS:-}" ]; then
 	command -v python3 >/dev/null 2>&1 || die "python3 is needed"
 	if ! SANDBOX_MCP_BUILDDIR=$builddir python3 "$bench/layers.py"; then
 		say "bench: layers: a target missed or the run broken"
+		failed=1
+	fi
+fi
+
+# ----------------------------------------------------------------- obs
+# bench/obs.py prints its table, writes obs.txt and obs.json, removes
+# every container it made, and exits 1 when a target is missed or the
+# run is broken.
+if [ -z "${BENCH_SKIP_OBS:-}" ]; then
+	echo
+	say "bench: obs: snapshot, trace and events against their floors"
+	command -v python3 >/dev/null 2>&1 || die "python3 is needed"
+	if ! SANDBOX_MCP_BUILDDIR=$builddir python3 "$bench/obs.py"; then
+		say "bench: obs: a target missed or the run broken"
 		failed=1
 	fi
 fi

@@ -370,21 +370,28 @@ cgroup_helper_join(const char *sbox)
 	return (r);
 }
 
-/* Remove a sandbox's helper group (once no helper of it is left). */
-void
+/*
+ * Remove a sandbox's helper group (once no helper of it is left); -1
+ * when a process is still on its way out of it (EBUSY).
+ */
+int
 cgroup_helper_remove(const char *sbox)
 {
 	char	*dirs[CGROUP__COUNT];
-	int	 n, i;
+	int	 n, i, busy = 0;
 
 	cgroup_caps_forget(sbox);
 	n = cgroup_helper_dirs(sbox, dirs);
 	for (i = 0; i < n; i++) {
-		if (rmdir(dirs[i]) != 0 && errno != ENOENT)
+		if (rmdir(dirs[i]) != 0 && errno != ENOENT) {
+			if (errno == EBUSY)
+				busy = 1;
 			log_debug("%s: %s: %s", __func__, dirs[i],
 			    strerror(errno));
+		}
 		free(dirs[i]);
 	}
+	return (busy ? -1 : 0);
 }
 
 /*

@@ -238,6 +238,66 @@ job_helper_done(struct job *j)
 }
 
 /*
+ * Helper groups of gone sandboxes whose last process was still leaving
+ * them: tried again every JOB_GROUP_RETRY_MS (a helper's report ends
+ * when its descriptors close, before the kernel takes it out of its
+ * groups), JOB_GROUP_TRIES times.
+ */
+#define JOB_GROUP_RETRY_MS	100
+#define JOB_GROUP_TRIES		100
+struct job_group {
+	char			*sandbox;
+	int			 tries;
+	LIST_ENTRY(job_group)	 entry;
+};
+static LIST_HEAD(, job_group)	job_groups = LIST_HEAD_INITIALIZER(job_groups);
+static struct event		*job_groups_ev;
+
+static void
+job_groups_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct job_group	*g, *g1;
+	struct timeval		 tv = { 0, JOB_GROUP_RETRY_MS * 1000 };
+
+	LIST_FOREACH_SAFE(g, &job_groups, entry, g1) {
+		if (cgroup_helper_remove(g->sandbox) == 0 ||
+		    ++g->tries >= JOB_GROUP_TRIES) {
+			if (g->tries >= JOB_GROUP_TRIES)
+				log_warnx("the helper group of sandbox %s"
+				    " stays busy; left in place", g->sandbox);
+			LIST_REMOVE(g, entry);
+			free(g->sandbox);
+			free(g);
+		}
+	}
+	if (!LIST_EMPTY(&job_groups))
+		evtimer_add(job_groups_ev, &tv);
+}
+
+/* Remove a gone sandbox's helper group, now or a little later. */
+static void
+job_group_remove(const char *sandbox)
+{
+	struct job_group	*g;
+	struct timeval		 tv = { 0, JOB_GROUP_RETRY_MS * 1000 };
+
+	if (cgroup_helper_remove(sandbox) == 0)
+		return;
+	LIST_FOREACH(g, &job_groups, entry) {
+		if (strcmp(g->sandbox, sandbox) == 0)
+			return;
+	}
+	g = xcalloc(1, sizeof *g);
+	g->sandbox = xstrdup(sandbox);
+	LIST_INSERT_HEAD(&job_groups, g, entry);
+	if (job_groups_ev == NULL && (job_groups_ev = evtimer_new(ev_base,
+	    job_groups_cb, NULL)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	if (!evtimer_pending(job_groups_ev, NULL))
+		evtimer_add(job_groups_ev, &tv);
+}
+
+/*
  * Nothing of sandbox runs or waits any more, and it is gone: its helper
  * group goes (a job that ended with its forker is freed after it).
  */
@@ -251,7 +311,7 @@ job_sandbox_check(const char *sandbox)
 			return;
 	}
 	if (job_forker_find(sandbox) == NULL && state_record_gone(sandbox))
-		cgroup_helper_remove(sandbox);
+		job_group_remove(sandbox);
 }
 
 static void
@@ -957,7 +1017,7 @@ job_forker_remove(const char *sandbox)
 		job_forker_close(f);
 		return;
 	}
-	cgroup_helper_remove(sandbox);
+	job_group_remove(sandbox);
 }
 
 void

@@ -1131,34 +1131,12 @@ static int
 observe_upper_child(void *arg, int fd)
 {
 	struct observe_query	*q = arg;
-	const char		*rw[1];
-	char			*dir, *upper, *cause = NULL;
-	cJSON			*res;
-	unsigned long long	 bytes;
+	char			*upper;
 	int			 r;
 
-	dir = state_where(STATE_SANDBOX, q->id, NULL);
 	upper = state_where(STATE_SESSIONS, q->id, "%s/upper", q->name);
-	rw[0] = dir;
-	r = confine_enter(rw, 1, NULL, 0, &cause);
-	free(dir);
-	if (r != 0) {
-		r = job_fail(fd, CAUSE_INTERNAL, NULL, NULL, "%s", cause);
-		free(cause);
-		free(upper);
-		return (r != 0 ? r : 1);
-	}
-	if (tree_size(upper, &bytes) != 0) {
-		free(upper);
-		return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s",
-		    errno == ELOOP ? "its tree is deeper than 4000 levels" :
-		    strerror(errno)));
-	}
+	r = session_measure_child(q->id, upper, fd);
 	free(upper);
-	res = cJSON_CreateObject();
-	cJSON_AddNumberToObject(res, "bytes", (double)bytes);
-	r = job_answer(fd, res, NULL);
-	cJSON_Delete(res);
 	return (r);
 }
 
@@ -1174,15 +1152,47 @@ observe_upper_done(cJSON *result, const struct cause *cause, void *arg)
 		cJSON_Delete(q->result);
 		q->result = NULL;
 		cause_set(&q->cause, cause->kind, "workspace_session_id",
-		    q->name,
-		    "cannot measure the changes of workspace session %s: %s",
-		    q->name, cause->message);
+		    q->name, "workspace session %s: %s", q->name,
+		    cause->message);
 	} else {
 		v = cJSON_GetObjectItem(result, "bytes");
 		cJSON_AddNumberToObject(q->upper_into, "upper_bytes",
 		    cJSON_IsNumber(v) ? v->valuedouble : 0);
 	}
 	observe_ready(q);
+}
+
+/*
+ * The stack a live workspace session ws of sandbox id leases (a copy),
+ * or NULL with q's cause set (key names the argument).
+ */
+static struct layer_stack *
+observe_live_lease(struct observe_query *q, const char *id, const char *ws,
+    const char *key)
+{
+	struct session_leases	 sl;
+	struct layer_stack	*ls = NULL;
+	char			*err = NULL;
+	size_t			 i;
+
+	if (session_leases(id, SESSION_LEASES_LIVE, 100000, &sl, &err) != 0) {
+		cause_set(&q->cause, CAUSE_INTERNAL, "sandbox_id", id, "%s",
+		    err);
+		free(err);
+		return (NULL);
+	}
+	for (i = 0; i < sl.n; i++) {
+		if (sl.l[i].ls != NULL && strcmp(sl.l[i].ws, ws) == 0) {
+			ls = sl.l[i].ls;
+			sl.l[i].ls = NULL;	/* taken over */
+			break;
+		}
+	}
+	session_leases_free(&sl);
+	if (ls == NULL)
+		cause_set(&q->cause, CAUSE_NOT_FOUND, key, ws, "no live"
+		    " workspace session %s in sandbox %s", ws, id);
+	return (ls);
 }
 
 /*
@@ -1197,10 +1207,9 @@ observe_layerstack(const char *id, cJSON *record, const char *ws,
     const char *tenant, long long window_ms, observe_cb cb, void *arg)
 {
 	struct observe_query	*q;
-	struct session_leases	 sl;
+	struct layer_stack	*ls;
 	cJSON			*mounts;
-	char			*err = NULL;
-	size_t			 i, k;
+	size_t			 k;
 
 	q = observe_new(id, cb, arg);
 	if (ws == NULL) {
@@ -1209,34 +1218,18 @@ observe_layerstack(const char *id, cJSON *record, const char *ws,
 		observe_ready(q);
 		return (q);
 	}
-	if (session_leases(id, SESSION_LEASES_LIVE, 100000, &sl, &err) != 0) {
-		cause_set(&q->cause, CAUSE_INTERNAL, "sandbox_id", id, "%s",
-		    err);
-		free(err);
-		observe_ready(q);
-		return (q);
-	}
-	for (i = 0; i < sl.n; i++) {
-		if (sl.l[i].ls != NULL && strcmp(sl.l[i].ws, ws) == 0)
-			break;
-	}
-	if (i == sl.n) {
-		cause_set(&q->cause, CAUSE_NOT_FOUND, "workspace_id", ws,
-		    "no live workspace session %s in sandbox %s", ws, id);
-		session_leases_free(&sl);
+	if ((ls = observe_live_lease(q, id, ws, "workspace_id")) == NULL) {
 		observe_ready(q);
 		return (q);
 	}
 	q->result = cJSON_CreateObject();
 	cJSON_AddStringToObject(q->result, "view", "layerstack");
 	cJSON_AddStringToObject(q->result, "workspace", ws);
-	cJSON_AddNumberToObject(q->result, "manifest_version",
-	    sl.l[i].ls->version);
+	cJSON_AddNumberToObject(q->result, "manifest_version", ls->version);
 	mounts = cJSON_AddArrayToObject(q->result, "mounts");
-	for (k = 0; k < sl.l[i].ls->n; k++)
-		cJSON_AddItemToArray(mounts,
-		    cJSON_CreateString(sl.l[i].ls->ids[k]));
-	session_leases_free(&sl);
+	for (k = 0; k < ls->n; k++)
+		cJSON_AddItemToArray(mounts, cJSON_CreateString(ls->ids[k]));
+	layer_stack_free(ls);
 	q->name = xstrdup(ws);
 	q->upper_into = q->result;
 	observe_walk_start(q, tenant);
@@ -1344,11 +1337,8 @@ observe_cgroup(const char *id, const char *scope, const char *tenant,
     long long window_ms, observe_cb cb, void *arg)
 {
 	struct observe_query	*q;
-	struct session_leases	 sl;
+	struct layer_stack	*ls;
 	cJSON			*series, *item;
-	char			*err = NULL;
-	size_t			 i;
-	int			 found;
 
 	q = observe_new(id, cb, arg);
 	if (strcmp(scope, "sandbox") == 0) {
@@ -1360,25 +1350,11 @@ observe_cgroup(const char *id, const char *scope, const char *tenant,
 		observe_start(q);
 		return (q);
 	}
-	if (session_leases(id, SESSION_LEASES_LIVE, 100000, &sl, &err) != 0) {
-		cause_set(&q->cause, CAUSE_INTERNAL, "sandbox_id", id, "%s",
-		    err);
-		free(err);
+	if ((ls = observe_live_lease(q, id, scope, "scope")) == NULL) {
 		observe_ready(q);
 		return (q);
 	}
-	for (i = 0; i < sl.n; i++) {
-		if (sl.l[i].ls != NULL && strcmp(sl.l[i].ws, scope) == 0)
-			break;
-	}
-	found = i < sl.n;
-	session_leases_free(&sl);
-	if (!found) {
-		cause_set(&q->cause, CAUSE_NOT_FOUND, "scope", scope,
-		    "no live workspace session %s in sandbox %s", scope, id);
-		observe_ready(q);
-		return (q);
-	}
+	layer_stack_free(ls);
 	q->result = cJSON_CreateObject();
 	cJSON_AddStringToObject(q->result, "view", "cgroup");
 	cJSON_AddStringToObject(q->result, "scope", scope);

@@ -374,28 +374,39 @@ op_layerstack_sb(cJSON *result, const struct cause *cause, void *arg)
 	cJSON_Delete(result);
 }
 
-static void
-op_layerstack_exec(struct op_call *oc)
+/*
+ * The checks layerstack and cgroup share: argument key, when given, is a
+ * workspace session's id (or "sandbox", when that is allowed), window_ms
+ * is within bounds, and the sandbox is one the caller sees. 0 when the
+ * call has been answered.
+ */
+static int
+op_obs_scoped(struct op_call *oc, const char *key, int sandbox_ok)
 {
-	const char	*id = op_arg_string(oc, "sandbox_id");
-	const char	*ws = op_arg_string(oc, "workspace_id");
+	const char	*v = op_arg_string(oc, key);
 
-	if (ws != NULL && (!util_id_valid(ws) || strncmp(ws, "ws-", 3) !=
-	    0)) {
-		op_call_error(oc, CAUSE_INVALID, "workspace_id", ws,
-		    "workspace_id is not a workspace session id (ws- and"
-		    " lowercase letters, digits, - or _)");
-		return;
+	if (v != NULL && !(sandbox_ok && strcmp(v, "sandbox") == 0) &&
+	    (!util_id_valid(v) || strncmp(v, "ws-", 3) != 0)) {
+		op_call_error(oc, CAUSE_INVALID, key, v, "%s must be %sa"
+		    " workspace session's id (ws- and lowercase letters,"
+		    " digits, - or _)", key, sandbox_ok ? "sandbox or " : "");
+		return (0);
 	}
 	if (op_arg(oc, "window_ms") != NULL &&
 	    op_arg_integer(oc, "window_ms") > OP_LAYERSTACK_WINDOW_MAX) {
 		op_call_error(oc, CAUSE_INVALID, "window_ms", NULL,
 		    "window_ms must be at most 600000");
-		return;
+		return (0);
 	}
-	if (op_sandbox_hidden(oc, id))
-		return;
-	sandbox_lookup(id, op_layerstack_sb, oc);
+	return (!op_sandbox_hidden(oc, op_arg_string(oc, "sandbox_id")));
+}
+
+static void
+op_layerstack_exec(struct op_call *oc)
+{
+	if (op_obs_scoped(oc, "workspace_id", 0))
+		sandbox_lookup(op_arg_string(oc, "sandbox_id"),
+		    op_layerstack_sb, oc);
 }
 
 /* The sandbox is known and its disk mounted: read its samples. */
@@ -421,25 +432,9 @@ op_cgroup_sb(cJSON *result, const struct cause *cause, void *arg)
 static void
 op_cgroup_exec(struct op_call *oc)
 {
-	const char	*id = op_arg_string(oc, "sandbox_id");
-	const char	*scope = op_arg_string(oc, "scope");
-
-	if (scope != NULL && strcmp(scope, "sandbox") != 0 &&
-	    (!util_id_valid(scope) || strncmp(scope, "ws-", 3) != 0)) {
-		op_call_error(oc, CAUSE_INVALID, "scope", scope, "scope must"
-		    " be sandbox or a workspace session's id (ws- and"
-		    " lowercase letters, digits, - or _)");
-		return;
-	}
-	if (op_arg(oc, "window_ms") != NULL &&
-	    op_arg_integer(oc, "window_ms") > OP_LAYERSTACK_WINDOW_MAX) {
-		op_call_error(oc, CAUSE_INVALID, "window_ms", NULL,
-		    "window_ms must be at most 600000");
-		return;
-	}
-	if (op_sandbox_hidden(oc, id))
-		return;
-	sandbox_lookup(id, op_cgroup_sb, oc);
+	if (op_obs_scoped(oc, "scope", 1))
+		sandbox_lookup(op_arg_string(oc, "sandbox_id"), op_cgroup_sb,
+		    oc);
 }
 
 static void

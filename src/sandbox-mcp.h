@@ -352,7 +352,7 @@ int		 job_fail(int, enum cause_kind, const char *, const char *,
 int		 cgroup_write(const char *, const char *, const char *);
 int		 cgroup_helper_prepare(const char *, char **);
 int		 cgroup_helper_join(const char *);
-void		 cgroup_helper_remove(const char *);
+int		 cgroup_helper_remove(const char *);
 char		*cgroup_freezer_of(pid_t);
 char		*cgroup_session_create(const char *, const char *, char **);
 int		 cgroup_freeze(const char *, int);

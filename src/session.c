@@ -1513,18 +1513,21 @@ struct session_size {
 	char			*upper;
 };
 
-/* The child: the bytes of regular files in the upper directory. */
-static int
-session_size_child(void *arg, int fd)
+/*
+ * In a helper of sandbox sbox: confine it to the sandbox's state, then
+ * answer {"bytes"} of the regular files in upper (tree_size), or why it
+ * cannot be measured. The exit status.
+ */
+int
+session_measure_child(const char *sbox, const char *upper, int fd)
 {
-	struct session_size	*z = arg;
 	const char		*rw[1];
 	char			*dir, *cause = NULL;
 	cJSON			*res;
 	unsigned long long	 bytes;
 	int			 r;
 
-	dir = state_where(STATE_SANDBOX, z->sandbox, NULL);
+	dir = state_where(STATE_SANDBOX, sbox, NULL);
 	rw[0] = dir;
 	r = confine_enter(rw, 1, NULL, 0, &cause);
 	free(dir);
@@ -1533,14 +1536,24 @@ session_size_child(void *arg, int fd)
 		free(cause);
 		return (r != 0 ? r : 1);
 	}
-	if (tree_size(z->upper, &bytes) != 0)
+	if (tree_size(upper, &bytes) != 0)
 		return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "cannot measure"
-		    " the session's changes: %s", strerror(errno)));
+		    " the session's changes: %s", errno == ELOOP ? "its tree"
+		    " is deeper than 4000 levels" : strerror(errno)));
 	res = cJSON_CreateObject();
 	cJSON_AddNumberToObject(res, "bytes", (double)bytes);
 	r = job_answer(fd, res, NULL);
 	cJSON_Delete(res);
 	return (r);
+}
+
+/* The child: the bytes of regular files in the upper directory. */
+static int
+session_size_child(void *arg, int fd)
+{
+	struct session_size	*z = arg;
+
+	return (session_measure_child(z->sandbox, z->upper, fd));
 }
 
 static void
