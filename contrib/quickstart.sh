@@ -5,8 +5,10 @@
 # It installs the build and runtime packages, makes sure the Docker daemon is
 # running, builds and installs sandbox-mcp, adds a workspace root to
 # /etc/sandbox-mcp.conf if none is configured (/srv/workspaces), builds the
-# local sandbox image sandbox-mcp/debian:bookworm, and finally runs the
-# server in the foreground with the management set on http://127.0.0.1:8080.
+# local sandbox image sandbox-mcp/debian:bookworm, makes an API key for
+# the examples it prints if none is configured, and finally runs the
+# server in the foreground with the management, runtime and observability
+# sets on http://127.0.0.1:8080.
 #
 # It must run as root; started as another user it re-runs itself with sudo.
 # Running it again is safe: finished steps are skipped or repeated harmlessly.
@@ -21,7 +23,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/.." && pwd)
 
 conf=/etc/sandbox-mcp.conf
+keyfile=/etc/sandbox-mcp.quickstart-key
 statedir=/var/lib/sandbox-mcp
+sets="--set management --set runtime --set observability"
 default_root=/srv/workspaces
 listen=127.0.0.1:8080
 run=1
@@ -38,9 +42,10 @@ Install, build and start sandbox-mcp on Debian 12 from this source checkout:
   1. apt-get install the build and runtime packages (Docker included)
   2. start the Docker daemon if it is not answering
   3. ./autogen.sh, ./configure, make, make install
-  4. add "workspace-root $default_root" to $conf if no workspace root is set
+  4. add "workspace-root $default_root" to $conf if no workspace root is set,
+     and an API key named quickstart (the key in $keyfile) if none is
   5. build the sandbox image sandbox-mcp/debian:bookworm (contrib/build-image.sh)
-  6. run: sandbox-mcp --set management --listen $listen --no-stdio
+  6. run: sandbox-mcp $sets --listen $listen --no-stdio
 
   --no-run             do everything except starting the server
   --listen ADDR:PORT   address for the server (default $listen)
@@ -214,6 +219,17 @@ else
 	note "no workspace root was configured: added 'workspace-root $default_root' to $conf"
 	note "put the projects you want to hand to sandboxes under $default_root"
 fi
+# An API key for the examples below, made once (its hash goes to the
+# configuration, the key itself to $keyfile, readable by root only).
+if ! grep -Eq '^[[:space:]]*api-key[[:space:]]' "$conf"; then
+	made=$("$bin" keygen quickstart --set management --set runtime \
+	    --set observability) || die "sandbox-mcp keygen failed"
+	(umask 077 && printf '%s\n' "$made" | sed -n 1p >"$keyfile")
+	[ -z "$(tail -c 1 "$conf")" ] || echo >>"$conf"
+	printf '\n# Added by contrib/quickstart.sh: the key is in %s.\n%s\n' \
+	    "$keyfile" "$(printf '%s\n' "$made" | sed -n 2p)" >>"$conf"
+	note "added an API key named quickstart to $conf; the key is in $keyfile"
+fi
 "$bin" -n -f "$conf" --set management >&2 ||
     die "$conf has errors (see above); fix them and run $prog again"
 
@@ -231,34 +247,44 @@ case "$host" in
 *) url_host=$host ;;
 esac
 base="http://$url_host:$port"
-auth=
-if grep -Eq '^[[:space:]]*api-key[[:space:]]' "$conf"; then
-	auth=" -H 'Authorization: Bearer YOUR_KEY'"
+key='YOUR_KEY'
+if [ -r "$keyfile" ] && grep -Eq '^[[:space:]]*api-key[[:space:]]+quickstart[[:space:]]' "$conf"; then
+	key=$(cat "$keyfile")
 fi
+auth=" -H 'Authorization: Bearer $key'"
 
 cat <<EOF
 
-sandbox-mcp is installed. Try it from another terminal:
+sandbox-mcp is installed. It serves the management, runtime and
+observability tool sets. Try it from another terminal:
 
-  curl $base/health
-  curl -si $base/mcp$auth \\
+  # HTTP, MCP (streamable HTTP): one stateless call at protocol 2026-07-28
+  curl -s $base/mcp$auth \\
     -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\
-    -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: list_docker_images' \\
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_docker_images","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"curl","version":"1"}}}}'
 
-  # then, with the Mcp-Session-Id header that answer carried:
-  curl -s $base/mcp$auth -H 'Mcp-Session-Id: SESSION_ID' \\
-    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\
-    -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_docker_images"}}'
+  # HTTP, REST: the same tools as plain requests
+  curl -s $base/v1/docker-images$auth
+  curl -s $base/v1/workspace-directories$auth
 
-Agent hosts (Claude Code, Codex, VS Code) can instead start sandbox-mcp over
-stdio: see contrib/clients/README. To keep the HTTP server running as a
-service: contrib/sandbox-mcp.service. Manual: man sandbox-mcp.
+  # stdio: what an agent host starts (one JSON-RPC message a line)
+  printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' \\
+    '{"jsonrpc":"2.0","method":"notifications/initialized"}' \\
+    '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_docker_images"}}' |
+    $bin $sets
+
+The key is in $keyfile (its hash in $conf); make one per
+user with "sandbox-mcp keygen NAME --set ...". Agent hosts (Claude Code,
+Codex, VS Code) register the stdio server as in contrib/clients/README.
+To keep the HTTP server running as a service: contrib/sandbox-mcp.service.
+Manual: man sandbox-mcp. Ctrl-C in this terminal stops the server.
 EOF
 
 if [ "$run" -eq 0 ]; then
 	echo
 	echo "Not starting the server (--no-run). Start it with:"
-	echo "  $bin --set management --listen $listen --no-stdio"
+	echo "  $bin $sets --listen $listen --no-stdio"
 	exit 0
 fi
 
@@ -271,6 +297,7 @@ if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
 fi
 
 echo
-echo "Starting: $bin --set management --listen $listen --no-stdio  (Ctrl-C stops it)"
+echo "Starting: $bin $sets --listen $listen --no-stdio  (Ctrl-C stops it)"
 echo
-exec "$bin" --set management --listen "$listen" --no-stdio
+# shellcheck disable=SC2086
+exec "$bin" $sets --listen "$listen" --no-stdio

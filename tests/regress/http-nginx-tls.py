@@ -112,7 +112,7 @@ def test():
 
     ctx = ssl.create_default_context(cafile=cert)
 
-    def request(method, body=None, headers=None, host=NAME):
+    def request(method, body=None, headers=None, host=NAME, path="/mcp"):
         c = http.client.HTTPSConnection(NAME, port, timeout=30,
                                         context=ctx,
                                         source_address=(CLIENT, 0))
@@ -125,7 +125,7 @@ def test():
             h["Content-Type"] = "application/json"
             h["Accept"] = "application/json, text/event-stream"
         h.update(headers or {})
-        c.request(method, "/mcp", body=body, headers=h)
+        c.request(method, path, body=body, headers=h)
         resp = c.getresponse()
         data = resp.read()
         c.close()
@@ -185,6 +185,14 @@ def test():
     check_eq((res["isError"], res["structuredContent"]["sandboxes"]),
              (False, []), "list_sandboxes through nginx")
     check_eq(h.get("access-control-allow-origin"), ALLOWED, "readable")
+
+    # REST goes through the same file: the same key, the same answer.
+    st, h, b = request("GET", None, {"Authorization": "Bearer " + key},
+                       path="/v1/sandboxes")
+    check_eq((st, json.loads(b)), (200, {"sandboxes": []}),
+             "REST through nginx")
+    st, h, b = request("GET", None, None, path="/v1/sandboxes")
+    check_eq(st, 401, "REST without the key through nginx")
 
     # The host the client named is what sandbox-mcp checks.
     st, h, b = request("POST", {"jsonrpc": "2.0", "id": 4,
