@@ -727,6 +727,27 @@ transport_http_plain(struct http_conn *c, int status, const char *extra)
 	cJSON_Delete(body);
 }
 
+/*
+ * An OAuth discovery document asked for (RFC 9728 protected resource
+ * metadata, RFC 8414 server metadata): there is none, since this server
+ * takes static API keys. Some hosts ask before they send a configured
+ * Bearer key and show only this answer, so it says what to do.
+ */
+static void
+transport_http_no_oauth(struct http_conn *c)
+{
+	cJSON	*body;
+
+	body = cJSON_CreateObject();
+	cJSON_AddStringToObject(body, "error", http_status_text(404));
+	cJSON_AddStringToObject(body, "error_description", "this server does"
+	    " not use OAuth: it takes static API keys, sent as"
+	    " \"Authorization: Bearer KEY\" (sandbox-mcp keygen makes one;"
+	    " see sandbox-mcp.conf(5), api-key)");
+	transport_http_json(c, 404, body, NULL);
+	cJSON_Delete(body);
+}
+
 /* The response is written: read the next request, or close. */
 static void
 transport_http_write_cb(struct bufferevent *bev, void *arg)
@@ -1574,6 +1595,8 @@ transport_http_head(struct http_conn *c)
 		transport_http_health(c);
 	else if (h != -1)
 		http_handlers[h].fn(c, path);
+	else if (strncmp(path, "/.well-known/oauth-", 19) == 0)
+		transport_http_no_oauth(c);
 	else
 		transport_http_plain(c, 404, NULL);
 out:

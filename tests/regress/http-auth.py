@@ -2,6 +2,7 @@
 # API keys, grants, the Origin guard and the loopback Host guard, and the
 # refusal to listen beyond loopback without a key.
 
+import json
 import hashlib
 import re
 import subprocess
@@ -43,6 +44,15 @@ def test():
     check_eq(c.request("GET", "/mcp")[0], 401, "GET without a key")
     # /health needs none.
     check_eq(Http(s.port).request("GET", "/health")[0], 200, "/health")
+    # A host asking for OAuth discovery first is told to send the key.
+    for path in ("/.well-known/oauth-protected-resource",
+                 "/.well-known/oauth-protected-resource/mcp",
+                 "/.well-known/oauth-authorization-server"):
+        st, h, body = Http(s.port).request("GET", path)
+        check_eq(st, 404, path)
+        desc = json.loads(body)["error_description"]
+        check("static API keys" in desc and "Bearer" in desc,
+              "%s says to use an API key: %r" % (path, desc))
 
     # The right key opens a session; the tools are the intersection of
     # the process's sets and the key's grant.
