@@ -46,6 +46,7 @@
 	"{\"type\": \"object\","					\
 	" \"properties\": {"						\
 	"  \"id\": {\"type\": \"string\"},"				\
+	"  \"sandbox_id\": {\"type\": \"string\"},"			\
 	"  \"workspace_root\": {\"type\": \"string\"},"			\
 	"  \"state\": {\"enum\": [\"creating\", \"ready\", \"stopping\","\
 	"   \"stopped\", \"failed\"]},"					\
@@ -73,7 +74,8 @@
 	"  \"tenant\": {\"type\": \"string\"},"				\
 	"  \"error\": {\"type\": \"string\"}"				\
 	" },"								\
-	" \"required\": [\"id\", \"workspace_root\", \"state\","	\
+	" \"required\": [\"id\", \"sandbox_id\", \"workspace_root\","	\
+	"  \"state\","							\
 	"  \"daemon\", \"daemon_http\", \"image\", \"created_at_ms\","	\
 	"  \"tenant\"]}"
 

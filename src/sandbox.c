@@ -184,6 +184,11 @@ sandbox_record_public(cJSON *rec)
 	cJSON	*pub;
 
 	pub = cJSON_Duplicate(rec, 1);
+	/* The id under the name every tool's argument gives it, too. */
+	cJSON_DeleteItemFromObject(pub, "sandbox_id");
+	if (cJSON_IsString(cJSON_GetObjectItem(rec, "id")))
+		cJSON_AddStringToObject(pub, "sandbox_id",
+		    cJSON_GetObjectItem(rec, "id")->valuestring);
 	cJSON_DeleteItemFromObject(pub, "owner");
 	cJSON_DeleteItemFromObject(pub, "batch");
 	if (!cJSON_IsString(cJSON_GetObjectItem(pub, "tenant"))) {

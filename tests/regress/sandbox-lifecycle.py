@@ -71,6 +71,7 @@ def test():
         "image": IMAGE, "workspace_root": ws + "/"}), "create one")
     sid = rec["id"]
     check(re.fullmatch(r"sbox-[0-9a-f]{12}", sid), "id format %r" % sid)
+    check_eq(rec["sandbox_id"], sid, "the id under the arguments' name")
     check_eq(rec["state"], "ready", "state")
     check_eq(rec["workspace_root"], ws, "canonical workspace root")
     check_eq(rec["image"], IMAGE, "image")
