@@ -1645,7 +1645,8 @@ observe_snap_inspect(cJSON *reply, const char *error, int status, void *arg)
 
 /*
  * snapshot (observability.md) of the n sandboxes ids: one node when
- * aggregate is 0, else {"sandboxes": [node, ...]}. Each node is read
+ * aggregate is 0, else {"sandboxes": [node, ...]} of those that are
+ * ready. Each node is read
  * from the state directory at once, its container inspected on the
  * Engine, all at the same time, each given OBSERVE_NODE_DEADLINE_MS:
  * a node whose inspection has not answered by then says so and is
@@ -1672,6 +1673,15 @@ observe_snapshot(char **ids, size_t n, int aggregate, observe_cb cb,
 	    sn)) == NULL)
 		fatalx("%s: evtimer_new", __func__);
 	for (i = 0; i < n; i++) {
+		rec = state_record_read(ids[i]);
+		cid = cJSON_GetObjectItem(rec, "container_id");
+		state = cJSON_GetObjectItem(rec, "state");
+		/* The aggregate holds the ready sandboxes alone. */
+		if (aggregate && (!cJSON_IsString(state) ||
+		    strcmp(state->valuestring, "ready") != 0)) {
+			cJSON_Delete(rec);
+			continue;
+		}
 		nq = &sn->nodes[sn->n++];
 		nq->snap = sn;
 		nq->id = xstrdup(ids[i]);
@@ -1680,10 +1690,7 @@ observe_snapshot(char **ids, size_t n, int aggregate, observe_cb cb,
 		cJSON_AddStringToObject(nq->node, "sandbox_id", ids[i]);
 		cJSON_AddNumberToObject(nq->node, "sampled_at_unix_ms",
 		    (double)now_ms());
-		rec = state_record_read(ids[i]);
 		observe_snap_local(nq, rec);
-		cid = cJSON_GetObjectItem(rec, "container_id");
-		state = cJSON_GetObjectItem(rec, "state");
 		if (rec == NULL || !cJSON_IsString(cid) ||
 		    !util_id_valid(cid->valuestring) ||
 		    !cJSON_IsString(state) || strcmp(state->valuestring,

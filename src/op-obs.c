@@ -453,7 +453,7 @@ op_snapshot_exec(struct op_call *oc)
 {
 	const char	*id = op_arg_string(oc, "sandbox_id");
 	char		**ids, **seen, *one[1];
-	cJSON		*rec, *state;
+	cJSON		*rec;
 	size_t		 n, i, nseen = 0;
 
 	if (id != NULL) {
@@ -472,14 +472,8 @@ op_snapshot_exec(struct op_call *oc)
 	ids = state_sandbox_ids(&n);
 	seen = xcalloc(n + 1, sizeof *seen);
 	for (i = 0; i < n; i++) {
-		if (op_sandbox_unseen(oc, ids[i]) ||
-		    (rec = state_record_read(ids[i])) == NULL)
-			continue;
-		state = cJSON_GetObjectItem(rec, "state");
-		if (cJSON_IsString(state) && strcmp(state->valuestring,
-		    "ready") == 0)
+		if (!op_sandbox_unseen(oc, ids[i]))
 			seen[nseen++] = ids[i];
-		cJSON_Delete(rec);
 	}
 	observe_snapshot(seen, nseen, 1, op_snapshot_cb, oc);
 	for (i = 0; i < n; i++)
