@@ -486,9 +486,7 @@ command_set_state(struct command *c, enum command_state state)
 	else
 		log_trace(TRACE_JOB, "command %s %s", c->id, names[state]);
 	c->state = state;
-	if (state == COMMAND_RUNNING || (state == COMMAND_FINALIZING ||
-	    state == COMMAND_DONE))
-		command_count_write(c);
+	command_count_write(c);	/* only STARTING is never set */
 	if (state == COMMAND_DONE && c->span != NULL)
 		command_span_end(c);
 }

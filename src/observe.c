@@ -1105,17 +1105,17 @@ static void
 observe_walk_start(struct observe_query *q, const char *tenant)
 {
 	struct observe_walk	*w;
+	int			 walking = observe_walking(q->id);
 
-	if (observe_walking(q->id) || job_helper_busy()) {
+	if (walking || job_helper_busy()) {
 		cJSON_Delete(q->result);
 		q->result = NULL;
-		cause_set(&q->cause, CAUSE_BUSY, "limit", observe_walking(
-		    q->id) ? "walks-per-sandbox" : "helper-queue", "%s",
-		    observe_walking(q->id) ? "the changes of a workspace"
-		    " session of this sandbox are being measured; try again"
-		    " shortly" : "the server has too many publishes and file"
-		    " operations waiting (limit helper-queue); try again"
-		    " shortly");
+		cause_set(&q->cause, CAUSE_BUSY, "limit", walking ?
+		    "walks-per-sandbox" : "helper-queue", "%s", walking ?
+		    "the changes of a workspace session of this sandbox are"
+		    " being measured; try again shortly" : "the server has"
+		    " too many publishes and file operations waiting (limit"
+		    " helper-queue); try again shortly");
 		observe_ready(q);
 		return;
 	}
