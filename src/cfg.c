@@ -157,6 +157,7 @@ static const struct {
 	{ "management", TOOLSET_MANAGEMENT },
 	{ "runtime", TOOLSET_RUNTIME },
 	{ "observability", TOOLSET_OBSERVABILITY },
+	{ "metrics", TOOLSET_METRICS },		/* keys only: GET /metrics */
 };
 
 struct cfg_parse {
@@ -165,6 +166,7 @@ struct cfg_parse {
 	int		 line;
 	int		 errors;
 	int		 listen_seen;
+	int		 metrics_listen_seen;
 	int		 state_dir_seen;
 	int		 docker_host_seen;
 	int		 profile_seen;
@@ -179,6 +181,7 @@ static int	cfg_kw_api_key(struct cfg_parse *, int, char **);
 static int	cfg_kw_docker_host(struct cfg_parse *, int, char **);
 static int	cfg_kw_limit(struct cfg_parse *, int, char **);
 static int	cfg_kw_listen(struct cfg_parse *, int, char **);
+static int	cfg_kw_metrics_listen(struct cfg_parse *, int, char **);
 static int	cfg_kw_profile(struct cfg_parse *, int, char **);
 static int	cfg_kw_public_host(struct cfg_parse *, int, char **);
 static int	cfg_kw_state_dir(struct cfg_parse *, int, char **);
@@ -208,6 +211,7 @@ static const struct cfg_keyword {
 	{ "result-text", 1, 1, cfg_kw_result_text },
 	{ "export-root", 1, 3, cfg_kw_export_root },
 	{ "sandbox-host-port", 1, 1, cfg_kw_sandbox_host_port },
+	{ "metrics-listen", 1, 1, cfg_kw_metrics_listen },
 };
 
 /* A configuration holding the defaults. */
@@ -280,6 +284,7 @@ cfg_free(struct cfg *c)
 	free(c->docker_host);
 	free(c->docker_socket);
 	free(c->listen);
+	free(c->metrics_listen);
 	free(c);
 }
 
@@ -406,7 +411,8 @@ cfg_parse_sets(const char *list, int *sets, char **cause)
 			else
 				xasprintf(cause, "unknown tool set \"%s\""
 				    " (known: management, runtime,"
-				    " observability)", word);
+				    " observability; metrics for a key)",
+				    word);
 			free(copy);
 			return (-1);
 		}
@@ -667,6 +673,22 @@ cfg_kw_listen(struct cfg_parse *p, int argc, char **argv)
 	}
 	free(p->cfg->listen);
 	p->cfg->listen = xstrdup(argv[0]);
+	return (0);
+}
+
+static int
+cfg_kw_metrics_listen(struct cfg_parse *p, int argc, char **argv)
+{
+	if (p->metrics_listen_seen++) {
+		cfg_error(p, "metrics-listen is given twice");
+		return (-1);
+	}
+	if (strchr(argv[0], ':') == NULL) {
+		cfg_error(p, "metrics-listen needs ADDRESS:PORT: %s", argv[0]);
+		return (-1);
+	}
+	free(p->cfg->metrics_listen);
+	p->cfg->metrics_listen = xstrdup(argv[0]);
 	return (0);
 }
 
@@ -1244,6 +1266,22 @@ cfg_finish(struct cfg *c, char **cause)
 			xasprintf(cause, "refusing to listen on %s, which is"
 			    " not a loopback address, with no api-key"
 			    " configured", c->listen);
+			return (-1);
+		}
+	}
+	/* No key guards it: what it shows is for this machine only. */
+	if (c->metrics_listen != NULL) {
+		if ((res = cfg_listen_resolve(c->metrics_listen, cause)) ==
+		    NULL)
+			return (-1);
+		loopback = util_sockaddr_loopback(res->ai_addr);
+		freeaddrinfo(res);
+		if (!loopback) {
+			xasprintf(cause, "metrics-listen %s is not a loopback"
+			    " address: it serves /metrics without a key; on"
+			    " another address, scrape /metrics of the listen"
+			    " address with a key granted metrics",
+			    c->metrics_listen);
 			return (-1);
 		}
 	}

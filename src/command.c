@@ -1270,3 +1270,15 @@ command_recover(const char *id)
 	closedir(d);
 	free(dir);
 }
+
+/* The commands of this process still running, for metrics.c. */
+void
+command_metrics(struct metrics_counts *mc)
+{
+	struct command	*c;
+
+	TAILQ_FOREACH(c, &commands, entry) {
+		if (c->state != COMMAND_DONE)
+			mc->commands_running++;
+	}
+}

@@ -484,6 +484,7 @@ docker_http_complete(struct docker_req *req)
 	log_trace(TRACE_DOCKER, "docker request %u finished status=%d in %llu"
 	    " us", req->id, req->status, (unsigned long long)(mono_us() -
 	    req->started_us));
+	metrics_docker_call(req->error != NULL || req->status >= 500);
 	if (!req->cancelled && req->cb != NULL) {
 		req->in_callback = 1;
 		req->cb(req, req->arg);

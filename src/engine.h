@@ -214,6 +214,7 @@ int		 session_measure_child(const char *, const char *, int);
 char		**session_leaving(const char *, size_t *);
 void		 session_restack(const char *);
 void		 session_on_gone(void (*)(const char *, const char *));
+void		 session_metrics(struct metrics_counts *);
 
 /* command.c */
 struct command_wait;
@@ -228,6 +229,7 @@ void		 command_read(struct rt_sandbox *, const char *, long long,
 void		 command_wait_cancel(struct command_wait *);
 void		 command_forget_sandbox(const char *);
 void		 command_recover(const char *);
+void		 command_metrics(struct metrics_counts *);
 
 /* publish.c */
 struct publish_args {

@@ -1472,3 +1472,15 @@ job_pid(struct job *j)
 	return (j->pid);
 }
 
+
+/* Helpers running and queued, and forkers, for metrics.c. */
+void
+job_metrics(struct metrics_counts *mc)
+{
+	struct job_forker	*f;
+
+	mc->helpers_running += job_nhelpers;
+	mc->helpers_queued += job_nqueued;
+	LIST_FOREACH(f, &job_forkers, entry)
+		mc->forkers++;
+}

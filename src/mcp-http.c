@@ -398,6 +398,7 @@ mcp_http_sse_head(struct http_conn *c)
 	    "Connection: close\r\n");
 	transport_http_cors(c, out);
 	evbuffer_add(out, "\r\n", 2);
+	metrics_http_response(200);
 	log_debug("http client %u %s %.200s 200 event-stream%s%u peer=%s",
 	    c->id, c->req->method, c->req->target, c->stream->session !=
 	    NULL ? " stream=" : "", c->stream->id, c->peer);

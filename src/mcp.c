@@ -168,6 +168,7 @@ mcp_session_new(int transport, int sets, const char *key, const char *tenant)
 	s->log_level = 1;
 	s->references = 1;
 	TAILQ_INIT(&s->inflight);
+	metrics_mcp_session(transport == MCP_TRANSPORT_HTTP, 1);
 	return (s);
 }
 
@@ -196,6 +197,7 @@ mcp_session_free(struct mcp_session *s)
 
 	if (s == NULL)
 		return;
+	metrics_mcp_session(s->transport == MCP_TRANSPORT_HTTP, -1);
 	mcp_session_set_push(s, NULL, NULL);	/* nobody to tell */
 	TAILQ_FOREACH_SAFE(r, &s->inflight, entry, r1) {
 		if (r->call != NULL && !r->cancelled) {

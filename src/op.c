@@ -88,6 +88,7 @@ struct op_call {
 	int			 cancelled;
 	int			 starting;
 	int			 finished;
+	uint64_t		 started_us;
 };
 
 static size_t
@@ -434,6 +435,9 @@ op_call_finish(struct op_call *oc, cJSON *result, const struct cause *cause)
 		    oc->entry->name : "operation", result == NULL ?
 		    "neither a result nor a cause" : "a result and a cause");
 	oc->finished = 1;
+	metrics_tool_call(oc->entry != NULL ? oc->entry->name : NULL,
+	    cause != NULL ? cause->kind : CAUSE_NONE, oc->cancelled,
+	    mono_us() - oc->started_us);
 	if (cause != NULL) {
 		telemetry_span_attr_str(oc->span, "error_kind",
 		    cause_kind_name(cause->kind));
@@ -480,6 +484,7 @@ op_call_start(const char *name, cJSON *args, int sets, const char *tenant,
 	oc->done = done;
 	oc->arg = arg;
 	oc->starting = 1;
+	oc->started_us = mono_us();
 	util_random_hex(oc->request_id, 16);
 	oc->args = args != NULL ? cJSON_Duplicate(args, 1) :
 	    cJSON_CreateObject();
@@ -692,4 +697,12 @@ op_sandbox_runtime(struct op_call *oc, rt_cb cb, void *arg)
 		return;
 	}
 	zygote_get(id, cb, arg);
+}
+
+/* The engine's gauges for GET /metrics (the surface does not reach it). */
+void
+op_metrics(struct metrics_counts *mc)
+{
+	session_metrics(mc);
+	command_metrics(mc);
 }

@@ -83,6 +83,7 @@ struct op_entry {
 typedef void (*op_done_cb)(struct op_call *, struct cJSON *,
 		     const struct cause *, void *);
 void		 op_init(void);
+void		 op_metrics(struct metrics_counts *);
 const struct op_entry *op_find(const char *, int);
 const struct op_entry *op_next(const struct op_entry *);
 const char	*op_arg_header(const struct op_arg *);

@@ -47,6 +47,7 @@ enum {
 	OPT_DOCKER_HOST = 256,
 	OPT_HELP,
 	OPT_LISTEN,
+	OPT_METRICS_LISTEN,
 	OPT_NO_STDIO,
 	OPT_SET,
 	OPT_STATE_DIR,
@@ -58,6 +59,7 @@ static const struct option sandbox_mcp_options[] = {
 	{ "docker-host", required_argument, NULL, OPT_DOCKER_HOST },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
 	{ "no-stdio", no_argument, NULL, OPT_NO_STDIO },
 	{ "set", required_argument, NULL, OPT_SET },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
@@ -69,6 +71,7 @@ static const struct option sandbox_mcp_options[] = {
 static const char sandbox_mcp_usage[] =
     "usage: sandbox-mcp [-nv] [--help] [--no-stdio] [--version] [-f config]\n"
     "                   [--docker-host url] [--listen address:port]\n"
+    "                   [--metrics-listen address:port]\n"
     "                   [--state-dir directory] --set set [--set set ...]\n"
     "       sandbox-mcp keygen name [--tenant tenant] --set set"
     " [--set set ...]\n";
@@ -88,6 +91,9 @@ help(void)
 	    "  --set set             serve a tool set: management, runtime or"
 	    " observability\n"
 	    "  --listen address:port also serve streamable HTTP at /mcp\n"
+	    "  --metrics-listen address:port\n"
+	    "                        serve /metrics with no key on a loopback"
+	    " address\n"
 	    "  -f config             configuration file (default %s)\n"
 	    "  --state-dir directory state directory (default %s)\n"
 	    "  --docker-host url     Docker Engine socket (default"
@@ -238,6 +244,7 @@ main(int argc, char **argv)
 {
 	const char	*conf = SANDBOX_MCP_CONF, *state_dir = NULL;
 	const char	*docker_host = NULL, *listen = NULL, *host;
+	const char	*metrics_listen = NULL;
 	char		*cause;
 	int		 ch, noaction = 0, no_stdio = 0, verbose = 0, port;
 	int		 conf_given = 0, errors, saved_argc = argc;
@@ -268,6 +275,9 @@ main(int argc, char **argv)
 		case OPT_LISTEN:
 			listen = optarg;
 			break;
+		case OPT_METRICS_LISTEN:
+			metrics_listen = optarg;
+			break;
 		case OPT_NO_STDIO:
 			no_stdio = 1;
 			break;
@@ -275,6 +285,12 @@ main(int argc, char **argv)
 			if (cfg_parse_sets(optarg, &opt_sets, &cause) != 0) {
 				fprintf(stderr, "sandbox-mcp: %s\n", cause);
 				free(cause);
+				usage();
+			}
+			if (opt_sets & TOOLSET_METRICS) {
+				fprintf(stderr, "sandbox-mcp: metrics is granted"
+				    " to API keys, not served as a tool set:"
+				    " every HTTP listener serves /metrics\n");
 				usage();
 			}
 			break;
@@ -324,6 +340,10 @@ main(int argc, char **argv)
 		free(cfg->docker_host);
 		cfg->docker_host = xstrdup(docker_host);
 	}
+	if (metrics_listen != NULL) {
+		free(cfg->metrics_listen);
+		cfg->metrics_listen = xstrdup(metrics_listen);
+	}
 	if (listen != NULL) {
 		free(cfg->listen);
 		cfg->listen = xstrdup(listen);
@@ -359,6 +379,7 @@ main(int argc, char **argv)
 		return (1);
 	}
 	telemetry_init();
+	metrics_init();
 	op_init();
 	rest_init();
 	runtime_init();
@@ -381,6 +402,12 @@ main(int argc, char **argv)
 		if (transport_http_endpoint(&host, &port) == 0)
 			sandbox_set_endpoint(host, port);
 		proc_set_stop(transport_http_stop);
+	}
+	if (cfg->metrics_listen != NULL &&
+	    transport_http_metrics_start(cfg->metrics_listen, &cause) != 0) {
+		log_warnx("%s", cause);
+		free(cause);
+		return (1);
 	}
 	if (!no_stdio)
 		transport_stdio_start(opt_sets);

@@ -67,6 +67,8 @@ struct tspan;
 #define TOOLSET_RUNTIME		0x02
 #define TOOLSET_OBSERVABILITY	0x04
 #define TOOLSET_ALL		0x07
+/* A grant of keys, not a set of tools: GET /metrics (metrics.c). */
+#define TOOLSET_METRICS		0x08
 
 /* Configurable limits; cfg.c holds the table with names and defaults. */
 enum limit {
@@ -147,6 +149,7 @@ struct cfg {
 	char			*docker_host;
 	char			*docker_socket;	/* path from docker_host */
 	char			*listen;
+	char			*metrics_listen; /* /metrics, no key */
 	struct cfg_words	 roots;
 	struct cfg_words	 export_roots;
 	struct cfg_apikeys	 apikeys;
@@ -199,6 +202,28 @@ void		 cause_copy(struct cause *, const struct cause *);
 void		 cause_move(struct cause *, struct cause *);
 struct cJSON	*cause_json(const struct cause *);
 int		 cause_from_json(struct cause *, const struct cJSON *);
+
+/* metrics.c: the counts GET /metrics shows */
+struct metrics_counts {		/* gauges their owners fill in */
+	unsigned int	 http_connections;
+	unsigned int	 sessions_managed;
+	unsigned int	 sessions_automatic;
+	unsigned int	 sessions_spare;
+	unsigned int	 commands_running;
+	unsigned int	 helpers_running;
+	unsigned int	 helpers_queued;
+	unsigned int	 forkers;
+};
+void		 metrics_init(void);
+void		 metrics_tool_call(const char *, enum cause_kind, int,
+		     uint64_t);
+void		 metrics_http_response(int);
+void		 metrics_http_accepted(void);
+void		 metrics_docker_call(int);
+void		 metrics_mcp_session(int, int);
+void		 metrics_event(const char *);
+void		 metrics_render(struct evbuffer *,
+		     const struct metrics_counts *);
 
 /* proc.c */
 extern struct event_base	*ev_base;
@@ -333,6 +358,7 @@ typedef int (*job_msg_fn)(const char *, size_t, int);
 struct job	*job_helper_msg(const char *, const char *, const char *,
 		     job_msg_fn, const void *, size_t, job_cb, void *);
 void		 job_sandbox_gone(const char *);
+void		 job_metrics(struct metrics_counts *);
 int		 job_helper_busy(void);
 int		 job_parent_alive(void);
 void		 job_reap(void);

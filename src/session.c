@@ -1774,3 +1774,24 @@ session_recover(const char *id)
 	free(dir);
 	session_leases_free(&sl);
 }
+
+/* The sessions of this process by kind, for metrics.c. */
+void
+session_metrics(struct metrics_counts *mc)
+{
+	struct rt_sandbox	*sb;
+	struct session		*s;
+
+	for (sb = zygote_next(NULL); sb != NULL; sb = zygote_next(sb)) {
+		LIST_FOREACH(s, &sb->sessions, entry) {
+			if (s->state == SESSION_ENDED)
+				continue;
+			if (s->spare || s->state == SESSION_IDLE)
+				mc->sessions_spare++;
+			else if (s->automatic)
+				mc->sessions_automatic++;
+			else
+				mc->sessions_managed++;
+		}
+	}
+}

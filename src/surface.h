@@ -118,6 +118,7 @@ struct transport_http_raw {	/* a handler that has the bytes */
 	void		(*eof)(void *);		/* it has sent all it will */
 };
 int		 transport_http_start(const char *, int, char **);
+int		 transport_http_metrics_start(const char *, char **);
 int		 transport_http_active(void);
 int		 transport_http_endpoint(const char **, int *);
 void		 transport_http_stop(void);

@@ -384,6 +384,7 @@ telemetry_event(const char *sandbox_id, const char *trace,
 {
 	cJSON	*rec;
 
+	metrics_event(name);
 	rec = cJSON_CreateObject();
 	cJSON_AddStringToObject(rec, "kind", "event");
 	cJSON_AddNumberToObject(rec, "ts", (double)now_ms());

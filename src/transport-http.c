@@ -80,7 +80,9 @@
 
 
 static struct {
+	int			 ready;
 	struct evconnlistener	*listener;
+	struct evconnlistener	*metrics_listener; /* /metrics, no key */
 	struct event		*accept_retry;
 	int			 loopback;
 	int			 sets;
@@ -102,6 +104,12 @@ static void	transport_http_request_done(struct http_conn *);
 static void	transport_http_read_cb(struct bufferevent *, void *);
 static void	transport_http_evictable(struct http_conn *);
 static void	transport_http_listen_update(void);
+static void	transport_http_metrics(struct http_conn *, int);
+static void	transport_http_accept_cb(struct evconnlistener *,
+		    evutil_socket_t, struct sockaddr *, int, void *);
+static void	transport_http_accept_retry_cb(evutil_socket_t, short, void *);
+static void	transport_http_accept_error_cb(struct evconnlistener *,
+		    void *);
 static int	transport_http_origin_ours(const char *);
 
 int
@@ -162,7 +170,8 @@ transport_http_listen_update(void)
 {
 	int	want;
 
-	if (http.listener == NULL || http.accept_retry == NULL ||
+	if ((http.listener == NULL && http.metrics_listener == NULL) ||
+	    http.accept_retry == NULL ||
 	    evtimer_pending(http.accept_retry, NULL))
 		return;		/* accept failed: the timer re-enables */
 	if (http.nconns < (unsigned int)cfg_limit(LIMIT_MAX_CONNECTIONS))
@@ -172,6 +181,14 @@ transport_http_listen_update(void)
 	if (want == http.accepting)
 		return;
 	http.accepting = want;
+	if (http.metrics_listener != NULL) {
+		if (want)
+			evconnlistener_enable(http.metrics_listener);
+		else
+			evconnlistener_disable(http.metrics_listener);
+	}
+	if (http.listener == NULL)
+		return;
 	if (want)
 		evconnlistener_enable(http.listener);
 	else {
@@ -679,6 +696,7 @@ transport_http_respond(struct http_conn *c, int status,
 	    transport_http_forwarded(c) != NULL ? " forwarded-for=" : "",
 	    transport_http_forwarded(c) != NULL ?
 	    transport_http_forwarded(c) : "");
+	metrics_http_response(status);
 	c->raw = NULL;		/* a handler's bytes end with its answer */
 	transport_http_set_state(c, HTTP_CONN_WRITING);
 	bufferevent_enable(c->bev, EV_WRITE);
@@ -1509,6 +1527,55 @@ transport_http_health(struct http_conn *c)
 	cJSON_Delete(body);
 }
 
+/*
+ * GET /metrics (metrics.c's counts): on the listen address the key must
+ * grant metrics when keys are configured; metrics-listen asks for none.
+ */
+static void
+transport_http_metrics(struct http_conn *c, int need_key)
+{
+	struct http_msg		*req = c->req;
+	struct metrics_counts	 mc;
+	struct cause		 cause = { 0 };
+	struct evbuffer	*body;
+	const char	*extra;
+	cJSON		*error;
+	size_t		 len;
+	char		*text;
+	int		 status;
+
+	if (strcmp(req->method, "GET") != 0 &&
+	    strcmp(req->method, "HEAD") != 0) {
+		transport_http_plain(c, 405, "Allow: GET\r\n");
+		return;
+	}
+	if (need_key && (status = transport_http_authorize(c, TOOLSET_METRICS,
+	    &cause, &extra)) != 0) {
+		error = cJSON_CreateObject();
+		cJSON_AddStringToObject(error, "error", status == 401 ?
+		    "unauthorized" : "forbidden");
+		cJSON_AddStringToObject(error, "error_description",
+		    cause.message);
+		transport_http_json(c, status, error, extra);
+		cJSON_Delete(error);
+		cause_clear(&cause);
+		return;
+	}
+	if ((body = evbuffer_new()) == NULL)
+		fatalx("%s: evbuffer_new", __func__);
+	memset(&mc, 0, sizeof mc);
+	mc.http_connections = http.nconns;
+	op_metrics(&mc);
+	metrics_render(body, &mc);
+	len = evbuffer_get_length(body);
+	text = xmalloc(len);
+	evbuffer_remove(body, text, len);
+	evbuffer_free(body);
+	transport_http_respond(c, 200, "text/plain; version=0.0.4;"
+	    " charset=utf-8", text, len, NULL);
+	free(text);
+}
+
 /* Whether the client accepts a JSON answer (no Accept: anything). */
 int
 transport_http_accepts_json(struct http_conn *c)
@@ -1593,6 +1660,10 @@ transport_http_head(struct http_conn *c)
 		    http_handlers[h].refuse : NULL);
 	else if (strcmp(path, "/health") == 0)
 		transport_http_health(c);
+	else if (strcmp(path, "/metrics") == 0)
+		transport_http_metrics(c, !c->metrics_only);
+	else if (c->metrics_only)
+		transport_http_plain(c, 404, NULL);
 	else if (h != -1)
 		http_handlers[h].fn(c, path);
 	else if (strncmp(path, "/.well-known/oauth-", 19) == 0)
@@ -1643,6 +1714,7 @@ transport_http_refuse_fd(evutil_socket_t fd, const char *why)
 	    "Cache-Control: no-store\r\nRetry-After: %s\r\n"
 	    "Connection: close\r\n\r\n{\"error\":\"%s\"}",
 	    http_status_text(503), strlen(why) + 12, HTTP_RETRY_AFTER, why);
+	metrics_http_response(503);
 	if (len > 0 && (size_t)len < sizeof buf &&
 	    write(fd, buf, len) != len)
 		log_debug("http: a refused connection took no answer");
@@ -1707,6 +1779,8 @@ transport_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	snprintf(c->peer, sizeof c->peer, "%s:%s", host, serv);
 	strlcpy(c->addr_name, name, sizeof c->addr_name);
 	c->proxied = proxied;
+	c->metrics_only = l == http.metrics_listener;
+	metrics_http_accepted();
 	if (!proxied) {
 		c->client = transport_http_client_get(name);
 		c->client->conns++;
@@ -1751,9 +1825,74 @@ transport_http_accept_error_cb(struct evconnlistener *l, void *arg)
 
 	log_warnx("http: accept: %s; pausing for %d s", strerror(err),
 	    HTTP_ACCEPT_RETRY);
-	evconnlistener_disable(l);
+	if (http.listener != NULL)
+		evconnlistener_disable(http.listener);
+	if (http.metrics_listener != NULL)
+		evconnlistener_disable(http.metrics_listener);
 	http.accepting = 0;
 	evtimer_add(http.accept_retry, &tv);
+}
+
+/* What both listeners share, made by the first to start. */
+static void
+transport_http_init(void)
+{
+	int	i;
+
+	if (http.ready)
+		return;
+	http.ready = 1;
+	TAILQ_INIT(&http.conns);
+	TAILQ_INIT(&http.evictable);
+	for (i = 0; i < HTTP_CLIENT_BUCKETS; i++)
+		LIST_INIT(&http.clients[i]);
+	http.client_seed = arc4random();
+	http.accepting = 1;
+	http.accept_retry = evtimer_new(ev_base,
+	    transport_http_accept_retry_cb, NULL);
+	if (http.accept_retry == NULL)
+		fatalx("%s: event_new", __func__);
+}
+
+/*
+ * Listen on a loopback "ADDRESS:PORT" for /metrics (and /health) with no
+ * key (cfg.c refuses another address). It does not hold the process: it
+ * serves while the transports do.
+ */
+int
+transport_http_metrics_start(const char *listen, char **cause)
+{
+	struct addrinfo		*res;
+	struct sockaddr_storage	 ss;
+	socklen_t		 sslen = sizeof ss;
+	char			 h[NI_MAXHOST] = "?", p[NI_MAXSERV];
+
+	if ((res = cfg_listen_resolve(listen, cause)) == NULL)
+		return (-1);
+	transport_http_init();
+	http.metrics_listener = evconnlistener_new_bind(ev_base,
+	    transport_http_accept_cb, NULL, LEV_OPT_CLOSE_ON_FREE |
+	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 511, res->ai_addr,
+	    (int)res->ai_addrlen);
+	freeaddrinfo(res);
+	if (http.metrics_listener == NULL) {
+		xasprintf(cause, "cannot listen on %s for metrics: %s",
+		    listen, strerror(errno));
+		return (-1);
+	}
+	evconnlistener_set_error_cb(http.metrics_listener,
+	    transport_http_accept_error_cb);
+	if (!http.accepting)
+		evconnlistener_disable(http.metrics_listener);
+	if (getsockname(evconnlistener_get_fd(http.metrics_listener),
+	    (struct sockaddr *)&ss, &sslen) != 0 ||
+	    getnameinfo((struct sockaddr *)&ss, sslen, h, sizeof h, p,
+	    sizeof p, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+		strlcpy(p, "?", sizeof p);
+	log_info("serving metrics on http://%s%s%s:%s/metrics (no key)",
+	    ss.ss_family == AF_INET6 ? "[" : "", h,
+	    ss.ss_family == AF_INET6 ? "]" : "", p);
+	return (0);
 }
 
 /*
@@ -1767,7 +1906,6 @@ transport_http_start(const char *listen, int sets, char **cause)
 	struct sockaddr_storage	 ss;
 	socklen_t		 sslen = sizeof ss;
 	char			 h[NI_MAXHOST], p[NI_MAXSERV];
-	int			 i;
 
 	if ((res = cfg_listen_resolve(listen, cause)) == NULL)
 		return (-1);
@@ -1779,11 +1917,7 @@ transport_http_start(const char *listen, int sets, char **cause)
 		return (-1);
 	}
 	http.sets = sets;
-	TAILQ_INIT(&http.conns);
-	TAILQ_INIT(&http.evictable);
-	for (i = 0; i < HTTP_CLIENT_BUCKETS; i++)
-		LIST_INIT(&http.clients[i]);
-	http.client_seed = arc4random();
+	transport_http_init();
 	http.listener = evconnlistener_new_bind(ev_base,
 	    transport_http_accept_cb, NULL, LEV_OPT_CLOSE_ON_FREE |
 	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 511, res->ai_addr,
@@ -1795,13 +1929,10 @@ transport_http_start(const char *listen, int sets, char **cause)
 		return (-1);
 	}
 	freeaddrinfo(res);
-	http.accepting = 1;
 	evconnlistener_set_error_cb(http.listener,
 	    transport_http_accept_error_cb);
-	http.accept_retry = evtimer_new(ev_base,
-	    transport_http_accept_retry_cb, NULL);
-	if (http.accept_retry == NULL)
-		fatalx("%s: event_new", __func__);
+	if (!http.accepting)
+		evconnlistener_disable(http.listener);
 	if (getsockname(evconnlistener_get_fd(http.listener),
 	    (struct sockaddr *)&ss, &sslen) == 0 &&
 	    getnameinfo((struct sockaddr *)&ss, sslen, h, sizeof h, p,
@@ -1830,6 +1961,10 @@ transport_http_stop(void)
 	struct http_conn	*c;
 	size_t			 i;
 
+	if (http.metrics_listener != NULL) {
+		evconnlistener_free(http.metrics_listener);
+		http.metrics_listener = NULL;
+	}
 	if (http.listener == NULL)
 		return;
 	evconnlistener_free(http.listener);

@@ -78,6 +78,7 @@ struct http_conn {
 	struct http_client		*client; /* the address charged */
 	int				 client_request; /* for a request */
 	int				 proxied; /* a trusted proxy's */
+	int				 metrics_only; /* metrics-listen's */
 	int				 forwarded; /* request: by a proxy */
 	char				 client_addr[64]; /* request: whose */
 	int				 authed; /* a request passed auth */
