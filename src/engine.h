@@ -211,6 +211,8 @@ int		 session_leases(const char *, int, size_t,
 		     struct session_leases *, char **);
 void		 session_leases_free(struct session_leases *);
 int		 session_measure_child(const char *, const char *, int);
+int		 session_measure_many_child(const char *, char **, size_t,
+		     int);
 char		**session_leaving(const char *, size_t *);
 void		 session_restack(const char *);
 void		 session_on_gone(void (*)(const char *, const char *));

@@ -78,6 +78,10 @@ struct observe_query {
 	struct cause		 cause;		/* or why not */
 	struct job		*job;		/* layerstack: a walk */
 	cJSON			*upper_into;	/* gets its upper_bytes */
+	char			*tenant;	/* cgroup: whose walk */
+	cJSON			*upper_item;	/* cgroup: the sample now */
+	double			 upper_prev;	/* and the one before, */
+	int			 upper_has_prev; /* if there is one */
 	const char		*file;		/* the log read */
 	struct event		*ev;
 	observe_cb		 cb;
@@ -106,6 +110,7 @@ observe_free(struct observe_query *q)
 		observe_walk_done(q->id);
 	}
 	free(q->id);
+	free(q->tenant);
 	free(q->name);
 	free(q->trace);
 	free(q->request);
@@ -1158,6 +1163,11 @@ observe_upper_done(cJSON *result, const struct cause *cause, void *arg)
 		v = cJSON_GetObjectItem(result, "bytes");
 		cJSON_AddNumberToObject(q->upper_into, "upper_bytes",
 		    cJSON_IsNumber(v) ? v->valuedouble : 0);
+		if (q->upper_item != NULL && q->upper_has_prev)
+			cJSON_AddNumberToObject(cJSON_AddObjectToObject(
+			    q->upper_item, "deltas"), "upper_bytes",
+			    (cJSON_IsNumber(v) ? v->valuedouble : 0) -
+			    q->upper_prev);
 	}
 	observe_ready(q);
 }
@@ -1251,7 +1261,8 @@ observe_sample_line(struct observe_query *q, const char *line, size_t len)
 	ts = cJSON_GetObjectItemCaseSensitive(rec, "ts");
 	scope = cJSON_GetObjectItemCaseSensitive(rec, "scope");
 	if (!cJSON_IsNumber(ts) || !cJSON_IsString(scope) ||
-	    strcmp(scope->valuestring, "sandbox") != 0 ||
+	    strcmp(scope->valuestring, q->name != NULL ? q->name :
+	    "sandbox") != 0 ||
 	    !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(rec,
 	    "metrics"))) {
 		cJSON_Delete(rec);
@@ -1283,6 +1294,9 @@ observe_delta(cJSON *deltas, cJSON *now, cJSON *prev, const char *key)
 		    b->valuedouble);
 }
 
+static void	observe_cgroup_now(struct observe_query *, cJSON *, double);
+static int	observe_walking(const char *);
+
 static void
 observe_cgroup_finish(struct observe_query *q)
 {
@@ -1292,7 +1306,8 @@ observe_cgroup_finish(struct observe_query *q)
 
 	result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "view", "cgroup");
-	cJSON_AddStringToObject(result, "scope", "sandbox");
+	cJSON_AddStringToObject(result, "scope", q->name != NULL ? q->name :
+	    "sandbox");
 	series = cJSON_AddArrayToObject(result, "series");
 	/* Oldest first, each against the one before it. */
 	for (i = cJSON_GetArraySize(q->events) - 1; i >= 0; i--) {
@@ -1313,6 +1328,7 @@ observe_cgroup_finish(struct observe_query *q)
 			observe_delta(d, m, prev, "mem_cur");
 			observe_delta(d, m, prev, "io_rbytes");
 			observe_delta(d, m, prev, "io_wbytes");
+			observe_delta(d, m, prev, "upper_bytes");
 		}
 		cJSON_AddItemToArray(series, item);
 		prev = m;
@@ -1320,17 +1336,33 @@ observe_cgroup_finish(struct observe_query *q)
 	}
 	if (q->truncated)
 		cJSON_AddTrueToObject(result, "truncated");
+	/* A session's scope ends with a sample taken now, room allowing. */
+	if (q->name != NULL && !observe_walking(q->id) &&
+	    !job_helper_busy()) {
+		event_free(q->ev);
+		q->ev = NULL;
+		q->result = result;
+		if (prev != NULL && cJSON_IsNumber(cJSON_GetObjectItem(prev,
+		    "upper_bytes"))) {
+			q->upper_prev = cJSON_GetNumberValue(
+			    cJSON_GetObjectItem(prev, "upper_bytes"));
+			q->upper_has_prev = 1;
+		}
+		observe_cgroup_now(q, series, prev != NULL ? pts : -1);
+		return;
+	}
 	q->cb(result, NULL, q->arg);
 	observe_free(q);
 }
 
 /*
- * cgroup (observability.md) of sandbox id: scope "sandbox", the
- * resource samples of the last window_ms (sampler.c), oldest first, each
- * with its change since the one before; scope a live workspace session's
- * id, one disk sample taken now (the bytes of its changes, walked by a
- * helper of the sandbox's). cb from the loop, taken over, unless
- * observe_cancel comes first.
+ * cgroup (observability.md) of sandbox id: the samples of scope of the
+ * last window_ms (sampler.c), oldest first, each with its change since
+ * the one before: scope "sandbox", the container's resources; a live
+ * workspace session's id, the bytes of its changes, the sampler's and
+ * last one taken now by a helper of the sandbox's (left out while a walk
+ * of the sandbox is under way or the helpers' queue is full). cb from
+ * the loop, taken over, unless observe_cancel comes first.
  */
 struct observe_query *
 observe_cgroup(const char *id, const char *scope, const char *tenant,
@@ -1338,37 +1370,49 @@ observe_cgroup(const char *id, const char *scope, const char *tenant,
 {
 	struct observe_query	*q;
 	struct layer_stack	*ls;
-	cJSON			*series, *item;
 
 	q = observe_new(id, cb, arg);
-	if (strcmp(scope, "sandbox") == 0) {
-		q->file = "resources.ndjson";
-		q->since_ms = (long long)now_ms() - window_ms;
-		q->events = cJSON_CreateArray();
-		q->line = observe_sample_line;
-		q->finish = observe_cgroup_finish;
-		observe_start(q);
-		return (q);
+	if (strcmp(scope, "sandbox") != 0) {
+		if ((ls = observe_live_lease(q, id, scope, "scope")) == NULL) {
+			observe_ready(q);
+			return (q);
+		}
+		layer_stack_free(ls);
+		q->name = xstrdup(scope);
+		q->tenant = xstrdup(tenant);
 	}
-	if ((ls = observe_live_lease(q, id, scope, "scope")) == NULL) {
-		observe_ready(q);
-		return (q);
-	}
-	layer_stack_free(ls);
-	q->result = cJSON_CreateObject();
-	cJSON_AddStringToObject(q->result, "view", "cgroup");
-	cJSON_AddStringToObject(q->result, "scope", scope);
-	series = cJSON_AddArrayToObject(q->result, "series");
+	q->file = "resources.ndjson";
+	q->since_ms = (long long)now_ms() - window_ms;
+	q->events = cJSON_CreateArray();
+	q->line = observe_sample_line;
+	q->finish = observe_cgroup_finish;
+	observe_start(q);
+	return (q);
+}
+
+/*
+ * A workspace scope's last sample, taken now (the sampler's are up to
+ * SAMPLER_DISK_PERIOD_MS old), after the one at pts (-1: none).
+ */
+static void
+observe_cgroup_now(struct observe_query *q, cJSON *series, double pts)
+{
+	cJSON		*item;
+	uint64_t	 now = now_ms();
+
 	item = cJSON_CreateObject();
-	cJSON_AddNumberToObject(item, "ts", (double)now_ms());
-	cJSON_AddNullToObject(item, "sample_delta_ms");
+	cJSON_AddNumberToObject(item, "ts", (double)now);
+	if (pts >= 0)
+		cJSON_AddNumberToObject(item, "sample_delta_ms",
+		    (double)now - pts);
+	else
+		cJSON_AddNullToObject(item, "sample_delta_ms");
 	q->upper_into = cJSON_AddObjectToObject(item, "metrics");
 	cJSON_AddStringToObject(q->upper_into, "metrics_source",
 	    "workspace_disk");
+	q->upper_item = item;
 	cJSON_AddItemToArray(series, item);
-	q->name = xstrdup(scope);
-	observe_walk_start(q, tenant);
-	return (q);
+	observe_walk_start(q, q->tenant);
 }
 
 /* ---- snapshot: a sandbox node, or every ready one at once ---- */
@@ -1397,12 +1441,15 @@ struct observe_snap {
 	void			*arg;
 };
 
-/* The newest resource samples: the latest, and those of the last minute. */
+/*
+ * The newest resource samples: the latest, and those of the last minute;
+ * and into disk, each workspace session's latest upper_bytes.
+ */
 static void
-observe_snap_resources(struct observe_node_q *nq, cJSON *res)
+observe_snap_resources(struct observe_node_q *nq, cJSON *res, cJSON *disk)
 {
 	struct stat	 st;
-	cJSON		*history, *rec, *latest = NULL, *ts;
+	cJSON		*history, *rec, *latest = NULL, *ts, *scope, *v;
 	char		*path, *buf, *line, *nl;
 	off_t		 off;
 	ssize_t		 got;
@@ -1432,7 +1479,20 @@ observe_snap_resources(struct observe_node_q *nq, cJSON *res)
 	line = off > 0 && (nl = strchr(buf, '\n')) != NULL ? nl + 1 : buf;
 	while ((nl = strchr(line, '\n')) != NULL) {
 		*nl = '\0';
-		if ((rec = cJSON_Parse(line)) != NULL &&
+		rec = cJSON_Parse(line);
+		scope = cJSON_GetObjectItem(rec, "scope");
+		if (cJSON_IsString(scope) && strcmp(scope->valuestring,
+		    "sandbox") != 0) {
+			v = cJSON_GetObjectItem(cJSON_GetObjectItem(rec,
+			    "metrics"), "upper_bytes");
+			if (cJSON_IsNumber(v)) {
+				cJSON_DeleteItemFromObjectCaseSensitive(disk,
+				    scope->valuestring);
+				cJSON_AddNumberToObject(disk,
+				    scope->valuestring, v->valuedouble);
+			}
+			cJSON_Delete(rec);
+		} else if (rec != NULL &&
 		    cJSON_IsNumber(ts = cJSON_GetObjectItem(rec, "ts")) &&
 		    cJSON_IsObject(cJSON_GetObjectItem(rec, "metrics"))) {
 			cJSON_Delete(latest);
@@ -1478,7 +1538,7 @@ observe_snap_local(struct observe_node_q *nq, cJSON *rec)
 {
 	struct layer_stack	*ls;
 	struct session_leases	 sl;
-	cJSON			*node = nq->node, *o, *w, *m, *v;
+	cJSON			*node = nq->node, *o, *w, *m, *v, *disk;
 	char			*err = NULL, *dir;
 	double			 bytes = 0;
 	long long		 running;
@@ -1492,8 +1552,9 @@ observe_snap_local(struct observe_node_q *nq, cJSON *rec)
 	dir = state_where(STATE_SANDBOX, nq->id, NULL);
 	cJSON_AddStringToObject(o, "runtime_dir", dir);
 	free(dir);
+	disk = cJSON_CreateObject();
 	observe_snap_resources(nq, cJSON_AddObjectToObject(node,
-	    "resources"));
+	    "resources"), disk);
 	w = cJSON_AddArrayToObject(node, "workspaces");
 	if (session_leases(nq->id, SESSION_LEASES_LIVE, 100000, &sl,
 	    &err) != 0) {
@@ -1519,9 +1580,16 @@ observe_snap_local(struct observe_node_q *nq, cJSON *rec)
 		cJSON_AddBoolToObject(o, "automatic", sl.l[i].automatic);
 		cJSON_AddNumberToObject(o, "commands_running",
 		    running < 0 ? 0 : (double)running);
-		cJSON_AddNullToObject(o, "upper_bytes");
+		/* The sampler's latest measure (sampler.c), if any yet. */
+		v = cJSON_GetObjectItemCaseSensitive(disk, sl.l[i].ws);
+		if (cJSON_IsNumber(v))
+			cJSON_AddNumberToObject(o, "upper_bytes",
+			    v->valuedouble);
+		else
+			cJSON_AddNullToObject(o, "upper_bytes");
 		cJSON_AddItemToArray(w, o);
 	}
+	cJSON_Delete(disk);
 	session_leases_free(&sl);
 	o = cJSON_AddObjectToObject(node, "stack");
 	if ((ls = layer_stack_read(nq->id, &err)) == NULL) {

@@ -241,7 +241,7 @@ static const struct op_arg op_cgroup_args[] = {
 	OP_SANDBOX_ARG,
 	{ "scope", OP_ARG_STRING, 0, -1, "\"sandbox\"",
 	  "sandbox (the container's samples), or a live workspace session's"
-	  " id (the bytes of its changes, sampled now)." },
+	  " id (the bytes of its changes, sampled every 10 s and now)." },
 	{ "window_ms", OP_ARG_INTEGER, 0, 0, "60000",
 	  "How far back the samples go, in milliseconds (at most 600000)." },
 	{ NULL, 0, 0, -1, NULL, NULL }
@@ -257,9 +257,9 @@ const struct op_entry op_cgroup_entry = {
 	    " Engine every 2 seconds (metrics_source docker_engine, cgroup"
 	    " v1 or v2), each with the time since the sample before it and"
 	    " the change of each counter (deltas). With scope a workspace"
-	    " session's id: one sample of that session's disk use taken now"
-	    " (upper_bytes). Read only: works from any process on the state"
-	    " directory.",
+	    " session's id: that session's disk use (upper_bytes), sampled"
+	    " every 10 seconds, and a last sample taken now. Read only: works"
+	    " from any process on the state directory.",
 	.set = TOOLSET_OBSERVABILITY,
 	.flags = OP_READONLY | OP_IDEMPOTENT,
 	.args = op_cgroup_args,

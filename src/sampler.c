@@ -34,6 +34,18 @@
  * sandbox whose last sample has not come back is skipped, so a slow
  * Engine never has more than one request per sandbox waiting.
  *
+ * Every SAMPLER_DISK_PERIOD_MS the same process also measures the
+ * changes of each live managed workspace session of the sandbox (at most
+ * SAMPLER_DISK_MAX of them) and appends one disk sample each:
+ *
+ *	{"ts", "scope": WORKSPACE_SESSION_ID, "metrics": {"metrics_source":
+ *	 "workspace_disk", "upper_bytes"}}
+ *
+ * The uppers are the sandbox's, written by its commands: they are walked
+ * by one confined helper charged to the sandbox (job_helper), never by
+ * the loop, one walk per sandbox at a time, and not at all while the
+ * helpers' queue is full.
+ *
  * The statistics are read as the docker CLI reads them, on cgroup v1 and
  * v2 alike: memory in use without the inactive file cache
  * (total_inactive_file on v1, inactive_file on v2), the limit as the
@@ -62,12 +74,19 @@
 #include "sandbox-mcp.h"
 
 #define SAMPLER_PERIOD_MS	2000
+#define SAMPLER_DISK_PERIOD_MS	10000
+#define SAMPLER_DISK_MAX	256
 
 struct sampler_node {
 	char			*id;
 	int			 lock;		/* -1: another process samples */
 	struct docker_call	*call;		/* a sample under way */
 	int			 seen;
+	struct job		*walk;		/* disk samples under way */
+	uint64_t		 walked_ms;	/* when the last one began */
+	char			**ws;		/* the sessions it measures */
+	char			**uppers;
+	size_t			 nws;
 	LIST_ENTRY(sampler_node) entry;
 };
 static LIST_HEAD(, sampler_node) sampler_nodes =
@@ -160,12 +179,105 @@ sampler_lock_path(const char *id)
 }
 
 static void
+sampler_walk_free(struct sampler_node *n)
+{
+	size_t	i;
+
+	for (i = 0; i < n->nws; i++) {
+		free(n->ws[i]);
+		free(n->uppers[i]);
+	}
+	free(n->ws);
+	free(n->uppers);
+	n->ws = n->uppers = NULL;
+	n->nws = 0;
+}
+
+/* The helper: the bytes of each session's upper. */
+static int
+sampler_walk_child(void *arg, int fd)
+{
+	struct sampler_node	*n = arg;
+
+	return (session_measure_many_child(n->id, n->uppers, n->nws, fd));
+}
+
+static void
+sampler_walk_done(cJSON *result, const struct cause *cause, void *arg)
+{
+	struct sampler_node	*n = arg;
+	cJSON			*list, *v, *rec, *m;
+	size_t			 i;
+
+	n->walk = NULL;
+	if (cause != NULL)
+		log_debug("sandbox %s: no disk samples: %s", n->id,
+		    cause->message);
+	list = cJSON_GetObjectItem(result, "bytes");
+	for (i = 0; cause == NULL && i < n->nws; i++) {
+		v = cJSON_GetArrayItem(list, (int)i);
+		if (!cJSON_IsNumber(v) || v->valuedouble < 0)
+			continue;
+		rec = cJSON_CreateObject();
+		cJSON_AddNumberToObject(rec, "ts", (double)now_ms());
+		cJSON_AddStringToObject(rec, "scope", n->ws[i]);
+		m = cJSON_AddObjectToObject(rec, "metrics");
+		cJSON_AddStringToObject(m, "metrics_source", "workspace_disk");
+		cJSON_AddNumberToObject(m, "upper_bytes", v->valuedouble);
+		telemetry_resources(n->id, rec);
+		cJSON_Delete(rec);
+	}
+	sampler_walk_free(n);
+}
+
+/*
+ * Measure the live managed sessions of a sandbox this process samples,
+ * when the period has passed and no walk of it is under way.
+ */
+static void
+sampler_walk(struct sampler_node *n, cJSON *rec)
+{
+	struct session_leases	 sl;
+	char			*err;
+	size_t			 i;
+	uint64_t		 now = now_ms();
+
+	if (n->walk != NULL || now < n->walked_ms + SAMPLER_DISK_PERIOD_MS ||
+	    job_helper_busy())
+		return;
+	n->walked_ms = now;
+	if (session_leases(n->id, SESSION_LEASES_LIVE, SAMPLER_DISK_MAX, &sl,
+	    &err) != 0) {
+		log_debug("sandbox %s: no disk samples: %s", n->id, err);
+		free(err);
+		return;
+	}
+	for (i = 0; i < sl.n; i++) {
+		if (sl.l[i].automatic || sl.l[i].ls == NULL)
+			continue;
+		n->ws = xreallocarray(n->ws, n->nws + 1, sizeof *n->ws);
+		n->uppers = xreallocarray(n->uppers, n->nws + 1,
+		    sizeof *n->uppers);
+		n->ws[n->nws] = xstrdup(sl.l[i].ws);
+		n->uppers[n->nws++] = state_where(STATE_SESSIONS, n->id,
+		    "%s/upper", sl.l[i].ws);
+	}
+	session_leases_free(&sl);
+	if (n->nws == 0)
+		return;
+	n->walk = job_helper("disk-sample", n->id, sandbox_record_tenant(rec),
+	    sampler_walk_child, n, NULL, 0, sampler_walk_done, n);
+}
+
+static void
 sampler_free(struct sampler_node *n)
 {
 	char	*path;
 
 	LIST_REMOVE(n, entry);
 	docker_call_cancel(n->call);
+	job_cancel(n->walk);
+	sampler_walk_free(n);
 	if (n->lock != -1) {
 		/* The sandbox is gone: so is its lock. */
 		if (state_record_gone(n->id)) {
@@ -241,6 +353,8 @@ sampler_tick(evutil_socket_t fd, short events, void *arg)
 			    sampler_cb, n);
 			free(path);
 		}
+		if (n->lock != -1)
+			sampler_walk(n, rec);
 		cJSON_Delete(rec);
 	}
 	for (i = 0; i < nids; i++)

@@ -1513,19 +1513,13 @@ struct session_size {
 	char			*upper;
 };
 
-/*
- * In a helper of sandbox sbox: confine it to the sandbox's state, then
- * answer {"bytes"} of the regular files in upper (tree_size), or why it
- * cannot be measured. The exit status.
- */
-int
-session_measure_child(const char *sbox, const char *upper, int fd)
+/* In a helper of sandbox sbox: confine it to the sandbox's state. */
+static int
+session_measure_confine(const char *sbox, int fd)
 {
-	const char		*rw[1];
-	char			*dir, *cause = NULL;
-	cJSON			*res;
-	unsigned long long	 bytes;
-	int			 r;
+	const char	*rw[1];
+	char		*dir, *cause = NULL;
+	int		 r;
 
 	dir = state_where(STATE_SANDBOX, sbox, NULL);
 	rw[0] = dir;
@@ -1536,6 +1530,53 @@ session_measure_child(const char *sbox, const char *upper, int fd)
 		free(cause);
 		return (r != 0 ? r : 1);
 	}
+	return (0);
+}
+
+/*
+ * In a helper of sandbox sbox: the bytes of the regular files in each of
+ * n uppers, as {"bytes": [N, ...]} in order, null for one that cannot be
+ * measured (gone since, or too deep). The exit status.
+ */
+int
+session_measure_many_child(const char *sbox, char **uppers, size_t n,
+    int fd)
+{
+	cJSON			*res, *list;
+	unsigned long long	 bytes;
+	size_t			 i;
+	int			 r;
+
+	if ((r = session_measure_confine(sbox, fd)) != 0)
+		return (r);
+	res = cJSON_CreateObject();
+	list = cJSON_AddArrayToObject(res, "bytes");
+	for (i = 0; i < n; i++) {
+		if (tree_size(uppers[i], &bytes) != 0)
+			cJSON_AddItemToArray(list, cJSON_CreateNull());
+		else
+			cJSON_AddItemToArray(list,
+			    cJSON_CreateNumber((double)bytes));
+	}
+	r = job_answer(fd, res, NULL);
+	cJSON_Delete(res);
+	return (r);
+}
+
+/*
+ * In a helper of sandbox sbox: confine it to the sandbox's state, then
+ * answer {"bytes"} of the regular files in upper (tree_size), or why it
+ * cannot be measured. The exit status.
+ */
+int
+session_measure_child(const char *sbox, const char *upper, int fd)
+{
+	cJSON			*res;
+	unsigned long long	 bytes;
+	int			 r;
+
+	if ((r = session_measure_confine(sbox, fd)) != 0)
+		return (r);
 	if (tree_size(upper, &bytes) != 0)
 		return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "cannot measure"
 		    " the session's changes: %s", errno == ELOOP ? "its tree"

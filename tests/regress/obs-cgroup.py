@@ -11,13 +11,16 @@
 # - while a busy loop runs the cpu counter grows, and each sample but
 #   the first carries sample_delta_ms and deltas;
 # - window_ms 0 holds no sample; past 600000 is invalid_request;
-# - scope a workspace session: one disk sample of its changes now;
-#   an unknown session is not_found, a malformed scope invalid_request.
+# - scope a workspace session: its disk samples, taken every 10 s by the
+#   one sampling process, and a last one taken now, with deltas;
+#   snapshot shows the latest as the session's upper_bytes; an unknown
+#   session is not_found, a malformed scope invalid_request.
 
+import json
 import os
 import time
 
-from lib import (IMAGE, check, check_eq, cleanup, err_result, main,
+from lib import (IMAGE, check, check_eq, cleanup, err_result, fail, main,
                  ok_result, remove_our_containers, Server, tmpdir)
 
 
@@ -99,10 +102,62 @@ def test():
     v = ok_result(obs.call("cgroup", {"sandbox_id": sid, "scope": w}),
                   "the session's scope")
     check_eq(v["scope"], w, "its scope")
-    check_eq(len(v["series"]), 1, "one sample")
-    check_eq(v["series"][0]["metrics"],
+    check_eq(v["series"][-1]["metrics"],
              {"metrics_source": "workspace_disk", "upper_bytes": 7000},
-             "its changes' bytes")
+             "the last sample, taken now: its changes' bytes")
+
+    # The sampler measures it too, every 10 s, into resources.ndjson.
+    def disk_samples():
+        out = []
+        with open(path) as f:
+            for line in f:
+                rec = json.loads(line)
+                if rec["scope"] == w:
+                    out.append(rec)
+        return out
+
+    def wait_sample(nbytes):
+        end = time.time() + 30
+        while time.time() < end:
+            got = [r for r in disk_samples()
+                   if r["metrics"]["upper_bytes"] == nbytes]
+            if got:
+                return got[-1]
+            time.sleep(0.2)
+        fail("no disk sample of %d bytes: %r" % (nbytes, disk_samples()))
+
+    first = wait_sample(7000)
+    check_eq(first["metrics"], {"metrics_source": "workspace_disk",
+                                "upper_bytes": 7000}, "a disk sample")
+    ok_result(run.call("exec_command", {
+        "sandbox_id": sid, "workspace_session_id": w,
+        "cmd": "head -c 3000 /dev/zero >> f"}), "a longer file")
+    second = wait_sample(10000)
+    ts = [r["ts"] for r in disk_samples()]
+    check(all(b - a >= 5000 for a, b in zip(ts, ts[1:])),
+          "one process measures the session, every 10 s: %r" % ts)
+    v = ok_result(obs.call("cgroup", {"sandbox_id": sid, "scope": w}),
+                  "the session's samples")
+    series = v["series"]
+    check(len(series) >= 3, "the sampler's samples and now's: %r" % series)
+    logged = {r["ts"]: r["metrics"] for r in disk_samples()}
+    for x in series[:-1]:
+        check_eq(x["metrics"], logged.get(x["ts"]), "a sampler's sample")
+    check_eq([x["ts"] for x in series], sorted(x["ts"] for x in series),
+             "oldest first")
+    check_eq(series[-1]["metrics"]["upper_bytes"], 10000, "now's sample")
+    check_eq(series[-1]["deltas"], {"upper_bytes": 0},
+             "no change since the sampler's last")
+    check_eq(series[-2]["deltas"]["upper_bytes"],
+             10000 - series[-3]["metrics"]["upper_bytes"],
+             "the sampler's samples have deltas")
+    snap = ok_result(obs.call("snapshot", {"sandbox_id": sid}), "snapshot")
+    mine = [x for x in snap["workspaces"]
+            if x["workspace_session_id"] == w]
+    check_eq(len(mine), 1, "the session is in the snapshot")
+    check_eq(mine[0]["upper_bytes"], 10000, "its latest disk sample")
+    check(snap["resources"]["latest"]["scope"] == "sandbox",
+          "the container's latest sample is not a disk sample")
 
 
 main(test)
