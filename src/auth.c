@@ -82,6 +82,25 @@ auth_lookup_memo(struct auth_memo *m, const char *key)
 	return (k);
 }
 
+/*
+ * A key of the configuration before a reload, in the one now in force:
+ * the same name, hash, sets and tenant, or NULL (removed, rotated,
+ * regranted or moved: what was opened with it ends).
+ */
+const struct cfg_apikey *
+auth_key_again(const struct cfg_apikey *old)
+{
+	const struct cfg_apikey	*k;
+
+	TAILQ_FOREACH(k, &cfg->apikeys, entry) {
+		if (strcmp(k->name, old->name) == 0 &&
+		    CRYPTO_memcmp(k->hash, old->hash, sizeof k->hash) == 0 &&
+		    k->sets == old->sets && strcmp(k->tenant, old->tenant) == 0)
+			return (k);
+	}
+	return (NULL);
+}
+
 /* Forget a remembered key (its bytes too). */
 void
 auth_memo_clear(struct auth_memo *m)

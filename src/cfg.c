@@ -53,6 +53,13 @@ cfg_keys_generation(void)
 	return (cfg_keys_generation_n);
 }
 
+/* The key table was replaced (a reload): every remembered key is stale. */
+void
+cfg_keys_changed(void)
+{
+	cfg_keys_generation_n++;
+}
+
 #define CFG_LINE_MAX	4096
 #define CFG_WORDS_MAX	32
 #define CFG_FILE_MAX	(1024 * 1024)

@@ -1172,6 +1172,38 @@ mcp_http_closed(struct http_conn *c)
 	}
 }
 
+/*
+ * The configuration was reloaded (the old one is still there): a session
+ * opened with a key that is no longer the same one ends, and so does one
+ * opened with no key once keys are required. Its streams have ended with
+ * their connections already (transport_http_reload).
+ */
+void
+mcp_http_reload(void)
+{
+	struct http_session		*s, *s1;
+	const struct cfg_apikey		*k;
+	int				 i;
+
+	for (i = 0; i < HTTP_SESSION_BUCKETS; i++) {
+		LIST_FOREACH_SAFE(s, &mcp_http.sessions[i], entry, s1) {
+			if (s->key != NULL &&
+			    (k = auth_key_again(s->key)) != NULL) {
+				s->key = k;
+				continue;
+			}
+			if (s->key == NULL && TAILQ_EMPTY(&cfg->apikeys))
+				continue;
+			log_info("http session %.8s ended: %s", s->id,
+			    s->key != NULL ? "its API key was removed or"
+			    " changed" : "API keys are now required");
+			LIST_REMOVE(s, entry);
+			mcp_http.nsessions--;
+			mcp_http_session_free(s, "key removed");
+		}
+	}
+}
+
 /* The listener stops: every session goes. */
 static void
 mcp_http_stop(void)

@@ -851,16 +851,26 @@ void
 mcp_reply_detach(struct mcp_reply *reply)
 {
 	struct mcp_request	*r;
+	struct op_call		**calls = NULL;
+	size_t			 n = 0, i;
 
 	if (reply == NULL)
 		return;
 	reply->detached = 1;
+	/*
+	 * A call may answer as it is cancelled, which frees its request
+	 * (and, with the last, the reply): the list is walked first.
+	 */
 	TAILQ_FOREACH(r, &reply->session->inflight, entry) {
 		if (r->reply == reply && r->call != NULL && !r->cancelled) {
 			r->cancelled = 1;
-			op_call_cancel(r->call);
+			calls = xreallocarray(calls, n + 1, sizeof *calls);
+			calls[n++] = r->call;
 		}
 	}
+	for (i = 0; i < n; i++)
+		op_call_cancel(calls[i]);
+	free(calls);
 }
 
 /*

@@ -40,6 +40,7 @@ static struct rlimit	 proc_nofile;	/* as we were started */
 static int		 proc_nofile_raised;
 static unsigned int	 proc_holds;	/* front ends still serving */
 static void		(*proc_stop)(void); /* ends them, on a signal */
+static void		(*proc_reload)(void); /* on SIGHUP */
 
 /* libevent's own warnings, into our log. */
 static void
@@ -59,8 +60,10 @@ proc_signal_cb(evutil_socket_t sig, short events, void *arg)
 		job_reap();
 		break;
 	case SIGHUP:
-		log_info("SIGHUP ignored: restart to read the configuration"
-		    " again");
+		if (proc_reload != NULL)
+			proc_reload();
+		else
+			log_info("SIGHUP ignored: nothing to reload");
 		break;
 	case SIGINT:
 	case SIGTERM:
@@ -187,4 +190,10 @@ void
 proc_set_stop(void (*stop)(void))
 {
 	proc_stop = stop;
+}
+
+void
+proc_set_reload(void (*reload)(void))
+{
+	proc_reload = reload;
 }

@@ -239,6 +239,81 @@ sandbox_mcp_keygen(int argc, char **argv)
 	return (0);
 }
 
+/* What reloading needs: the file, and what the command line set. */
+static const char	*reload_conf;
+static int		 reload_conf_given;
+static const char	*reload_opt[4];	/* state-dir, docker-host, listen, */
+					/* metrics-listen */
+
+static char **
+reload_field(struct cfg *c, int i)
+{
+	switch (i) {
+	case 0:
+		return (&c->state_dir);
+	case 1:
+		return (&c->docker_host);
+	case 2:
+		return (&c->listen);
+	default:
+		return (&c->metrics_listen);
+	}
+}
+
+/*
+ * SIGHUP: read the configuration again. A file with any error is refused
+ * whole (each error is logged with its line) and the running
+ * configuration stays. What cannot change while the process runs (the
+ * state directory, the Docker socket, the listen addresses) keeps its
+ * running value, and a file that changes it is named in the log. Then
+ * what was opened with a key that is gone ends (transport_http_reload),
+ * and the old configuration goes.
+ */
+static void
+sandbox_mcp_reload(void)
+{
+	static const char *names[] = { "state-dir", "docker-host", "listen",
+	    "metrics-listen" };
+	struct cfg	*c, *old;
+	char		*cause, **nv, **ov;
+	int		 errors, i;
+
+	log_info("SIGHUP: reading %s", reload_conf);
+	c = cfg_new();
+	if ((errors = cfg_load(c, reload_conf, reload_conf_given)) != 0) {
+		log_warnx("%s: %d error%s (above): not reloaded, the running"
+		    " configuration stays", reload_conf, errors, errors == 1 ?
+		    "" : "s");
+		cfg_free(c);
+		return;
+	}
+	for (i = 0; i < 4; i++) {
+		nv = reload_field(c, i);
+		ov = reload_field(cfg, i);
+		if (reload_opt[i] == NULL && ((*nv == NULL) != (*ov == NULL) ||
+		    (*nv != NULL && strcmp(*nv, *ov) != 0)))
+			log_warnx("%s: %s changed to %s: that takes a restart;"
+			    " still %s", reload_conf, names[i], *nv != NULL ?
+			    *nv : "(none)", *ov != NULL ? *ov : "(none)");
+		free(*nv);
+		*nv = *ov != NULL ? xstrdup(*ov) : NULL;
+	}
+	if (cfg_finish(c, &cause) != 0) {
+		log_warnx("%s: %s: not reloaded, the running configuration"
+		    " stays", reload_conf, cause);
+		free(cause);
+		cfg_free(c);
+		return;
+	}
+	old = cfg;
+	cfg = c;
+	cfg_keys_changed();
+	transport_http_reload();
+	mcp_http_reload();
+	cfg_free(old);
+	log_info("configuration reloaded from %s", reload_conf);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -353,6 +428,12 @@ main(int argc, char **argv)
 		free(cause);
 		return (noaction ? 1 : 2);
 	}
+	reload_conf = conf;
+	reload_conf_given = conf_given;
+	reload_opt[0] = state_dir;
+	reload_opt[1] = docker_host;
+	reload_opt[2] = listen;
+	reload_opt[3] = metrics_listen;
 	if (noaction) {
 		fprintf(stderr, "configuration OK\n");
 		return (0);
@@ -412,6 +493,7 @@ main(int argc, char **argv)
 	if (!no_stdio)
 		transport_stdio_start(opt_sets);
 
+	proc_set_reload(sandbox_mcp_reload);
 	log_debug("started version=%s state-dir=%s docker=%s",
 	    PACKAGE_VERSION, cfg->state_dir, cfg->docker_socket);
 	proc_loop();

@@ -234,6 +234,7 @@ void		 proc_loop(void);
 void		 proc_hold(void);
 void		 proc_release(void);
 void		 proc_set_stop(void (*)(void));
+void		 proc_set_reload(void (*)(void));
 void		 proc_nofile_restore(void);
 
 /* cfg.c */
@@ -251,6 +252,7 @@ const char	*cfg_limit_name(enum limit);
 long long	 cfg_limit(enum limit);
 int		 cfg_parse_size(const char *, long long *);
 unsigned long	 cfg_keys_generation(void);
+void		 cfg_keys_changed(void);
 
 /* util.c */
 int		 util_random_hex(char *, size_t);

@@ -41,6 +41,7 @@ const struct cfg_apikey *auth_lookup_memo(struct auth_memo *, const char *);
 void		 auth_memo_clear(struct auth_memo *);
 int		 auth_keygen(const char *, int, const char *);
 const char	*auth_tenant(const struct cfg_apikey *);
+const struct cfg_apikey *auth_key_again(const struct cfg_apikey *);
 
 /* jsonrpc.c */
 #define JSONRPC_PARSE_ERROR	-32700
@@ -101,6 +102,7 @@ struct cJSON	*mcp_tools_envelope(struct cJSON *, const struct cause *);
 
 /* mcp-http.c */
 void		 mcp_http_init(void);
+void		 mcp_http_reload(void);
 
 /* transport-stdio.c */
 void		 transport_stdio_start(int);
@@ -119,6 +121,7 @@ struct transport_http_raw {	/* a handler that has the bytes */
 };
 int		 transport_http_start(const char *, int, char **);
 int		 transport_http_metrics_start(const char *, char **);
+void		 transport_http_reload(void);
 int		 transport_http_active(void);
 int		 transport_http_endpoint(const char **, int *);
 void		 transport_http_stop(void);

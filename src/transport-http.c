@@ -948,6 +948,42 @@ transport_http_close(struct http_conn *c, const char *reason)
 	free(c);
 }
 
+/*
+ * The configuration was reloaded (the old one is still there): each
+ * connection that presented a key takes the same key of the new one, or
+ * ends if there is none (removed, rotated, regranted or moved to another
+ * tenant): its open streams and tunnels with it. Once keys are required,
+ * a stream or tunnel opened without one ends too.
+ */
+void
+transport_http_reload(void)
+{
+	struct http_conn	*c, *c1;
+	const struct cfg_apikey	*k;
+
+	if (!http.ready)
+		return;
+	TAILQ_FOREACH_SAFE(c, &http.conns, entry, c1) {
+		auth_memo_clear(&c->auth_memo);
+		if (c->key != NULL) {
+			if ((k = auth_key_again(c->key)) != NULL) {
+				c->key = k;
+				continue;
+			}
+			log_info("http client %u closed: its API key %s was"
+			    " removed or changed", c->id, c->key->name);
+			transport_http_close(c, "key removed");
+			continue;
+		}
+		if (!TAILQ_EMPTY(&cfg->apikeys) && !c->metrics_only &&
+		    (c->state == HTTP_CONN_SSE || c->state == HTTP_CONN_TUNNEL)) {
+			log_info("http client %u closed: API keys are now"
+			    " required", c->id);
+			transport_http_close(c, "keys required");
+		}
+	}
+}
+
 /* Whether host (no port) names the loopback interface. */
 static int
 transport_http_loopback_name(const char *host, size_t len)

@@ -551,6 +551,15 @@ def http_session(port, version="2025-06-18", key=None):
     return c, hdr
 
 
+def asan_bin():
+    """The AddressSanitizer build (make check builds it)."""
+    build = os.environ.get("SANDBOX_MCP_BUILDDIR", ".")
+    path = os.path.join(build, "tests", "asan", "sandbox-mcp")
+    if not os.access(path, os.X_OK):
+        fail("no ASan build at %s (make check builds it)" % path)
+    return path
+
+
 def keygen(name, *sets):
     argv = [BIN, "keygen", name]
     for s in sets:

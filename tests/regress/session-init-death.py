@@ -27,14 +27,6 @@ from lib import (IMAGE, Server, check, check_eq, cleanup, fail, main,
 ROUNDS = 5
 
 
-def asan_bin():
-    build = os.environ.get("SANDBOX_MCP_BUILDDIR", ".")
-    path = os.path.join(build, "tests", "asan", "sandbox-mcp")
-    if not os.access(path, os.X_OK):
-        fail("no ASan build at %s (make check builds it)" % path)
-    return path
-
-
 def children(pid):
     try:
         with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
@@ -108,7 +100,7 @@ def peer_queue(inode):
 
 
 def test():
-    lib.BIN = asan_bin()
+    lib.BIN = lib.asan_bin()
     d = tmpdir()
     ws = os.path.join(d, "ws")
     os.makedirs(ws)
