@@ -61,6 +61,11 @@ struct observe_query {
 	char			*trace;		/* trace: the one, or NULL */
 	char			*request;	/* trace: a request id sought */
 	char			*pattern;	/* trace: its lines hold it */
+	const char		*need;		/* every line wanted holds it */
+	int			(*stop)(struct observe_query *, const char *,
+				    size_t);	/* a line would end the read */
+	char			**hits;		/* observe_lines' */
+	size_t			 hits_max;
 	long long		 root_ms;	/* trace: its root's start */
 	int			 pass;		/* trace: 1 find, 2 collect */
 	cJSON			*spans;		/* trace: its records */
@@ -115,6 +120,7 @@ observe_free(struct observe_query *q)
 	free(q->trace);
 	free(q->request);
 	free(q->pattern);
+	free(q->hits);
 	free(q->buf);
 	free(q);
 }
@@ -169,6 +175,42 @@ observe_event_line(struct observe_query *q, const char *line, size_t len)
 }
 
 /*
+ * The whole lines [first, end) of a slice that hold q->need, last first:
+ * one search over the slice, and only the lines it hits are looked at.
+ * Used when no line of the slice can end the read (its oldest one would
+ * not: lines are in time order but for a few seconds).
+ */
+static int
+observe_lines_wanted(struct observe_query *q, char *first, char *end)
+{
+	char	*p = first, *h, *ls, *le;
+	size_t	 n = 0, need = strlen(q->need);
+
+	while (p < end && (h = memmem(p, (size_t)(end - p), q->need,
+	    need)) != NULL) {
+		ls = memrchr(first, '\n', (size_t)(h - first));
+		ls = ls != NULL ? ls + 1 : first;
+		le = memchr(h, '\n', (size_t)(end - h));
+		le = le != NULL ? le + 1 : end;
+		if (n + 2 > q->hits_max) {
+			q->hits_max = q->hits_max == 0 ? 64 : q->hits_max * 2;
+			q->hits = xreallocarray(q->hits, q->hits_max,
+			    sizeof *q->hits);
+		}
+		q->hits[n++] = ls;
+		q->hits[n++] = le;
+		p = le;
+	}
+	while (n > 0) {
+		n -= 2;
+		if (q->line(q, q->hits[n], (size_t)(q->hits[n + 1] -
+		    q->hits[n])))
+			return (1);
+	}
+	return (0);
+}
+
+/*
  * The lines of buf[0..len) that are whole, last first; what comes before
  * the first LF (a line whose head is in the part not read yet, unless
  * the file starts there) is kept for the next slice. Returns 1 when the
@@ -177,7 +219,7 @@ observe_event_line(struct observe_query *q, const char *line, size_t len)
 static int
 observe_lines(struct observe_query *q, size_t len, int at_start)
 {
-	char	*p, *end = q->buf + len, *nl;
+	char	*end = q->buf + len, *nl, *first, *fe;
 
 	/* The newest slice: a last line without its LF is being written. */
 	if (q->newest) {
@@ -185,18 +227,32 @@ observe_lines(struct observe_query *q, size_t len, int at_start)
 		while (end > q->buf && end[-1] != '\n')
 			end--;
 	}
-	while (end > q->buf) {
+	if (at_start)
+		first = q->buf;
+	else {
+		nl = memchr(q->buf, '\n', (size_t)(end - q->buf));
+		first = nl != NULL ? nl + 1 : end;
+	}
+	if (q->need != NULL && first < end) {
+		fe = memchr(first, '\n', (size_t)(end - first));
+		fe = fe != NULL ? fe + 1 : end;
+		if (q->stop == NULL || !q->stop(q, first, (size_t)(fe -
+		    first))) {
+			if (observe_lines_wanted(q, first, end))
+				return (1);
+			end = first;
+			goto keep;
+		}
+	}
+	while (end > first) {
 		/* end is just past a LF (or the end of the whole lines). */
-		p = end - 1;
-		nl = p;
-		while (nl > q->buf && nl[-1] != '\n')
-			nl--;
-		if (nl == q->buf && !at_start)
-			break;		/* its head comes with the next slice */
+		nl = memrchr(first, '\n', (size_t)(end - 1 - first));
+		nl = nl != NULL ? nl + 1 : first;
 		if (q->line(q, nl, (size_t)(end - nl)))
 			return (1);
 		end = nl;
 	}
+keep:
 	q->keep = (size_t)(end - q->buf);
 	if (q->keep > OBSERVE_LINE_MAX)
 		q->keep = 0;		/* longer than any line: damage */
@@ -348,6 +404,7 @@ observe_events(const char *id, const char *name, long long since_ms,
 	q->line = observe_event_line;
 	q->finish = observe_events_finish;
 	q->name = name != NULL ? xstrdup(name) : NULL;
+	q->need = q->name != NULL ? q->name : "\"event\"";
 	q->since_ms = since_ms;
 	q->last_n = last_n;
 	q->events = cJSON_CreateArray();
@@ -499,6 +556,16 @@ observe_root_line(struct observe_query *q, const char *line, size_t len)
 	}
 	cJSON_Delete(rec);
 	return (0);
+}
+
+/* Pass 2 stops at a line that ends before the root began. */
+static int
+observe_trace_stop(struct observe_query *q, const char *line, size_t len)
+{
+	long long	end;
+
+	return (q->root_ms > 0 && (end = observe_line_end(line, len)) != -1 &&
+	    end < q->root_ms - OBSERVE_JITTER_MS);
 }
 
 /* Pass 2: every span and event of the trace. */
@@ -746,6 +813,8 @@ observe_trace_finish(struct observe_query *q)
 		q->trace = NULL;
 		free(q->pattern);
 		q->pattern = observe_pattern(q->request);
+		q->need = q->pattern;
+		q->stop = NULL;
 		cJSON_Delete(q->spans);
 		q->spans = NULL;
 		q->root_ms = 0;
@@ -763,7 +832,10 @@ observe_trace_finish(struct observe_query *q)
 		q->line = observe_trace_line;
 		q->root_ms = 0;
 		q->spans = cJSON_CreateArray();
+		free(q->pattern);
 		q->pattern = observe_pattern(q->trace);
+		q->need = q->pattern;
+		q->stop = observe_trace_stop;
 		observe_start(q);
 		return;
 	}
@@ -797,6 +869,8 @@ observe_trace(const char *id, const char *trace_id, observe_cb cb,
 		q->spans = cJSON_CreateArray();
 		q->trace = xstrdup(trace_id);
 		q->pattern = observe_pattern(trace_id);
+		q->need = q->pattern;
+		q->stop = observe_trace_stop;
 	}
 	observe_start(q);
 	return (q);

@@ -176,6 +176,22 @@ def test():
             f.write(span + "\n")
     check_eq(events(last_n=1)["events"][0]["name"], "test.after",
              "found behind 8 MiB of spans")
+    # Lines of every length across the 64 KiB slices the log is read in:
+    # each wanted one is found whole, once, in order.
+    with open(log, "a") as f:
+        for i in range(3000):
+            f.write(json.dumps({"kind": "event", "ts": ts[0] + 4000 + i,
+                                "trace": "t", "parent": None,
+                                "name": "test.many",
+                                "attrs": {"seq": i,
+                                          "pad": "q" * (i * 7919 % 3000)}})
+                    + "\n")
+            if i % 3 == 0:
+                f.write(span + "\n")
+    many = events(name="test.many", last_n=1500)["events"]
+    check_eq([e["attrs"]["seq"] for e in many], list(range(2999, 1499, -1)),
+             "by name, across slices")
+    check_eq(events(last_n=1500)["events"], many, "every event, the same")
     before = rss_kib(obs.proc.pid)
     for _ in range(100):
         check_eq(len(events(name="layer.published")["events"]), 3,
