@@ -33,11 +33,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sandbox-mcp.h"
 
@@ -1161,17 +1163,29 @@ cfg_load(struct cfg *c, const char *path, int required)
 	struct stat	 st;
 	char		*buf;
 	size_t		 n;
-	int		 errors;
+	int		 errors, fd;
 
-	if ((f = fopen(path, "r")) == NULL) {
+	/*
+	 * Opened without waiting (a FIFO would hold the loop on SIGHUP
+	 * until someone wrote to it), and read so too: a FIFO or a socket
+	 * is refused, and a device that has nothing to give (a terminal)
+	 * is an error rather than a wait.
+	 */
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) == -1) {
 		if (errno == ENOENT && !required)
 			return (0);
 		fprintf(stderr, "%s: %s\n", path, strerror(errno));
 		return (1);
 	}
-	if (fstat(fileno(f), &st) != 0 || S_ISDIR(st.st_mode)) {
+	if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode) ||
+	    S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
 		fprintf(stderr, "%s: not a file\n", path);
-		fclose(f);
+		close(fd);
+		return (1);
+	}
+	if ((f = fdopen(fd, "r")) == NULL) {
+		fprintf(stderr, "%s: %s\n", path, strerror(errno));
+		close(fd);
 		return (1);
 	}
 	buf = xmalloc(CFG_FILE_MAX + 1);

@@ -1067,6 +1067,9 @@ transport_http_host_ok(struct http_conn *c)
 	len = transport_http_host_len(host);
 	if (!transport_http_port_ok(host + len))
 		return (0);
+	/* metrics-listen is on loopback, for this machine's names only. */
+	if (c->metrics_only)
+		return (transport_http_loopback_name(host, len));
 	if (transport_http_loopback_name(host, len) ||
 	    transport_http_public_name(host))
 		return (1);

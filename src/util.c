@@ -31,6 +31,7 @@
 #include <arpa/inet.h>
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -256,15 +257,170 @@ util_set_cloexec(int fd)
 	return (fcntl(fd, F_SETFD, flags | FD_CLOEXEC));
 }
 
+/*
+ * Compact JSON text, as cJSON_PrintUnformatted writes it but faster on
+ * what answers are made of: an integral number is written as an integer
+ * with no round trip through printf and scanf, and a string's bytes
+ * that need no escape are copied in runs.
+ */
+struct util_jbuf {
+	char	*p;
+	size_t	 len;
+	size_t	 cap;
+};
+
+static void
+util_jbuf_room(struct util_jbuf *b, size_t n)
+{
+	if (b->len + n + 1 <= b->cap)
+		return;
+	while (b->len + n + 1 > b->cap)
+		b->cap = b->cap == 0 ? 256 : b->cap * 2;
+	b->p = xrealloc(b->p, b->cap);
+}
+
+static void
+util_jbuf_add(struct util_jbuf *b, const char *s, size_t n)
+{
+	util_jbuf_room(b, n);
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+static void
+util_json_number(struct util_jbuf *b, double d)
+{
+	char		 buf[32];
+	long long	 v;
+	int		 n;
+
+	if (isnan(d) || isinf(d)) {
+		util_jbuf_add(b, "null", 4);
+		return;
+	}
+	if (d > -9007199254740992.0 && d < 9007199254740992.0 &&
+	    d == (double)(v = (long long)d)) {
+		n = snprintf(buf, sizeof buf, "%lld", v);
+		util_jbuf_add(b, buf, (size_t)n);
+		return;
+	}
+	n = snprintf(buf, sizeof buf, "%1.15g", d);
+	if (strtod(buf, NULL) != d)
+		n = snprintf(buf, sizeof buf, "%1.17g", d);
+	util_jbuf_add(b, buf, (size_t)n);
+}
+
+static void
+util_json_string(struct util_jbuf *b, const char *s)
+{
+	const unsigned char	*p = (const unsigned char *)s, *run;
+	char			 esc[8];
+
+	util_jbuf_add(b, "\"", 1);
+	for (;;) {
+		run = p;
+		while (*p >= 0x20 && *p != '"' && *p != '\\')
+			p++;
+		if (p > run)
+			util_jbuf_add(b, (const char *)run, (size_t)(p - run));
+		if (*p == '\0')
+			break;
+		switch (*p) {
+		case '"':
+			util_jbuf_add(b, "\\\"", 2);
+			break;
+		case '\\':
+			util_jbuf_add(b, "\\\\", 2);
+			break;
+		case '\b':
+			util_jbuf_add(b, "\\b", 2);
+			break;
+		case '\f':
+			util_jbuf_add(b, "\\f", 2);
+			break;
+		case '\n':
+			util_jbuf_add(b, "\\n", 2);
+			break;
+		case '\r':
+			util_jbuf_add(b, "\\r", 2);
+			break;
+		case '\t':
+			util_jbuf_add(b, "\\t", 2);
+			break;
+		default:
+			snprintf(esc, sizeof esc, "\\u%04x", *p);
+			util_jbuf_add(b, esc, 6);
+			break;
+		}
+		p++;
+	}
+	util_jbuf_add(b, "\"", 1);
+}
+
+static void
+util_json_value(struct util_jbuf *b, const cJSON *j)
+{
+	const cJSON	*c;
+
+	switch (j->type & 0xff) {
+	case cJSON_NULL:
+		util_jbuf_add(b, "null", 4);
+		break;
+	case cJSON_False:
+		util_jbuf_add(b, "false", 5);
+		break;
+	case cJSON_True:
+		util_jbuf_add(b, "true", 4);
+		break;
+	case cJSON_Number:
+		util_json_number(b, j->valuedouble);
+		break;
+	case cJSON_String:
+		util_json_string(b, j->valuestring != NULL ? j->valuestring :
+		    "");
+		break;
+	case cJSON_Raw:
+		if (j->valuestring == NULL)
+			fatalx("%s: a raw item with no text", __func__);
+		util_jbuf_add(b, j->valuestring, strlen(j->valuestring));
+		break;
+	case cJSON_Array:
+		util_jbuf_add(b, "[", 1);
+		for (c = j->child; c != NULL; c = c->next) {
+			if (c != j->child)
+				util_jbuf_add(b, ",", 1);
+			util_json_value(b, c);
+		}
+		util_jbuf_add(b, "]", 1);
+		break;
+	case cJSON_Object:
+		util_jbuf_add(b, "{", 1);
+		for (c = j->child; c != NULL; c = c->next) {
+			if (c != j->child)
+				util_jbuf_add(b, ",", 1);
+			util_json_string(b, c->string != NULL ? c->string : "");
+			util_jbuf_add(b, ":", 1);
+			util_json_value(b, c);
+		}
+		util_jbuf_add(b, "}", 1);
+		break;
+	default:
+		fatalx("%s: an item of type %d", __func__, j->type);
+	}
+}
+
 /* Compact JSON text; the caller frees it with free(). */
 char *
 util_json_print(cJSON *json)
 {
-	char	*s;
+	struct util_jbuf	b = { NULL, 0, 0 };
 
-	if ((s = cJSON_PrintUnformatted(json)) == NULL)
-		fatalx("%s: cJSON_PrintUnformatted failed", __func__);
-	return (s);
+	if (json == NULL)
+		fatalx("%s: nothing to print", __func__);
+	util_json_value(&b, json);
+	util_jbuf_room(&b, 0);
+	b.p[b.len] = '\0';
+	return (b.p);
 }
 
 static void *

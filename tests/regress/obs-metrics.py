@@ -5,7 +5,8 @@
 #   a tenant's key (tool sets only) is 403 naming the grant, the metrics
 #   key is 200 in the text format (and gets 403 on /mcp: no tool set);
 # - metrics-listen serves /metrics with no key and nothing else (404),
-#   and is refused on an address that is not loopback;
+#   only to loopback Host names (a rebound name is 403, with or without
+#   a --listen), and is refused on an address that is not loopback;
 # - "metrics" is refused as a server's --set;
 # - a known workload (a sandbox, commands that publish, a rejected
 #   publish, a call to a tool that does not exist, one not found, one
@@ -190,6 +191,29 @@ def test():
     st, h, b = c.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 1,
                                           "method": "ping"})
     check_eq(st, 404, "metrics-listen serves nothing else")
+
+    # The Host guard: metrics-listen answers this machine's names only,
+    # even in a process with no other listener (DNS rebinding).
+    st, h, b = Http(mport).request("GET", "/metrics", None,
+                                   host="rebind.attacker.example")
+    check_eq(st, 403, "a foreign Host on metrics-listen")
+    lone = Server(sets=("management",), config="metrics-listen"
+                  " 127.0.0.1:0\n")
+    m = None
+    end = time.time() + 10
+    while m is None and time.time() < end:
+        m = re.search(r"serving metrics on http://127\.0\.0\.1:(\d+)/",
+                      lone.log())
+        time.sleep(0.02)
+    check(m is not None, "the lone metrics listener is logged")
+    lport = int(m.group(1))
+    st, h, b = Http(lport).request("GET", "/metrics", None,
+                                   host="rebind.attacker.example")
+    check_eq(st, 403, "a foreign Host, with no --listen")
+    st, h, b = Http(lport).request("GET", "/metrics", None,
+                                   host="localhost:%d" % lport)
+    check_eq(st, 200, "localhost")
+    lone.kill()
 
     # The known workload, over MCP with the agent's key.
     conn, hdr = http_session(s.port, key=agent)

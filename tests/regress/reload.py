@@ -6,7 +6,8 @@
 # - a key rotated (same name, new hash) ends what the old one opened,
 #   and the new one works;
 # - a file with an error is refused whole: the log names the line and
-#   why, and the running configuration stays (keys and limits);
+#   why, and the running configuration stays (keys and limits); a FIFO
+#   in the file's place is refused without waiting for a writer;
 # - what cannot change live (the Docker socket) keeps its value and the
 #   log says it takes a restart: sandboxes still work.
 # The server is the AddressSanitizer build: the old configuration is
@@ -122,6 +123,15 @@ def test():
     st, h, body = big.request("POST", "/mcp", b"{" + b" " * 2000 + b"}",
                               {"Authorization": "Bearer " + key_c})
     check_eq(st, 413, "max-body stays 1K")
+
+    # A FIFO in the file's place: refused at once, the loop never waits
+    # for a writer.
+    os.unlink(s.conf)
+    os.mkfifo(s.conf)
+    hup("not reloaded")
+    check_in("sandbox-mcp.conf: not a file", s.log(), "why")
+    tools_list(cc, hc, "carol still works after the FIFO")
+    os.unlink(s.conf)
 
     # Bob's key rotated: his session ends, the new key works.
     key_b2, line_b2 = keygen("bob", "management")
