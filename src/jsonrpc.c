@@ -22,6 +22,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -77,4 +78,116 @@ jsonrpc_error(const cJSON *id, int code, const char *fmt, ...)
 	cJSON_AddStringToObject(err, "message", text);
 	free(text);
 	return (msg);
+}
+
+/*
+ * The id of a message that cannot be taken whole (not valid JSON, or
+ * longer than the limit), when its head shows one: the top-level "id"
+ * member of an object, a string or a number, met in the first
+ * JSONRPC_PEEK_MAX bytes before anything that does not scan. Then the
+ * error answers that id and the client does not wait for an answer that
+ * will never come. NULL when there is none to be sure of.
+ */
+#define JSONRPC_PEEK_MAX	(64 * 1024)
+#define JSONRPC_PEEK_DEPTH	64
+
+static const char *
+jsonrpc_peek_ws(const char *p, const char *e)
+{
+	while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return (p);
+}
+
+/* Past a JSON string at p (at its opening quote), or NULL. */
+static const char *
+jsonrpc_peek_string(const char *p, const char *e)
+{
+	for (p++; p < e; p++) {
+		if (*p == '\\') {
+			if (++p == e)
+				return (NULL);
+		} else if (*p == '"')
+			return (p + 1);
+		else if ((unsigned char)*p < 0x20)
+			return (NULL);
+	}
+	return (NULL);
+}
+
+/* Past any JSON value at p, or NULL (depth-bounded, no recursion). */
+static const char *
+jsonrpc_peek_skip(const char *p, const char *e)
+{
+	int	depth = 0;
+
+	do {
+		p = jsonrpc_peek_ws(p, e);
+		if (p == e)
+			return (NULL);
+		if (*p == '"') {
+			if ((p = jsonrpc_peek_string(p, e)) == NULL)
+				return (NULL);
+		} else if (*p == '{' || *p == '[') {
+			if (++depth > JSONRPC_PEEK_DEPTH)
+				return (NULL);
+			p++;
+		} else if (*p == '}' || *p == ']') {
+			if (--depth < 0)
+				return (NULL);
+			p++;
+		} else if (*p == ',' || *p == ':')
+			p++;
+		else if (strchr("-0123456789tfn", *p) != NULL) {
+			while (p < e && strchr("+-.0123456789eEtruefalsn",
+			    *p) != NULL && *p != '\0')
+				p++;
+		} else
+			return (NULL);
+	} while (depth > 0);
+	return (p);
+}
+
+cJSON *
+jsonrpc_peek_id(const char *buf, size_t len)
+{
+	const char	*p = buf, *e = buf + (len < JSONRPC_PEEK_MAX ? len :
+			    JSONRPC_PEEK_MAX), *k, *v;
+	int		 is_id;
+	cJSON		*id;
+	char		*text;
+
+	p = jsonrpc_peek_ws(p, e);
+	if (p == e || *p != '{')
+		return (NULL);
+	p++;
+	for (;;) {
+		p = jsonrpc_peek_ws(p, e);
+		if (p == e || *p != '"')
+			return (NULL);
+		k = p;
+		if ((p = jsonrpc_peek_string(p, e)) == NULL)
+			return (NULL);
+		is_id = p - k == 4 && memcmp(k, "\"id\"", 4) == 0;
+		p = jsonrpc_peek_ws(p, e);
+		if (p == e || *p != ':')
+			return (NULL);
+		v = jsonrpc_peek_ws(p + 1, e);
+		if ((p = jsonrpc_peek_skip(v, e)) == NULL)
+			return (NULL);
+		if (is_id && (*v == '"' || *v == '-' || (*v >= '0' &&
+		    *v <= '9'))) {
+			text = xstrndup(v, (size_t)(p - v));
+			id = cJSON_Parse(text);
+			free(text);
+			if (jsonrpc_id_valid(id))
+				return (id);
+			cJSON_Delete(id);
+			return (NULL);
+		}
+		p = jsonrpc_peek_ws(p, e);
+		if (p == e || *p != ',')
+			return (NULL);
+		p++;
+	}
 }

@@ -978,7 +978,7 @@ mcp_receive(struct mcp_session *s, const char *buf, size_t len,
     mcp_reply_cb cb, void *arg)
 {
 	struct mcp_reply	*reply;
-	cJSON			*msg, *item;
+	cJSON			*msg, *item, *peek = NULL;
 	const char		*dup, *end = NULL;
 	char			*nulfree;
 
@@ -995,14 +995,17 @@ mcp_receive(struct mcp_session *s, const char *buf, size_t len,
 		buf = nulfree;
 		len = strlen(nulfree);
 	}
-	if (!util_utf8_valid(buf, len))
-		reply->single = jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
+	/* A message that cannot be read answers the id its head shows. */
+	if (!util_utf8_valid(buf, len)) {
+		peek = jsonrpc_peek_id(buf, len);
+		reply->single = jsonrpc_error(peek, JSONRPC_PARSE_ERROR,
 		    "parse error: the message is not valid UTF-8");
-	else if ((msg = cJSON_ParseWithLengthOpts(buf, len, &end, 0)) ==
-	    NULL)
-		reply->single = jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
+	} else if ((msg = cJSON_ParseWithLengthOpts(buf, len, &end, 0)) ==
+	    NULL) {
+		peek = jsonrpc_peek_id(buf, len);
+		reply->single = jsonrpc_error(peek, JSONRPC_PARSE_ERROR,
 		    "parse error: the message is not valid JSON");
-	else if (!util_json_blank(end, buf + len)) {
+	} else if (!util_json_blank(end, buf + len)) {
 		/* A second document is a second reading of the message. */
 		reply->single = jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
 		    "parse error: something follows the message's JSON value");
@@ -1036,6 +1039,7 @@ mcp_receive(struct mcp_session *s, const char *buf, size_t len,
 		cJSON_Delete(msg);
 	}
 
+	cJSON_Delete(peek);
 	free(nulfree);
 	reply->receiving = 0;
 	if (--reply->pending == 0) {

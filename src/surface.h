@@ -57,6 +57,7 @@ struct cJSON	*jsonrpc_error(const struct cJSON *, int, const char *, ...)
 		     __attribute__((__format__ (printf, 3, 4)));
 struct cJSON	*jsonrpc_result(const struct cJSON *, struct cJSON *);
 int		 jsonrpc_id_valid(const struct cJSON *);
+struct cJSON	*jsonrpc_peek_id(const char *, size_t);
 
 /* mcp.c */
 #define MCP_TRANSPORT_STDIO	0

@@ -74,7 +74,8 @@
 
 #define HTTP_CLIENT_BUCKETS	1024
 #define HTTP_ACCEPT_RETRY	1
-#define HTTP_LINGER		2
+#define HTTP_LINGER		5	/* s a lingering client may pause */
+#define HTTP_LINGER_MAX		30	/* s it may linger in all */
 #define HTTP_TUNNEL_HIGH	(1024 * 1024)
 #define HTTP_TUNNEL_MAX_HEAD	(64 * 1024)	/* of a forwarded answer */
 
@@ -781,13 +782,16 @@ transport_http_write_cb(struct bufferevent *bev, void *arg)
 		return;
 	if (c->call != NULL && c->call->written != NULL)
 		c->call->written(c);
-	if (!c->keepalive && c->req->state != HTTP_MSG_DONE &&
-	    c->req->state != HTTP_MSG_ERROR) {
+	if (!c->keepalive && c->req->state != HTTP_MSG_DONE) {
 		/*
-		 * The client may still be sending a body we refused: close
-		 * our side and read what comes for a moment, so that the
-		 * kernel does not reset the connection under the answer.
+		 * The client may still be sending a body we refused (413):
+		 * close our side and read what comes, discarded, so that the
+		 * kernel does not reset the connection under the answer
+		 * before a client that sends the whole body first reads it.
+		 * Each pause may last HTTP_LINGER s, the whole
+		 * HTTP_LINGER_MAX s.
 		 */
+		c->linger_end_ms = now_ms() + HTTP_LINGER_MAX * 1000;
 		shutdown(bufferevent_getfd(bev), SHUT_WR);
 		bufferevent_disable(bev, EV_WRITE);
 		bufferevent_setwatermark(bev, EV_READ, 0, 0);
@@ -823,6 +827,10 @@ transport_http_read_cb(struct bufferevent *bev, void *arg)
 
 	if (c->state == HTTP_CONN_LINGER) {
 		evbuffer_drain(in, evbuffer_get_length(in));
+		if (now_ms() >= c->linger_end_ms)
+			transport_http_close(c, "lingered");
+		else
+			transport_http_arm(c, HTTP_LINGER);
 		return;
 	}
 	if (c->state == HTTP_CONN_TUNNEL) {

@@ -115,13 +115,29 @@ transport_stdio_send(cJSON *msg)
 }
 
 static void
-transport_stdio_error(int code, const char *message)
+transport_stdio_error(int code, const char *message, const cJSON *id)
 {
 	cJSON	*msg;
 
-	msg = jsonrpc_error(NULL, code, "%s", message);
+	msg = jsonrpc_error(id, code, "%s", message);
 	transport_stdio_send(msg);
 	cJSON_Delete(msg);
+}
+
+/* A line over the limit: refused with the id its head shows, if any. */
+static void
+transport_stdio_too_long(struct evbuffer *in, size_t len, size_t max)
+{
+	char	 msg[128];
+	cJSON	*id;
+	size_t	 head = len < 65536 ? len : 65536;
+
+	snprintf(msg, sizeof msg, "invalid request: the message is longer"
+	    " than the limit of %zu bytes", max);
+	log_warnx("stdio: %s", msg);
+	id = jsonrpc_peek_id((const char *)evbuffer_pullup(in, head), head);
+	transport_stdio_error(JSONRPC_INVALID_REQUEST, msg, id);
+	cJSON_Delete(id);
 }
 
 /* A notification of the server's own, between responses. */
@@ -198,7 +214,6 @@ transport_stdio_process(void)
 	struct evbuffer		*in = transport_stdio_input();
 	struct evbuffer_ptr	 p;
 	size_t			 eol, avail, max;
-	char			 msg[128];
 
 	if (stdio.processing)
 		return;		/* a reply answered inside the loop below */
@@ -232,21 +247,13 @@ transport_stdio_process(void)
 				evbuffer_drain(in, avail);
 				break;
 			}
-			snprintf(msg, sizeof msg, "invalid request: the"
-			    " message is longer than the limit of %zu bytes",
-			    max);
-			log_warnx("stdio: %s", msg);
-			transport_stdio_error(JSONRPC_INVALID_REQUEST, msg);
+			transport_stdio_too_long(in, avail, max);
 			evbuffer_drain(in, avail);
 			stdio.discarding = 1;
 			break;
 		}
 		if ((size_t)p.pos > max) {
-			snprintf(msg, sizeof msg, "invalid request: the"
-			    " message is longer than the limit of %zu bytes",
-			    max);
-			log_warnx("stdio: %s", msg);
-			transport_stdio_error(JSONRPC_INVALID_REQUEST, msg);
+			transport_stdio_too_long(in, (size_t)p.pos, max);
 			evbuffer_drain(in, p.pos + 1);
 			continue;
 		}

@@ -5,6 +5,7 @@
 # be evicted: see http-hostile-slowloris). None of it stalls other
 # clients.
 
+import http.client
 import json
 import socket
 import time
@@ -36,6 +37,19 @@ def test():
     check_eq(st, 413, "17 MiB body")
     check("16777216" in http_json(b)["error"]["message"], "message")
     served(s.port, "served during a refused upload")
+    # A client that sends the whole body before it reads (as
+    # http.client, the SDKs and curl do) gets the 413 too: the server
+    # reads the refused body out instead of resetting the connection.
+    for _ in range(3):
+        hc = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+        hc.request("POST", "/mcp", body,
+                   {"Content-Type": "application/json",
+                    "Accept": "application/json, text/event-stream"})
+        r = hc.getresponse()
+        check_eq(r.status, 413, "413 read after the whole body was sent")
+        check("16777216" in json.loads(r.read())["error"]["message"],
+              "its message")
+        hc.close()
     # The same with Expect: 100-continue: no 100 is sent, just 413.
     c = Http(s.port)
     c.send_raw(("POST /mcp HTTP/1.1\r\nHost: localhost\r\n"

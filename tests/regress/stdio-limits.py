@@ -30,6 +30,7 @@ def test():
     r = s.recv()
     check_eq(r["error"]["code"], -32600, "oversized line")
     check_in("limit of 16777216 bytes", r["error"]["message"], "message")
+    check_eq(r["id"], 1, "answered with the id its head shows")
     r = s.request("ping")
     check_eq(r.get("result"), {}, "ping after the oversized line")
 
@@ -42,6 +43,12 @@ def test():
     s.send_raw(b'"}}\n')
     r = s.recv()
     check_eq(r["error"]["code"], -32600, "200 MiB line")
+    check_eq(r["id"], 1, "its id, read before the whole line came")
+    # Not JSON past its id: a parse error that names the id.
+    s.send_raw(b'{"jsonrpc":"2.0","id":"late-7","method":"ping",oops}\n')
+    r = s.recv()
+    check_eq((r["error"]["code"], r["id"]), (-32700, "late-7"),
+             "a broken line answers its id")
     check_eq(s.request("ping").get("result"), {}, "ping after 200 MiB")
     grown = rss_kib(s.proc.pid) - before
     check(grown < 48 * 1024, "peak RSS grew by %d KiB: the line was kept"

@@ -96,12 +96,27 @@ test_parse_error(void)
 	struct mcp_session	*s = initialized("2025-06-18");
 	cJSON			*r;
 
+	/* The id its head shows is answered, so the client stops waiting. */
 	r = send_msg(s, "{\"jsonrpc\":\"2.0\",\"id\":1,");
 	CHECK(r != NULL);
 	CHECK_INT(error_code(r), JSONRPC_PARSE_ERROR);
-	CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "id")));
+	CHECK_INT(cJSON_GetNumberValue(cJSON_GetObjectItem(r, "id")), 1);
 	r = send_msg(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xff\"}");
 	CHECK_INT(error_code(r), JSONRPC_PARSE_ERROR);
+	CHECK_INT(cJSON_GetNumberValue(cJSON_GetObjectItem(r, "id")), 1);
+	r = send_msg(s, "{\"params\":{\"id\":5,\"a\":[1,{\"b\":\"}\"}]},"
+	    " \"id\" : \"x\\\"y\", broken");
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(r, "id")),
+	    "x\"y");
+	/* No id to be sure of: null. */
+	r = send_msg(s, "{\"params\":{\"id\":5,\"a\":[1,{broken");
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "id")));
+	r = send_msg(s, "[{\"id\":5,");
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "id")));
+	r = send_msg(s, "{\"id\":{\"a\":1},");
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "id")));
+	r = send_msg(s, "{\"id\":tru,");
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "id")));
 	mcp_session_free(s);
 	return (0);
 }
