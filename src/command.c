@@ -675,7 +675,7 @@ command_result(struct command *c, int from_cursor, uint64_t start,
 	struct transcript_window tw;
 	cJSON		*r, *v;
 	char		*cause = NULL;
-	uint64_t	 now = mono_us(), end;
+	uint64_t	 now = mono_us(), end, total, before, after;
 	int		 running = c->state != COMMAND_DONE;
 
 	if (from_cursor)
@@ -686,7 +686,7 @@ command_result(struct command *c, int from_cursor, uint64_t start,
 	    &tw, &cause) != 0) {
 		log_warnx("command %s: %s", c->id, cause);
 		free(cause);
-		tw.start = tw.end = start;
+		tw.start = tw.end = tw.shown = start;
 	}
 	if (from_cursor && tw.end > c->cursor)
 		c->cursor = tw.end;
@@ -708,8 +708,20 @@ command_result(struct command *c, int from_cursor, uint64_t start,
 	    (double)(end - c->start_us) / 1e6);
 	cJSON_AddNumberToObject(r, "start_offset", (double)tw.start);
 	cJSON_AddNumberToObject(r, "end_offset", (double)tw.end);
-	cJSON_AddNumberToObject(r, "total_lines",
-	    (double)transcript_total_lines(c->tr));
+	total = transcript_total_lines(c->tr);
+	cJSON_AddNumberToObject(r, "total_lines", (double)total);
+	/*
+	 * What the window left out: lines asked for that the transcript
+	 * dropped before it (its size cap), and lines after it not shown
+	 * (the window's bounds); a single line cut at the byte bound
+	 * truncates it too.
+	 */
+	before = tw.start > start ? tw.start - start : 0;
+	after = total > tw.shown ? total - tw.shown : 0;
+	cJSON_AddBoolToObject(r, "truncated", before > 0 || after > 0 ||
+	    tw.truncated);
+	cJSON_AddNumberToObject(r, "lines_omitted_before", (double)before);
+	cJSON_AddNumberToObject(r, "lines_omitted_after", (double)after);
 	cJSON_AddNumberToObject(r, "original_token_count",
 	    (double)tw.original_token_count);
 	cJSON_AddItemToObject(r, "output", command_output(tw.text, tw.len));
@@ -1208,12 +1220,21 @@ command_stdin(struct rt_sandbox *sb, const char *id, const char *data,
 /* read_command_lines: a window from start, without touching the cursor. */
 void
 command_read(struct rt_sandbox *sb, const char *id, long long start,
-    long long limit, command_cb cb, void *arg)
+    long long limit, long long tail, command_cb cb, void *arg)
 {
 	struct command	*c;
+	uint64_t	 total;
 
 	if ((c = command_lookup(sb, id, cb, arg)) == NULL)
 		return;
+	/* The last tail lines: the window ends where the output does. */
+	if (tail > 0) {
+		if (tail > 1000)
+			tail = 1000;
+		total = transcript_total_lines(c->tr);
+		start = total > (uint64_t)tail ? (long long)(total - tail) : 0;
+		limit = tail;
+	}
 	if (limit < 1)
 		limit = 1;
 	if (limit > 1000)

@@ -227,7 +227,7 @@ void		 command_exec(struct rt_sandbox *, const char *, const char *,
 void		 command_stdin(struct rt_sandbox *, const char *, const char *,
 		     long long, command_cb, void *, struct command_wait **);
 void		 command_read(struct rt_sandbox *, const char *, long long,
-		     long long, command_cb, void *);
+		     long long, long long, command_cb, void *);
 void		 command_wait_cancel(struct command_wait *);
 void		 command_forget_sandbox(const char *);
 void		 command_recover(const char *);

@@ -70,6 +70,11 @@
 	" \"minimum\": 0},"						\
 	" \"output\": {\"type\": \"string\"},"				\
 	" \"dropped_lines\": {\"type\": \"integer\", \"minimum\": 0},"	\
+	" \"truncated\": {\"type\": \"boolean\"},"			\
+	" \"lines_omitted_before\": {\"type\": \"integer\","		\
+	" \"minimum\": 0},"						\
+	" \"lines_omitted_after\": {\"type\": \"integer\","		\
+	" \"minimum\": 0},"						\
 	" \"publish\": " OP_PUBLISH_SCHEMA ","				\
 	" \"publish_rejected\": {\"const\": true},"			\
 	" \"publish_reject_class\": {\"type\": \"string\"},"		\
@@ -79,7 +84,8 @@
 	" \"workspace_session_id\", \"status\", \"exit_code\","		\
 	" \"wall_time_seconds\", \"command_total_time_seconds\","	\
 	" \"start_offset\", \"end_offset\", \"total_lines\","		\
-	" \"original_token_count\", \"output\"],"			\
+	" \"original_token_count\", \"output\", \"truncated\","		\
+	" \"lines_omitted_before\", \"lines_omitted_after\"],"		\
 	" \"additionalProperties\": false}"
 
 static void	op_exec_command_exec(struct op_call *);
@@ -113,7 +119,10 @@ const struct op_entry op_exec_command_entry = {
 	    " file changes are captured and published as one layer, then the"
 	    " session is destroyed. If status is running, keep"
 	    " command_session_id for read_command_lines and"
-	    " write_command_stdin.",
+	    " write_command_stdin. truncated says the output window left"
+	    " lines out (lines_omitted_after of them after it):"
+	    " read_command_lines reads the rest, or the last lines with"
+	    " tail.",
 	.set = TOOLSET_RUNTIME,
 	.flags = OP_OPENWORLD,
 	.args = op_exec_command_args,
@@ -157,6 +166,10 @@ static const struct op_arg op_read_command_lines_args[] = {
 	  "First line offset to read, 0 by default." },
 	{ "limit", OP_ARG_INTEGER, 0, 0, "200",
 	  "Most lines to return, 200 by default, at most 1000." },
+	{ "tail", OP_ARG_INTEGER, 0, 1, NULL,
+	  "Read the last N lines instead (at most 1000): the window ends"
+	  " where the output does, and start_offset and limit are not"
+	  " used." },
 	{ NULL, 0, 0, -1, NULL, NULL }
 };
 
@@ -165,8 +178,11 @@ const struct op_entry op_read_command_lines_entry = {
 	.title = "Read command output",
 	.description = "Read the output of a command session by stable line"
 	    " offsets. Start at offset 0, then continue from end_offset until"
-	    " it equals total_lines. The command may still be running; status"
-	    " and offsets are a snapshot. Reading never changes a session.",
+	    " it equals total_lines, or ask for the last lines with tail."
+	    " truncated says the window left lines out (lines_omitted_before"
+	    " were dropped from the transcript, lines_omitted_after remain to"
+	    " read). The command may still be running; status and offsets"
+	    " are a snapshot. Reading never changes a session.",
 	.set = TOOLSET_RUNTIME,
 	.flags = OP_READONLY | OP_IDEMPOTENT,
 	.args = op_read_command_lines_args,
@@ -364,7 +380,7 @@ op_read_command_lines_sb(struct rt_sandbox *sb, const struct cause *cause,
 	}
 	command_read(sb, op_arg_string(oc, "command_session_id"),
 	    op_arg_integer(oc, "start_offset"), op_arg_integer(oc, "limit"),
-	    op_rt_done, rt);
+	    op_arg_integer(oc, "tail"), op_rt_done, rt);
 }
 
 static void

@@ -906,7 +906,7 @@ transcript_window(struct transcript *t, uint64_t start, size_t max_lines,
 	partial = (t->split.pos != t->split.start);
 	if (start < t->dropped)
 		start = t->dropped;
-	w->start = w->end = start;
+	w->start = w->end = w->shown = start;
 	if (start >= total) {
 		w->text = xstrdup("");
 		return (0);
@@ -991,7 +991,7 @@ transcript_window(struct transcript *t, uint64_t start, size_t max_lines,
 	text[tlen] = '\0';
 	free(raw);
 
-	w->end = line;
+	w->end = w->shown = line;
 	if (running && !t->finished && partial && line == total)
 		w->end--;
 	w->text = text;

@@ -47,6 +47,7 @@ struct transcript;
 struct transcript_window {
 	uint64_t	 start;		/* first line returned (may be clamped) */
 	uint64_t	 end;		/* one past the last line consumed */
+	uint64_t	 shown;		/* one past the last line shown */
 	char		*text;		/* the caller frees it */
 	size_t		 len;		/* bytes of text, without the NUL */
 	uint64_t	 original_token_count; /* ceil(bytes from start / 4) */

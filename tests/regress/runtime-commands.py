@@ -114,6 +114,34 @@ def test():
         "sandbox_id": sid, "command_session_id": cid, "start_offset": -1}),
         "invalid_request", "negative offset")
 
+    # Output the window cuts says so, and the tail can be asked for.
+    check_eq((r["truncated"], r["lines_omitted_before"],
+              r["lines_omitted_after"]), (False, 0, 0), "a whole window")
+    r = run("seq 1 500")
+    check_eq((r["truncated"], r["lines_omitted_before"],
+              r["lines_omitted_after"], r["end_offset"],
+              r["total_lines"]), (True, 0, 300, 200, 500),
+             "200 of 500 lines shown: 300 left out at the end")
+    cid = r["command_session_id"]
+    r = ok_result(s.call("read_command_lines", {
+        "sandbox_id": sid, "command_session_id": cid, "tail": 3}),
+        "the tail")
+    check_eq((r["output"], r["start_offset"], r["end_offset"],
+              r["truncated"]), ("498\n499\n500\n", 497, 500, False),
+             "the last three lines")
+    r = ok_result(s.call("read_command_lines", {
+        "sandbox_id": sid, "command_session_id": cid, "start_offset": 10,
+        "limit": 5}), "a middle window")
+    check_eq((r["output"].split(), r["truncated"],
+              r["lines_omitted_after"]),
+             (["11", "12", "13", "14", "15"], True, 485), "a middle window")
+    r = run("head -c 200000 /dev/zero | tr '\\0' x; echo")
+    check_eq((r["truncated"], r["end_offset"], r["lines_omitted_after"]),
+             (True, 1, 0), "one line cut at the byte bound")
+    err_result(s.call("read_command_lines", {
+        "sandbox_id": sid, "command_session_id": cid, "tail": 0}),
+        "invalid_request", "tail 0")
+
     # stdin.
     r = run("read x; echo got $x; read y; echo and $y", yield_time_ms=200)
     cid = r["command_session_id"]
