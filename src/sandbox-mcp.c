@@ -49,6 +49,7 @@ enum {
 	OPT_LISTEN,
 	OPT_METRICS_LISTEN,
 	OPT_NO_STDIO,
+	OPT_RESULT_TEXT,
 	OPT_SET,
 	OPT_STATE_DIR,
 	OPT_TENANT,
@@ -61,6 +62,7 @@ static const struct option sandbox_mcp_options[] = {
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
 	{ "no-stdio", no_argument, NULL, OPT_NO_STDIO },
+	{ "result-text", no_argument, NULL, OPT_RESULT_TEXT },
 	{ "set", required_argument, NULL, OPT_SET },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "tenant", required_argument, NULL, OPT_TENANT },
@@ -69,7 +71,8 @@ static const struct option sandbox_mcp_options[] = {
 };
 
 static const char sandbox_mcp_usage[] =
-    "usage: sandbox-mcp [-nv] [--help] [--no-stdio] [--version] [-f config]\n"
+    "usage: sandbox-mcp [-nv] [--help] [--no-stdio] [--result-text] [--version]\n"
+    "                   [-f config]\n"
     "                   [--docker-host url] [--listen address:port]\n"
     "                   [--metrics-listen address:port]\n"
     "                   [--state-dir directory] --set set [--set set ...]\n"
@@ -99,6 +102,8 @@ help(void)
 	    "  --docker-host url     Docker Engine socket (default"
 	    " unix:///var/run/docker.sock)\n"
 	    "  --no-stdio            serve HTTP only\n"
+	    "  --result-text         results carry their JSON as text"
+	    " content too\n"
 	    "  -n                    check the configuration and exit\n"
 	    "  -v                    more verbose logs (repeat for tracing)\n"
 	    "  --version, --help     print the version, or this text\n\n"
@@ -244,6 +249,7 @@ static const char	*reload_conf;
 static int		 reload_conf_given;
 static const char	*reload_opt[4];	/* state-dir, docker-host, listen, */
 					/* metrics-listen */
+static int		 opt_result_text; /* --result-text */
 
 static char **
 reload_field(struct cfg *c, int i)
@@ -287,6 +293,8 @@ sandbox_mcp_reload(void)
 		cfg_free(c);
 		return;
 	}
+	if (opt_result_text)
+		c->result_text = 1;
 	for (i = 0; i < 4; i++) {
 		nv = reload_field(c, i);
 		ov = reload_field(cfg, i);
@@ -356,6 +364,9 @@ main(int argc, char **argv)
 		case OPT_NO_STDIO:
 			no_stdio = 1;
 			break;
+		case OPT_RESULT_TEXT:
+			opt_result_text = 1;
+			break;
 		case OPT_SET:
 			if (cfg_parse_sets(optarg, &opt_sets, &cause) != 0) {
 				fprintf(stderr, "sandbox-mcp: %s\n", cause);
@@ -415,6 +426,8 @@ main(int argc, char **argv)
 		free(cfg->docker_host);
 		cfg->docker_host = xstrdup(docker_host);
 	}
+	if (opt_result_text)
+		cfg->result_text = 1;
 	if (metrics_listen != NULL) {
 		free(cfg->metrics_listen);
 		cfg->metrics_listen = xstrdup(metrics_listen);

@@ -9,7 +9,8 @@
 # (-32601). An unknown tool is -32602 naming it in every era. Results:
 # a 2025-03-26 session reads the result as one text item of content,
 # other revisions keep content empty unless the configuration says
-# result-text yes; a bad result-text value is refused by name.
+# result-text yes (or --result-text); a bad result-text value is refused
+# by name.
 
 import json
 import subprocess
@@ -171,6 +172,12 @@ def test():
     text_item(t.call("list_sandboxes", {}), "result-text yes, 2025-11-25")
     r = modern(t, "tools/call", {"name": "list_sandboxes"})
     text_item(r["result"], "result-text yes, 2026-07-28")
+
+    # --result-text does the same from the command line, for a host's
+    # entry, and overrides "result-text no".
+    o = Server(config="result-text no\n", args=("--result-text",))
+    o.initialize("2025-11-25")
+    text_item(o.call("list_sandboxes", {}), "--result-text, 2025-11-25")
 
     bad = Server(config="result-text maybe\n")
     check_eq(bad.wait_exit(), 2, "a bad result-text stops the start")
