@@ -201,12 +201,14 @@ struct session_lease {
 	int			 alive;		/* its owner lives */
 	int			 automatic;
 	struct layer_stack	*ls;		/* SESSION_LEASES_LIVE only */
+	char			*faulty;	/* SESSION_LEASES_FAULTY: why */
 };
 struct session_leases {
 	struct session_lease	*l;
 	size_t			 n;
 };
 #define SESSION_LEASES_LIVE	0x1
+#define SESSION_LEASES_FAULTY	0x2	/* with LIVE: keep unreadable ones */
 int		 session_leases(const char *, int, size_t,
 		     struct session_leases *, char **);
 void		 session_leases_free(struct session_leases *);

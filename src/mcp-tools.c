@@ -66,7 +66,8 @@ mcp_tools_describe(const struct op_entry *oe, int era)
 /*
  * The tools array of tools/list, as JSON text, for the sets a peer may
  * use, in table order, in the form of its era (MCP_TOOLS_*). The table
- * never changes while running, so each text is built once and shared.
+ * changes only with the configuration's limits, so each text is built
+ * once and shared until a reload (mcp_tools_forget).
  */
 const char *
 mcp_tools_list_json(int sets, int era)
@@ -88,6 +89,20 @@ mcp_tools_list_json(int sets, int era)
 		cJSON_Delete(tools);
 	}
 	return (mcp_tools_cache[era][sets]);
+}
+
+/* The configuration changed (a limit sets a maximum): build them again. */
+void
+mcp_tools_forget(void)
+{
+	int	era, sets;
+
+	for (era = 0; era < MCP_TOOLS_ERAS; era++) {
+		for (sets = 0; sets <= TOOLSET_ALL; sets++) {
+			free(mcp_tools_cache[era][sets]);
+			mcp_tools_cache[era][sets] = NULL;
+		}
+	}
 }
 
 /* The tools/list result of an era, as an object. */

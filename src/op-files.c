@@ -59,19 +59,19 @@ static void	op_file_blame_exec(struct op_call *);
 
 #define PATH_ARG(what) { "path", OP_ARG_STRING, 1, -1, NULL,		\
 	"Path of the file to " what ": relative to the workspace"	\
-	" (src/a.c) or absolute under it (/workspace/src/a.c)." }
+	" (src/a.c) or absolute under it (/workspace/src/a.c).", 0, 0 }
 
 static const struct op_arg op_file_read_args[] = {
 	OP_SANDBOX_ARG,
 	PATH_ARG("read"),
 	{ "offset", OP_ARG_INTEGER, 0, 0, "1",
-	  "First line to read, counting from 1 (0 reads as 1)." },
+	  "First line to read, counting from 1 (0 reads as 1).", 0, 0 },
 	{ "limit", OP_ARG_INTEGER, 0, 0, "2000",
-	  "Most lines to read, 1 to 2000." },
+	  "Most lines to read, 1 to 2000.", 2000, 0 },
 	{ "workspace_session_id", OP_ARG_STRING, 0, -1, NULL,
 	  "Workspace session whose live view to read, unpublished changes"
-	  " included. Omit it to read the published snapshot." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  " included. Omit it to read the published snapshot.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_file_read_entry = {
@@ -106,11 +106,11 @@ static const struct op_arg op_file_write_args[] = {
 	OP_SANDBOX_ARG,
 	PATH_ARG("write"),
 	{ "content", OP_ARG_TEXT, 1, -1, NULL,
-	  "The whole new content of the file." },
+	  "The whole new content of the file.", 0, 0 },
 	{ "workspace_session_id", OP_ARG_STRING, 0, -1, NULL,
 	  "Workspace session to write in; the change is published with the"
-	  " session. Omit it to publish a layer now." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  " session. Omit it to publish a layer now.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_file_write_entry = {
@@ -133,11 +133,11 @@ static const struct op_arg op_file_edit_args[] = {
 	PATH_ARG("edit"),
 	{ "edits", OP_ARG_ARRAY, 1, -1, NULL,
 	  "Exact replacements applied in order, each to the result of the"
-	  " one before: [{old_string, new_string, replace_all?}]." },
+	  " one before: [{old_string, new_string, replace_all?}].", 0, 0 },
 	{ "workspace_session_id", OP_ARG_STRING, 0, -1, NULL,
 	  "Workspace session to edit in; the change is published with the"
-	  " session. Omit it to publish a layer now." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  " session. Omit it to publish a layer now.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_file_edit_entry = {
@@ -158,8 +158,8 @@ const struct op_entry op_file_edit_entry = {
 static const struct op_arg op_file_blame_args[] = {
 	OP_SANDBOX_ARG,
 	{ "path", OP_ARG_STRING, 1, -1, NULL,
-	  "Path of a published file, relative to the workspace." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  "Path of a published file, relative to the workspace.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_file_blame_entry = {

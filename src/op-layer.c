@@ -86,8 +86,8 @@ static void	op_squash_exec(struct op_call *);
 static void	op_export_exec(struct op_call *);
 
 static const struct op_arg op_squash_args[] = {
-	{ "sandbox_id", OP_ARG_STRING, 1, -1, NULL, "Sandbox ID." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	{ "sandbox_id", OP_ARG_STRING, 1, -1, NULL, "Sandbox ID.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_squash_layerstacks_entry = {
@@ -109,34 +109,35 @@ const struct op_entry op_squash_layerstacks_entry = {
 };
 
 static const struct op_arg op_export_args[] = {
-	{ "sandbox_id", OP_ARG_STRING, 1, -1, NULL, "Sandbox ID." },
+	{ "sandbox_id", OP_ARG_STRING, 1, -1, NULL, "Sandbox ID.", 0, 0 },
 	{ "dest", OP_ARG_STRING, 1, -1, NULL, "Absolute host path: a"
 	  " directory for dir (made when its parent exists), a file for an"
 	  " archive. It must lie under the workspace root the sandbox was"
 	  " copied from or under an export root of the server's"
-	  " configuration." },
+	  " configuration.", 0, 0 },
 	{ "format", OP_ARG_STRING, 0, -1, "\"dir\"", "dir (apply the"
 	  " changes to the directory dest), tar (a pax archive) or tar-zst"
-	  " (the same, zstd-compressed)." },
+	  " (the same, zstd-compressed).", 0, 0 },
 	{ "include_git_config", OP_ARG_BOOLEAN, 0, -1, "false", "Also export"
 	  " what git runs or reads as configuration inside a git directory"
 	  " (.git/config, .git/hooks/, info/attributes, a .git file). Left"
 	  " out by default, and listed in left_out: a hook or a"
 	  " core.fsmonitor the sandbox wrote would run on the host the next"
-	  " time someone uses git in dest." },
+	  " time someone uses git in dest.", 0, 0 },
 	{ "keep_setid", OP_ARG_BOOLEAN, 0, -1, "false", "Keep set-user-ID"
 	  " and set-group-ID bits in a tar or tar-zst. Stripped by default:"
 	  " unpacked as root, a file the sandbox made as root with mode 4755"
-	  " would be a set-id root program. A dir export never keeps them." },
+	  " would be a set-id root program. A dir export never keeps them.",
+	  0, 0 },
 	{ "max_bytes", OP_ARG_INTEGER, 0, 1, NULL, "Refuse the export, writing"
 	  " nothing, when its files hold more bytes of data than this (names"
 	  " that share a file count once: they are written as hard links)."
-	  " Default: the size of the sandbox's disk." },
+	  " Default: the size of the sandbox's disk.", 0, 0 },
 	{ "max_entries", OP_ARG_INTEGER, 0, 1, NULL, "Refuse the export,"
 	  " writing nothing, when it has more entries (files, links,"
 	  " directories, deletions) than this. Default: the number of inodes"
-	  " of the sandbox's disk." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  " of the sandbox's disk.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_export_changes_entry = {

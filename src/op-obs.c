@@ -43,12 +43,13 @@ static const struct op_arg op_events_args[] = {
 	OP_SANDBOX_ARG,
 	{ "name", OP_ARG_STRING, 0, -1, NULL,
 	  "Keep only events with exactly this name (for example"
-	  " lease.acquired)." },
+	  " lease.acquired).", 0, 0 },
 	{ "since_ms", OP_ARG_INTEGER, 0, 0, NULL,
-	  "Keep only events at this Unix time in milliseconds or later." },
+	  "Keep only events at this Unix time in milliseconds or later.",
+	  0, 0 },
 	{ "last_n", OP_ARG_INTEGER, 0, 0, NULL,
-	  "Keep only the newest N matching events." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  "Keep only the newest N matching events.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_events_entry = {
@@ -87,8 +88,8 @@ static const struct op_arg op_trace_args[] = {
 	{ "trace_id", OP_ARG_STRING, 0, -1, "\"last\"",
 	  "The trace: a tool call's trace id (its request id, or the"
 	  " caller's W3C trace id), or last for the tool call that started"
-	  " last." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  " last.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_trace_entry = {
@@ -128,10 +129,11 @@ static const struct op_arg op_layerstack_args[] = {
 	OP_SANDBOX_ARG,
 	{ "workspace_id", OP_ARG_STRING, 0, -1, NULL,
 	  "A live workspace session: its lower layers and the bytes of its"
-	  " changes instead of the whole stack." },
+	  " changes instead of the whole stack.", 0, 0 },
 	{ "window_ms", OP_ARG_INTEGER, 0, 0, "60000",
-	  "How far back the trend goes, in milliseconds (at most 600000)." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  "How far back the trend goes, in milliseconds (at most 600000).",
+	  600000, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_layerstack_entry = {
@@ -190,8 +192,9 @@ const struct op_entry op_layerstack_entry = {
 
 static const struct op_arg op_snapshot_args[] = {
 	{ "sandbox_id", OP_ARG_STRING, 0, -1, NULL,
-	  "The sandbox; without it, every ready sandbox the caller sees." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  "The sandbox; without it, every ready sandbox the caller sees.",
+	  0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 #define OP_SNAPSHOT_NODE						\
@@ -241,10 +244,11 @@ static const struct op_arg op_cgroup_args[] = {
 	OP_SANDBOX_ARG,
 	{ "scope", OP_ARG_STRING, 0, -1, "\"sandbox\"",
 	  "sandbox (the container's samples), or a live workspace session's"
-	  " id (the bytes of its changes, sampled every 10 s and now)." },
+	  " id (the bytes of its changes, sampled every 10 s and now).", 0, 0 },
 	{ "window_ms", OP_ARG_INTEGER, 0, 0, "60000",
-	  "How far back the samples go, in milliseconds (at most 600000)." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  "How far back the samples go, in milliseconds (at most 600000).",
+	  600000, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_cgroup_entry = {

@@ -101,13 +101,18 @@ static const struct op_arg op_exec_command_args[] = {
 	OP_SANDBOX_ARG,
 	{ "workspace_session_id", OP_ARG_STRING, 0, -1, NULL,
 	  "Existing workspace session to run in. Omit it to run in a new"
-	  " session whose finalize policy is publish_then_destroy." },
-	{ "cmd", OP_ARG_STRING, 1, -1, NULL, "Shell command text." },
-	{ "timeout_ms", OP_ARG_INTEGER, 0, 0, NULL,
-	  "Command timeout in milliseconds." },
-	{ "yield_time_ms", OP_ARG_INTEGER, 0, 0, NULL,
-	  "How long to wait for output first, in milliseconds." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  " session whose finalize policy is publish_then_destroy.", 0, 0 },
+	{ "cmd", OP_ARG_STRING, 1, -1, NULL,
+	  "Shell command text, run by /bin/sh -c in /workspace.", 0, 0 },
+	{ "timeout_ms", OP_ARG_INTEGER, 0, 0, "0",
+	  "Deadline in milliseconds, after which the command is killed"
+	  " (status timed_out); 0, the default, means none.", 0, 0 },
+	{ "yield_time_ms", OP_ARG_INTEGER, 0, 0, "1000",
+	  "How long to wait for the command to finish before answering, in"
+	  " milliseconds: 1000 by default, at most 600000 (a larger value"
+	  " is reduced to it); the command runs on after the answer.",
+	  600000, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_exec_command_entry = {
@@ -134,12 +139,14 @@ const struct op_entry op_exec_command_entry = {
 static const struct op_arg op_write_command_stdin_args[] = {
 	OP_SANDBOX_ARG,
 	{ "command_session_id", OP_ARG_STRING, 1, -1, NULL,
-	  "Command session id returned by exec_command." },
+	  "Command session id returned by exec_command.", 0, 0 },
 	{ "stdin", OP_ARG_TEXT, 1, -1, NULL,
-	  "Text to write to stdin." },
-	{ "yield_time_ms", OP_ARG_INTEGER, 0, 0, NULL,
-	  "How long to wait for output after writing." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  "Text to write to stdin.", 0, 0 },
+	{ "yield_time_ms", OP_ARG_INTEGER, 0, 0, "1000",
+	  "How long to wait for output after writing, in milliseconds: 1000"
+	  " by default, at most 600000 (a larger value is reduced to it).",
+	  600000, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_write_command_stdin_entry = {
@@ -161,16 +168,17 @@ const struct op_entry op_write_command_stdin_entry = {
 static const struct op_arg op_read_command_lines_args[] = {
 	OP_SANDBOX_ARG,
 	{ "command_session_id", OP_ARG_STRING, 1, -1, NULL,
-	  "Command session id returned by exec_command." },
+	  "Command session id returned by exec_command.", 0, 0 },
 	{ "start_offset", OP_ARG_INTEGER, 0, 0, "0",
-	  "First line offset to read, 0 by default." },
+	  "First line offset to read, 0 by default.", 0, 0 },
 	{ "limit", OP_ARG_INTEGER, 0, 0, "200",
-	  "Most lines to return, 200 by default, at most 1000." },
+	  "Most lines to return, 200 by default, at most 1000 (0 reads"
+	  " one).", 1000, 0 },
 	{ "tail", OP_ARG_INTEGER, 0, 1, NULL,
 	  "Read the last N lines instead (at most 1000): the window ends"
 	  " where the output does, and start_offset and limit are not"
-	  " used." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  " used.", 1000, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_read_command_lines_entry = {
@@ -193,8 +201,8 @@ const struct op_entry op_read_command_lines_entry = {
 static const struct op_arg op_create_workspace_session_args[] = {
 	OP_SANDBOX_ARG,
 	{ "network_profile", OP_ARG_STRING, 0, -1, "\"shared\"",
-	  "shared (the sandbox's network) or isolated (loopback only)." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  "shared (the sandbox's network) or isolated (loopback only).", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_create_workspace_session_entry = {
@@ -223,8 +231,8 @@ const struct op_entry op_create_workspace_session_entry = {
 static const struct op_arg op_workspace_session_args[] = {
 	OP_SANDBOX_ARG,
 	{ "workspace_session_id", OP_ARG_STRING, 1, -1, NULL,
-	  "Workspace session id returned by create_workspace_session." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  "Workspace session id returned by create_workspace_session.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_publish_workspace_session_entry = {

@@ -91,7 +91,7 @@ static void	op_destroy_sandbox_exec(struct op_call *);
 static void	op_sandbox_endpoint_exec(struct op_call *);
 
 static const struct op_arg op_no_args[] = {
-	{ NULL, 0, 0, -1, NULL, NULL }
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_list_docker_images_entry = {
@@ -117,8 +117,8 @@ const struct op_entry op_list_docker_images_entry = {
 static const struct op_arg op_list_workspace_directories_args[] = {
 	{ "path", OP_ARG_STRING, 0, -1, NULL,
 	  "Absolute workspace directory, visible to the picker, to browse."
-	  " Omit it to list the roots." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  " Omit it to list the roots.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_list_workspace_directories_entry = {
@@ -150,13 +150,16 @@ const struct op_entry op_list_workspace_directories_entry = {
 
 static const struct op_arg op_create_sandbox_args[] = {
 	{ "image", OP_ARG_STRING, 1, -1, NULL,
-	  "Container image to create the sandbox from." },
+	  "Container image to create the sandbox from.", 0, 0 },
 	{ "workspace_root", OP_ARG_STRING, 1, -1, NULL,
-	  "Absolute host workspace directory whose copy the sandbox holds." },
-	{ "count", OP_ARG_INTEGER, 0, 0, "1",
-	  "Number of sandboxes to create (at least 1). With more than one,"
-	  " they share one read-only workspace base." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	  "Absolute host workspace directory whose copy the sandbox holds.",
+	  0, 0 },
+	{ "count", OP_ARG_INTEGER, 0, 1, "1",
+	  "Number of sandboxes to create, 1 by default, at most the"
+	  " sandboxes-per-call limit (32 by default). With more than one,"
+	  " they share one read-only workspace base.", 0,
+	  LIMIT_SANDBOXES_PER_CALL + 1 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_create_sandbox_entry = {
@@ -197,8 +200,8 @@ const struct op_entry op_list_sandboxes_entry = {
 };
 
 static const struct op_arg op_sandbox_id_args[] = {
-	{ "sandbox_id", OP_ARG_STRING, 1, -1, NULL, "Sandbox id." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	{ "sandbox_id", OP_ARG_STRING, 1, -1, NULL, "Sandbox id.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 const struct op_entry op_inspect_sandbox_entry = {

@@ -236,6 +236,12 @@ op_schema(const struct op_entry *oe, int flags)
 		if (a->type == OP_ARG_INTEGER && a->minimum >= 0)
 			cJSON_AddNumberToObject(p, "minimum",
 			    (double)a->minimum);
+		if (a->type == OP_ARG_INTEGER && a->maximum_limit > 0)
+			cJSON_AddNumberToObject(p, "maximum",
+			    (double)cfg_limit(a->maximum_limit - 1));
+		else if (a->type == OP_ARG_INTEGER && a->maximum > 0)
+			cJSON_AddNumberToObject(p, "maximum",
+			    (double)a->maximum);
 		if (a->dflt != NULL)
 			cJSON_AddItemToObject(p, "default",
 			    cJSON_Parse(a->dflt));

@@ -57,13 +57,20 @@ struct op_arg {
 	long long		 minimum;	/* integers; -1 for none */
 	const char		*dflt;		/* JSON text, or NULL */
 	const char		*description;
+	/*
+	 * Integers: the largest value that means something, for the
+	 * schema (0: none; larger values are clamped or refused by the
+	 * operation), or the limit that sets it (enum limit + 1).
+	 */
+	long long		 maximum;
+	int			 maximum_limit;
 };
 
 struct op_call;
 
 /* The argument every operation on one sandbox takes first. */
 #define OP_SANDBOX_ARG { "sandbox_id", OP_ARG_STRING, 1, -1, NULL,	\
-	"Target sandbox id." }
+	"Target sandbox id.", 0, 0 }
 
 struct op_entry {
 	const char		*name;

@@ -318,6 +318,7 @@ sandbox_mcp_reload(void)
 	cfg_keys_changed();
 	transport_http_reload();
 	mcp_http_reload();
+	mcp_tools_forget();
 	cfg_free(old);
 	log_info("configuration reloaded from %s", reload_conf);
 }

@@ -1710,8 +1710,18 @@ session_leases(const char *sbox, int flags, size_t max,
 				l->ls = layer_stack_from_json(
 				    (int)v->valuedouble, cJSON_GetObjectItem(
 				    lease, "layers"), &msg);
+			/*
+			 * A live session whose lease names no stack it can
+			 * be told by: skipped, or kept as faulty for those
+			 * that must not take its layers away (squash.c).
+			 */
+			if (l->ls == NULL && (flags & SESSION_LEASES_FAULTY)) {
+				xasprintf(&l->faulty, "its lease names no"
+				    " valid layer stack: %s", msg != NULL ? msg :
+				    "no manifest_version");
+			}
 			free(msg);
-			if (l->ls == NULL) {
+			if (l->ls == NULL && l->faulty == NULL) {
 				cJSON_Delete(lease);
 				continue;
 			}
@@ -1734,6 +1744,7 @@ session_leases_free(struct session_leases *sl)
 
 	for (i = 0; i < sl->n; i++) {
 		free(sl->l[i].ws);
+		free(sl->l[i].faulty);
 		cJSON_Delete(sl->l[i].lease);
 		layer_stack_free(sl->l[i].ls);
 	}

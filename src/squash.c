@@ -76,7 +76,8 @@
 /* A live lease: whose, and the layers it stands on. */
 struct squash_lease {
 	char			*ws;
-	struct layer_stack	*ls;
+	struct layer_stack	*ls;		/* NULL: faulty */
+	char			*faulty;	/* why its lease cannot be read */
 	int			 automatic;	/* a command's, or a spare */
 	int			 leaving;	/* ended, its lease going */
 };
@@ -113,6 +114,7 @@ squash_leases_free(struct squash_leases *sl)
 
 	for (i = 0; i < sl->n; i++) {
 		free(sl->l[i].ws);
+		free(sl->l[i].faulty);
 		layer_stack_free(sl->l[i].ls);
 	}
 	free(sl->l);
@@ -133,8 +135,8 @@ squash_leases_read(const char *sbox, struct squash_leases *sl, char **cause)
 
 	sl->l = NULL;
 	sl->n = 0;
-	if (session_leases(sbox, SESSION_LEASES_LIVE, SQUASH_LEASES_MAX, &all,
-	    cause) != 0)
+	if (session_leases(sbox, SESSION_LEASES_LIVE | SESSION_LEASES_FAULTY,
+	    SQUASH_LEASES_MAX, &all, cause) != 0)
 		return (-1);
 	if (all.n > 0)
 		sl->l = xcalloc(all.n, sizeof *sl->l);
@@ -142,8 +144,10 @@ squash_leases_read(const char *sbox, struct squash_leases *sl, char **cause)
 		sl->l[i].ws = all.l[i].ws;
 		sl->l[i].ls = all.l[i].ls;
 		sl->l[i].automatic = all.l[i].automatic;
+		sl->l[i].faulty = all.l[i].faulty;
 		all.l[i].ws = NULL;	/* taken over */
 		all.l[i].ls = NULL;
+		all.l[i].faulty = NULL;
 	}
 	sl->n = all.n;
 	session_leases_free(&all);
@@ -175,12 +179,17 @@ squash_managed_sessions(const char *sbox, cJSON *ids)
 	return (0);
 }
 
-/* Whether a lease names a layer. */
+/*
+ * Whether a lease names a layer. A faulty one (unreadable) may stand on
+ * any: it keeps every layer.
+ */
 static int
 squash_lease_has(struct squash_lease *l, const char *id)
 {
 	size_t	i;
 
+	if (l->ls == NULL)
+		return (1);
 	for (i = 0; i < l->ls->n; i++) {
 		if (strcmp(l->ls->ids[i], id) == 0)
 			return (1);
@@ -480,6 +489,7 @@ squash_plan(struct layer_stack *head, struct squash_leases *sl,
 		top = i == head->n - 1;		/* the base ends the last */
 		for (k = 0; !top && k < sl->n; k++) {
 			if (!sl->l[k].automatic && !sl->l[k].leaving &&
+			    sl->l[k].ls != NULL &&
 			    strcmp(sl->l[k].ls->ids[0], head->ids[i]) == 0)
 				top = 1;
 		}
@@ -640,7 +650,7 @@ squash_child(void *arg, int fd)
 	char			*path, *cause = NULL, *dir;
 	size_t			 nruns = 0, i, k, j;
 	cJSON			*rep, *blocks, *b, *ids, *sessions, *s;
-	cJSON			*reasons;
+	cJSON			*reasons, *faulty;
 	int			 sq, version, r = 1, pinned;
 	struct rusage		 ru;
 
@@ -733,7 +743,19 @@ squash_child(void *arg, int fd)
 	}
 	sessions = cJSON_AddArrayToObject(rep, "swept_sessions");
 	reasons = cJSON_CreateArray();
+	faulty = cJSON_CreateArray();
 	for (k = 0; k < sl.n; k++) {
+		/* A session whose lease cannot be read keeps every layer. */
+		if (sl.l[k].ls == NULL) {
+			cJSON_AddItemToArray(faulty,
+			    cJSON_CreateString(sl.l[k].ws));
+			xasprintf(&path, "workspace session %s: %s; every"
+			    " layer it may stand on stays until it ends",
+			    sl.l[k].ws, sl.l[k].faulty);
+			cJSON_AddItemToArray(reasons, cJSON_CreateString(path));
+			free(path);
+			continue;
+		}
 		if (sl.l[k].automatic || sl.l[k].leaving)
 			continue;
 		pinned = 0;
@@ -763,6 +785,10 @@ squash_child(void *arg, int fd)
 		cJSON_AddItemToObject(rep, "blocked_reasons", reasons);
 	else
 		cJSON_Delete(reasons);
+	if (cJSON_GetArraySize(faulty) > 0)
+		cJSON_AddItemToObject(rep, "faulty_sessions", faulty);
+	else
+		cJSON_Delete(faulty);
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		cJSON_AddNumberToObject(rep, "peak_rss_kib",
 		    (double)ru.ru_maxrss);
@@ -1005,6 +1031,9 @@ squash_finish(struct squash *sq, cJSON *gc)
 	    cJSON_GetObjectItem(sq->rep, "swept_sessions"), 1));
 	if ((v = cJSON_GetObjectItem(sq->rep, "blocked_reasons")) != NULL)
 		cJSON_AddItemToObject(result, "blocked_reasons",
+		    cJSON_Duplicate(v, 1));
+	if ((v = cJSON_GetObjectItem(sq->rep, "faulty_sessions")) != NULL)
+		cJSON_AddItemToObject(result, "faulty_sessions",
 		    cJSON_Duplicate(v, 1));
 	log_info("sandbox %s: stack squashed to manifest version %d (%d"
 	    " blocks; the child's peak RSS %.0f KiB)", ssb->id,

@@ -98,6 +98,7 @@ const char	*mcp_negotiate_version(const char *);
 #define MCP_TOOLS_MODERN	2	/* outputSchema, x-mcp-header */
 #define MCP_TOOLS_ERAS		3
 const char	*mcp_tools_list_json(int, int);
+void		 mcp_tools_forget(void);
 struct cJSON	*mcp_tools_list_object(int, int);
 struct cJSON	*mcp_tools_envelope(struct cJSON *, const struct cause *);
 

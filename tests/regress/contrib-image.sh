@@ -1,7 +1,8 @@
 #!/bin/bash
 # contrib-image.sh: contrib/build-image.sh builds the user image
-# sandbox-mcp/debian:bookworm (bash, coreutils, git, python3) with no
-# registry, and a second run finds it and skips the build.
+# sandbox-mcp/debian:bookworm (bash, coreutils, git, python3, ps from
+# procps) with no registry, and a second run finds it and skips the
+# build.
 
 set -u
 src=${SANDBOX_MCP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -20,8 +21,9 @@ rm -f /tmp/contrib-image.$$.log
 
 versions=$(docker run --rm --network none "$image" \
     bash -c 'git --version && python3 --version && ls --version | head -1 &&
-    test -x /bin/sh && echo sh-ok') || fail "the image does not run"
-for want in "git version" "Python 3" "coreutils" "sh-ok"; do
+    ps --version && test -x /bin/sh && echo sh-ok') ||
+    fail "the image does not run"
+for want in "git version" "Python 3" "coreutils" "procps" "sh-ok"; do
 	case $versions in
 	*"$want"*) ;;
 	*) fail "the image lacks $want: $versions" ;;
@@ -36,4 +38,4 @@ case $out in
 *exists*) ;;
 *) fail "second run did not say the image exists: $out" ;;
 esac
-echo "ok: $image has git, python3, coreutils; the second run skipped"
+echo "ok: $image has git, python3, coreutils, ps; the second run skipped"

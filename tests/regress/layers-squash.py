@@ -20,6 +20,8 @@
 # - a sandbox's symlinks in its layers are never followed by the
 #   squash (a link to a host directory, replaced by a directory of the
 #   same name, then a whiteout over a link);
+# - a live session whose lease cannot be read is reported in
+#   faulty_sessions and keeps every replaced layer;
 # - kill -9 in the middle of a squash leaves a manifest a restart can
 #   use, the same view, and an empty staging directory;
 # - two squashes at once while 10 sessions run commands: one squashes,
@@ -255,6 +257,34 @@ def test():
     check_eq(layer_dirs(state, sid), sorted(l["layer_id"] for l in
                                             m["layers"][:-1]),
              "the pinned layers were reclaimed once the session ended")
+
+    # A live session whose lease cannot be read (its layers damaged) is
+    # faulty: named in faulty_sessions and blocked_reasons, and every
+    # replaced layer stays, so that whatever it stands on is kept.
+    for i in range(3):
+        write(s, sid, "pre%d.txt" % i, "pre %d\n" % i)
+    bad = session(s, sid)
+    run(s, sid, "echo bad > bad.txt", bad)
+    badview = view(s, sid, bad)
+    for i in range(3):
+        write(s, sid, "post%d.txt" % i, "post %d\n" % i)
+    lease = os.path.join(state, "sandboxes", sid, "sessions", bad,
+                         "lease.json")
+    with open(lease) as f:
+        doc = json.load(f)
+    doc["layers"] = "not a stack"
+    with open(lease + ".tmp", "w") as f:
+        json.dump(doc, f)
+    os.rename(lease + ".tmp", lease)
+    r = squash(s, sid)
+    check_eq(r.get("faulty_sessions"), [bad], "the faulty session")
+    check(any(bad in x and "every layer" in x
+              for x in r.get("blocked_reasons", [])),
+          "a reason names it: %r" % r.get("blocked_reasons"))
+    check(len(r["squashed_blocks"]) >= 1, "the stack was squashed")
+    check_eq({b["replaced_layers"] for b in r["squashed_blocks"]},
+             {"pinned"}, "no layer is reclaimed under it")
+    check_eq(view(s, sid, bad), badview, "its view is the same")
 
     # One at a time: while another process squashes this stack (it
     # holds the stack's squash lock), a squash is a conflict and changes
