@@ -445,11 +445,25 @@ static void
 op_snapshot_cb(cJSON *result, const struct cause *cause, void *arg)
 {
 	struct op_call	*oc = arg;
+	cJSON		*nodes, *node;
 
-	if (result == NULL)
+	if (result == NULL) {
 		op_call_fail(oc, cause);
-	else
-		op_call_done(oc, result);
+		return;
+	}
+	/* A tenant's key is not told the state directory's path. */
+	if (strcmp(op_call_tenant(oc), TENANT_LOCAL) != 0) {
+		nodes = cJSON_GetObjectItem(result, "sandboxes");
+		node = nodes != NULL ? nodes->child : result;
+		for (; node != NULL; node = nodes != NULL ? node->next : NULL) {
+			if (cJSON_GetObjectItem(cJSON_GetObjectItem(node,
+			    "daemon"), "runtime_dir") != NULL)
+				cJSON_ReplaceItemInObject(cJSON_GetObjectItem(
+				    node, "daemon"), "runtime_dir",
+				    cJSON_CreateNull());
+		}
+	}
+	op_call_done(oc, result);
 }
 
 static void

@@ -53,7 +53,7 @@
 	"  \"daemon\": " OP_ENDPOINT_SCHEMA ","				\
 	"  \"daemon_http\": " OP_ENDPOINT_SCHEMA ","			\
 	"  \"shared_base\": {\"type\": \"object\","			\
-	"   \"properties\": {\"source\": {\"type\": \"string\"},"	\
+	"   \"properties\": {\"source\": {\"type\": [\"string\", \"null\"]},"\
 	"   \"target\": {\"type\": \"string\"},"			\
 	"   \"root_hash\": {\"type\": \"string\"},"			\
 	"   \"readonly\": {\"type\": \"boolean\"},"			\
@@ -338,6 +338,34 @@ op_list_workspace_directories_cancel(struct op_call *oc)
 	    " before the listing finished");
 }
 
+/*
+ * A record as a tenant's key sees it: not where this server listens
+ * inside its host (daemon, daemon_http: a tenant reaches it by the name
+ * it called) nor the host path of the shared base. The local operator
+ * sees the whole record. rec is a record, or {"sandboxes": [...]}.
+ */
+static void
+op_sandbox_shown(struct op_call *oc, cJSON *rec)
+{
+	cJSON	*sb, *r;
+
+	if (strcmp(op_call_tenant(oc), TENANT_LOCAL) == 0 || rec == NULL)
+		return;
+	if ((r = cJSON_GetObjectItem(rec, "sandboxes")) != NULL) {
+		cJSON_ArrayForEach(sb, r)
+			op_sandbox_shown(oc, sb);
+		return;
+	}
+	if (cJSON_GetObjectItem(rec, "daemon") != NULL)
+		cJSON_ReplaceItemInObject(rec, "daemon", cJSON_CreateNull());
+	if (cJSON_GetObjectItem(rec, "daemon_http") != NULL)
+		cJSON_ReplaceItemInObject(rec, "daemon_http",
+		    cJSON_CreateNull());
+	sb = cJSON_GetObjectItem(rec, "shared_base");
+	if (cJSON_GetObjectItem(sb, "source") != NULL)
+		cJSON_ReplaceItemInObject(sb, "source", cJSON_CreateNull());
+}
+
 /* An engine answer: a result, or a cause. */
 static void
 op_sandbox_cb(cJSON *result, const struct cause *cause, void *arg)
@@ -345,6 +373,7 @@ op_sandbox_cb(cJSON *result, const struct cause *cause, void *arg)
 	struct op_call	*oc = arg;
 
 	op_call_set_data(oc, NULL);	/* a create has ended */
+	op_sandbox_shown(oc, result);
 	if (result != NULL)
 		op_call_done(oc, result);
 	else
@@ -418,6 +447,7 @@ op_list_sandboxes_exec(struct op_call *oc)
 		if (!util_tenant_sees(tenant, sandbox_record_tenant(rec)))
 			cJSON_Delete(cJSON_DetachItemViaPointer(list, rec));
 	}
+	op_sandbox_shown(oc, result);
 	op_call_done(oc, result);
 }
 
@@ -435,6 +465,7 @@ op_inspect_sandbox_exec(struct op_call *oc)
 		cause_clear(&cause);
 		return;
 	}
+	op_sandbox_shown(oc, rec);
 	op_call_done(oc, rec);
 }
 

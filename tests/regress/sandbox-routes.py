@@ -37,9 +37,11 @@ def test():
     roots = tmpdir()
     ws = os.path.join(roots, "site")
     os.makedirs(ws)
-    key_rt, line_rt = keygen("rt", "runtime", "management")
+    key_rt, line_rt = keygen("rt", "runtime", "management",
+                             "observability")
     key_mg, line_mg = keygen("mg", "management")
-    s = Server(config="workspace-root %s\n%s\n%s\n" % (roots, line_rt,
+    s = Server(sets=("management", "runtime", "observability"),
+               config="workspace-root %s\n%s\n%s\n" % (roots, line_rt,
                                                         line_mg),
                listen="127.0.0.1:0")
     state = s.state
@@ -53,9 +55,29 @@ def test():
     check_eq(st, 200, "create status")
     rec = ok_result(http_json(b)["result"], "create")
     sid = rec["id"]
+    # A tenant's key is not told where the server listens on its host
+    # (nor the base's host path); the local operator is.
+    check_eq((rec["daemon"], rec["daemon_http"],
+              rec["shared_base"]["source"]), (None, None, None),
+             "no internal address or host path for a tenant")
     want = {"host": "127.0.0.1", "port": s.port}
-    check_eq((rec["daemon"], rec["daemon_http"]), (want, want),
-             "endpoints of the serving process")
+    local = ok_result(s.call("inspect_sandbox", {"sandbox_id": rec["id"]}),
+                      "inspect on stdio")
+    check_eq((local["daemon"], local["daemon_http"]), (want, want),
+             "endpoints of the serving process, for the operator")
+    check(local["shared_base"]["source"].startswith(state),
+          "the base's path, for the operator")
+    st, h, b = conn.request("POST", "/mcp", {
+        "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "snapshot", "arguments": {
+            "sandbox_id": rec["id"]}}}, hdr)
+    node = ok_result(http_json(b)["result"], "snapshot")
+    check_eq(node["daemon"]["runtime_dir"], None,
+             "no state directory path in a tenant's snapshot")
+    local = ok_result(s.call("snapshot", {"sandbox_id": rec["id"]}),
+                      "snapshot on stdio")
+    check(local["daemon"]["runtime_dir"].startswith(state),
+          "the operator's snapshot names it")
     auth = {"Authorization": "Bearer " + key_rt}
 
     c = Http(s.port)
