@@ -119,6 +119,8 @@ struct rt_sandbox {		/* what this process knows of a sandbox */
 	struct sessions		 sessions;
 	unsigned int		 nidle;		/* spares kept for use */
 	unsigned int		 spares_wanted;
+	int			 adopted;	/* orphans looked for */
+	struct session_adoption	*adoption;	/* under way */
 	LIST_ENTRY(rt_sandbox)	 entry;
 };
 typedef void (*rt_cb)(struct rt_sandbox *, const struct cause *, void *);
@@ -128,7 +130,7 @@ struct rt_sandbox *zygote_find(const char *);
 struct rt_sandbox *zygote_next(struct rt_sandbox *);
 int		 zygote_same_tenant(struct rt_sandbox *, struct rt_sandbox *);
 char		**zygote_ids(size_t *);
-struct zygote_req *zygote_build(struct rt_sandbox *, const char *, int,
+struct zygote_req *zygote_build(struct rt_sandbox *, const char *, int, int,
 		     const char *, const char *, const char *,
 		     const struct layer_stack *, int, zygote_cb, void *);
 void		 zygote_cancel(struct zygote_req *);
@@ -194,6 +196,8 @@ void		 session_publish(struct session *, const char *,
 char		**session_forget(const char *, const char *, const char *,
 		     size_t *);
 void		 session_recover(const char *);
+void		 session_adopt(struct rt_sandbox *,
+		     void (*)(struct rt_sandbox *, void *), void *);
 /* A workspace session's lease, as session_leases reads it. */
 struct session_lease {
 	char			*ws;
@@ -209,6 +213,7 @@ struct session_leases {
 };
 #define SESSION_LEASES_LIVE	0x1
 #define SESSION_LEASES_FAULTY	0x2	/* with LIVE: keep unreadable ones */
+#define SESSION_LEASES_ORPHANS	0x4	/* with LIVE: and managed orphans */
 int		 session_leases(const char *, int, size_t,
 		     struct session_leases *, char **);
 void		 session_leases_free(struct session_leases *);

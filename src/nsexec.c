@@ -865,6 +865,59 @@ out:
 }
 
 /*
+ * A session a process that is gone left (adopt): its directory and upper
+ * stay as they are; the old work directory (which a volatile overlay
+ * marks as not to be mounted again) and an isolated session's private
+ * mounts are set aside in the directory, to go with it, and the lease is
+ * replaced whole.
+ */
+static int
+nsexec_scratch_adopt(const char *dir, const char *lease, char *err,
+    size_t errlen)
+{
+	struct stat	 st;
+	char		 path[PATH_MAX], old[PATH_MAX], tmp[PATH_MAX];
+	const char	*aside[] = { "work", "private" };
+	size_t		 i, len = strlen(lease);
+	int		 fd;
+
+	snprintf(path, sizeof path, "%s/upper", dir);
+	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
+	    lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "the session's changes are not in"
+		    " %.200s any more", dir);
+		return (-1);
+	}
+	for (i = 0; i < sizeof aside / sizeof aside[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, aside[i]);
+		snprintf(old, sizeof old, "%s/%s.%ld.old", dir, aside[i],
+		    (long)getpid());
+		if (rename(path, old) != 0 && errno != ENOENT)
+			goto fail;
+	}
+	snprintf(path, sizeof path, "%s/work", dir);
+	if (mkdir(path, 0700) != 0)
+		goto fail;
+	snprintf(tmp, sizeof tmp, "%s/lease.json.new", dir);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, 0644)) == -1)
+		goto fail;
+	if (write(fd, lease, len) != (ssize_t)len) {
+		close(fd);
+		goto fail;
+	}
+	close(fd);
+	snprintf(path, sizeof path, "%s/lease.json", dir);
+	if (rename(tmp, path) != 0)
+		goto fail;
+	return (0);
+fail:
+	snprintf(err, errlen, "cannot take %.200s up again: %s", dir,
+	    strerror(errno));
+	return (-1);
+}
+
+/*
  * The session's directory (DIR: upper, work) and its lease, before
  * anything is mounted from the layers the lease names.
  */
@@ -1841,16 +1894,20 @@ nsexec_build(const struct nsexec_zygote *z, const struct nsexec_msg *m,
     int ctl, char *err, size_t errlen)
 {
 	int		 fs, mfd, ready[2], i, held[NSEXEC_FIELDS_MAX];
-	int		 isolated = strcmp(m->f[1], "1") == 0, scratch = -1;
+	int		 adopt, isolated, scratch = -1;
 	char		 upper[PATH_MAX], work[PATH_MAX];
 	pid_t		 init;
 	ssize_t		 n;
 
+	/* Its kind: "0" or "1" (isolated), after an "a" to take it up. */
+	adopt = m->f[1][0] == 'a';
+	isolated = strcmp(m->f[1] + adopt, "1") == 0;
 	if (fchdir(4) != 0) {
 		snprintf(err, errlen, "fchdir: %s", strerror(errno));
 		return (-1);
 	}
-	if (nsexec_scratch(m->f[3], m->f[4], err, errlen) != 0)
+	if ((adopt ? nsexec_scratch_adopt(m->f[3], m->f[4], err, errlen) :
+	    nsexec_scratch(m->f[3], m->f[4], err, errlen)) != 0)
 		return (-1);
 	snprintf(upper, sizeof upper, "%s/upper", m->f[3]);
 	snprintf(work, sizeof work, "%s/work", m->f[3]);

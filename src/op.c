@@ -685,6 +685,15 @@ op_sandbox_hidden(struct op_call *oc, const char *id)
 	return (1);
 }
 
+
+struct op_rt_wait {
+	rt_cb	 cb;
+	void	*arg;
+};
+static void	op_sandbox_runtime_got(struct rt_sandbox *,
+		    const struct cause *, void *);
+static void	op_sandbox_runtime_adopted(struct rt_sandbox *, void *);
+
 /*
  * The runtime view of the call's sandbox_id (zygote_get), with
  * another tenant's sandbox answered to cb as an unknown one.
@@ -692,8 +701,9 @@ op_sandbox_hidden(struct op_call *oc, const char *id)
 void
 op_sandbox_runtime(struct op_call *oc, rt_cb cb, void *arg)
 {
-	const char	*id = op_arg_string(oc, "sandbox_id");
-	struct cause	 cause = { 0 };
+	const char		*id = op_arg_string(oc, "sandbox_id");
+	struct cause		 cause = { 0 };
+	struct op_rt_wait	*w;
 
 	if (op_sandbox_unseen(oc, id)) {
 		cause_set(&cause, CAUSE_NOT_FOUND, "sandbox_id", id, "no"
@@ -702,7 +712,37 @@ op_sandbox_runtime(struct op_call *oc, rt_cb cb, void *arg)
 		cause_clear(&cause);
 		return;
 	}
-	zygote_get(id, cb, arg);
+	w = xcalloc(1, sizeof *w);
+	w->cb = cb;
+	w->arg = arg;
+	zygote_get(id, op_sandbox_runtime_got, w);
+}
+
+/*
+ * The sandbox is served here: the sessions a process that is gone left
+ * in it are taken up first (once), so that a call naming one finds it.
+ */
+static void
+op_sandbox_runtime_got(struct rt_sandbox *sb, const struct cause *cause,
+    void *arg)
+{
+	struct op_rt_wait	*w = arg;
+
+	if (sb == NULL) {
+		w->cb(NULL, cause, w->arg);
+		free(w);
+		return;
+	}
+	session_adopt(sb, op_sandbox_runtime_adopted, w);
+}
+
+static void
+op_sandbox_runtime_adopted(struct rt_sandbox *sb, void *arg)
+{
+	struct op_rt_wait	*w = arg;
+
+	w->cb(sb, NULL, w->arg);
+	free(w);
 }
 
 /* The engine's gauges for GET /metrics (the surface does not reach it). */

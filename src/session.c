@@ -112,6 +112,7 @@ struct session {
 	int			 spare;		/* built ahead, not asked for */
 	int			 trashed;	/* its scratch (and lease) gone */
 	int			 again;		/* built again after a squash */
+	int			 adopting;	/* taken up from a process gone */
 	struct event		*idle_ev;
 	char			*cgroup;	/* its freezer group */
 	struct event		*freeze_ev;
@@ -139,6 +140,8 @@ static unsigned int session_pool_max(void);
 static void	session_prepare(struct rt_sandbox *);
 static void	session_new(struct rt_sandbox *, int, int, session_cb, void *,
 		    struct layer_stack *, int);
+static void	session_build(struct rt_sandbox *, const char *, int, int, int,
+		    session_cb, void *, struct layer_stack *, int);
 
 static int	session_again;	/* the session_new being made is a retry */
 static void	(*session_gone_hook)(const char *, const char *);
@@ -921,7 +924,9 @@ session_start_fail(struct session *s, const char *why)
 	s->sb->pid = 0;
 	zygote_cancel(s->req);
 	s->req = NULL;
-	session_trash(s);
+	/* Changes a gone process left stay for another try: never lost. */
+	if (!s->adopting)
+		session_trash(s);
 	session_free_later(s);
 	if (cb != NULL)
 		cb(NULL, &cause, arg);
@@ -1214,15 +1219,31 @@ static void
 session_new(struct rt_sandbox *sb, int automatic, int isolated,
     session_cb cb, void *arg, struct layer_stack *head, int spare)
 {
+	char	rnd[13], id[17];
+
+	util_random_hex(rnd, 12);
+	snprintf(id, sizeof id, "ws-%s", rnd);
+	session_build(sb, id, 0, automatic, isolated, cb, arg, head, spare);
+}
+
+/*
+ * Build session id: anew, or (adopt) in the directory a process that is
+ * gone left, on the stack its lease names (head), its changes kept.
+ */
+static void
+session_build(struct rt_sandbox *sb, const char *id, int adopt, int automatic,
+    int isolated, session_cb cb, void *arg, struct layer_stack *head,
+    int spare)
+{
 	struct session		*s;
 	struct cause		 c = { 0 };
-	char			 rnd[13], name[32], *cause = NULL;
+	char			 name[32], *cause = NULL;
 	char			*procs = NULL;
 	int			 sv[2], sndbuf = NSEXEC_MSG_MAX * 2;
 
 	s = xcalloc(1, sizeof *s);
-	util_random_hex(rnd, 12);
-	snprintf(s->id, sizeof s->id, "ws-%s", rnd);
+	strlcpy(s->id, id, sizeof s->id);
+	s->adopting = adopt;
 	s->sb = sb;
 	s->automatic = automatic;
 	s->isolated = isolated;
@@ -1233,7 +1254,8 @@ session_new(struct rt_sandbox *sb, int automatic, int isolated,
 	s->start_cb = cb;
 	s->start_arg = arg;
 	s->spare = spare;
-	s->again = session_again;
+	/* An adopted session stands on its own stack: never on another. */
+	s->again = session_again || adopt;
 	s->dir = state_where(STATE_SESSIONS, sb->id, "%s", s->id);
 	LIST_INSERT_HEAD(&sb->sessions, s, entry);
 	session_count++;
@@ -1273,14 +1295,16 @@ session_new(struct rt_sandbox *sb, int automatic, int isolated,
 	event_add(s->ctl_ev, NULL);
 	if (s->cgroup != NULL)
 		xasprintf(&procs, "%s/cgroup.procs", s->cgroup);
-	s->req = zygote_build(sb, s->id, s->isolated, procs != NULL ? procs :
-	    "", s->dir, s->lease_text, s->lease, sv[1], session_built, s);
+	s->req = zygote_build(sb, s->id, s->isolated, s->adopting,
+	    procs != NULL ? procs : "", s->dir, s->lease_text, s->lease, sv[1],
+	    session_built, s);
 	free(procs);
 	return;
 
 fail:
 	session_set_state(s, SESSION_ENDED);
-	session_trash(s);
+	if (!s->adopting)
+		session_trash(s);
 	session_free_later(s);
 	if (cb != NULL) {
 		cause_set(&c, CAUSE_INTERNAL, "sandbox_id", sb->id, "%s",
@@ -1696,6 +1720,11 @@ session_leases(const char *sbox, int flags, size_t max,
 		}
 		alive = lease != NULL && state_owner_alive(
 		    cJSON_GetObjectItem(lease, "owner"));
+		/* A managed orphan will be taken up: it counts as live. */
+		if ((flags & SESSION_LEASES_LIVE) && !alive &&
+		    (flags & SESSION_LEASES_ORPHANS) && lease != NULL &&
+		    !cJSON_IsTrue(cJSON_GetObjectItem(lease, "automatic")))
+			alive = 1;
 		if ((flags & SESSION_LEASES_LIVE) && !alive) {
 			cJSON_Delete(lease);
 			continue;
@@ -1772,9 +1801,10 @@ session_young(const char *dir, const char *name)
 
 /*
  * Recovery of the workspace sessions of sandbox id whose lease names a
- * process that is gone: their upper and work directories and the rest of
- * their scratch are left; they go to the trash, and a session.abandoned
- * event says their changes are lost.
+ * process that is gone: an automatic session's scratch (its command was
+ * cut short: its changes are not published) goes to the trash, and a
+ * session.abandoned event says its changes are lost; a managed session
+ * with a lease stays, to be taken up again (session_adopt).
  */
 void
 session_recover(const char *id)
@@ -1809,6 +1839,14 @@ session_recover(const char *id)
 		cg = cJSON_GetObjectItem(l->lease, "cgroup");
 		if (cJSON_IsString(cg))
 			cgroup_session_abandon(cg->valuestring, l->ws);
+		/*
+		 * A managed session's changes stay for the process that
+		 * serves the sandbox next to take up (session_adopt).
+		 */
+		if (l->lease != NULL && !l->automatic) {
+			free(path);
+			continue;
+		}
 		to = state_trash_path(id, l->ws);
 		if (rename(path, to) == 0) {
 			log_info("recovery: workspace session %s of %s was"
@@ -1846,4 +1884,135 @@ session_metrics(struct metrics_counts *mc)
 				mc->sessions_managed++;
 		}
 	}
+}
+
+/*
+ * Adoption. The managed sessions a process that is gone left behind (a
+ * restart, a kill -9) keep their directory (session_recover leaves them):
+ * the first process that serves their sandbox builds each again, under
+ * its own id, on the stack its lease names, with its upper directory as
+ * it was, so that its unpublished changes are there to read, change,
+ * publish or destroy. Callers wait until the sandbox's orphans are live
+ * (or have failed: a session that cannot be built again keeps its
+ * directory for a later try, and is named in the log).
+ */
+struct session_adoption_wait {
+	void			(*cb)(struct rt_sandbox *, void *);
+	void			*arg;
+};
+struct session_adoption {
+	size_t				 left;
+	struct session_adoption_wait	*waits;
+	size_t				 nwaits;
+};
+
+/* One build answered (or all asked for): the last lets the callers go. */
+static void
+session_adoption_step(struct rt_sandbox *sb)
+{
+	struct session_adoption		*a = sb->adoption;
+	struct session_adoption_wait	*w;
+	size_t				 i, n;
+
+	if (--a->left > 0)
+		return;
+	w = a->waits;
+	n = a->nwaits;
+	free(a);
+	sb->adoption = NULL;
+	for (i = 0; i < n; i++)
+		w[i].cb(sb, w[i].arg);
+	free(w);
+}
+
+static void
+session_adopted(struct session *s, const struct cause *cause, void *arg)
+{
+	struct rt_sandbox		*sb = arg;
+	cJSON				*attrs;
+
+	if (s != NULL) {
+		s->adopting = 0;
+		log_info("workspace session %s of %s taken up again with its"
+		    " changes", session_id(s), sb->id);
+		attrs = cJSON_CreateObject();
+		cJSON_AddStringToObject(attrs, "workspace_session_id",
+		    session_id(s));
+		telemetry_event(sb->id, NULL, NULL, "session.adopted", attrs);
+	} else
+		log_warnx("sandbox %s: a workspace session left by a process"
+		    " that is gone could not be taken up again (its changes"
+		    " stay for a later try): %s", sb->id, cause->message);
+	session_adoption_step(sb);
+}
+
+void
+session_adopt(struct rt_sandbox *sb, void (*cb)(struct rt_sandbox *, void *),
+    void *arg)
+{
+	struct session_adoption	*a;
+	struct session_leases	 sl;
+	struct layer_stack	*ls;
+	cJSON			*v, *np;
+	char			*cause = NULL, *msg;
+	size_t			 i, n = 0;
+
+	if (sb->adoption != NULL) {
+		a = sb->adoption;
+		a->waits = xreallocarray(a->waits, a->nwaits + 1,
+		    sizeof *a->waits);
+		a->waits[a->nwaits].cb = cb;
+		a->waits[a->nwaits++].arg = arg;
+		return;
+	}
+	if (sb->adopted) {
+		cb(sb, arg);
+		return;
+	}
+	sb->adopted = 1;
+	if (session_leases(sb->id, 0, SIZE_MAX, &sl, &cause) != 0) {
+		log_warnx("sandbox %s: sessions left by a process that is"
+		    " gone: %s", sb->id, cause);
+		free(cause);
+		cb(sb, arg);
+		return;
+	}
+	a = xcalloc(1, sizeof *a);
+	a->left = 1;		/* until every build has been asked for */
+	a->waits = xcalloc(1, sizeof *a->waits);
+	a->waits[0].cb = cb;
+	a->waits[0].arg = arg;
+	a->nwaits = 1;
+	sb->adoption = a;
+	for (i = 0; i < sl.n; i++) {
+		if (sl.l[i].alive || sl.l[i].lease == NULL ||
+		    sl.l[i].automatic || session_find(sb, sl.l[i].ws) != NULL)
+			continue;
+		v = cJSON_GetObjectItem(sl.l[i].lease, "manifest_version");
+		msg = NULL;
+		ls = cJSON_IsNumber(v) ? layer_stack_from_json(
+		    (int)v->valuedouble, cJSON_GetObjectItem(sl.l[i].lease,
+		    "layers"), &msg) : NULL;
+		if (ls == NULL) {
+			log_warnx("sandbox %s: workspace session %s cannot be"
+			    " taken up again: its lease names no stack (%s)",
+			    sb->id, sl.l[i].ws, msg != NULL ? msg : "no"
+			    " version");
+			free(msg);
+			continue;
+		}
+		np = cJSON_GetObjectItem(sl.l[i].lease, "network_profile");
+		a->left++;
+		n++;
+		session_build(sb, sl.l[i].ws, 1, 0, cJSON_IsString(np) &&
+		    strcmp(np->valuestring, "isolated") == 0, session_adopted,
+		    sb, ls, 0);
+	}
+	session_leases_free(&sl);
+	if (n > 0)
+		log_info("sandbox %s: taking up %zu workspace session%s left"
+		    " by a process that is gone", sb->id, n, n == 1 ? "" :
+		    "s");
+	/* The builds asked for: the last to answer lets the callers go. */
+	session_adoption_step(sb);
 }

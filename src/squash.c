@@ -123,9 +123,10 @@ squash_leases_free(struct squash_leases *sl)
 }
 
 /*
- * The leases of live sessions of a sandbox, of any process (a lease
- * whose owner is gone is no one's: recovery removes it). Needs /proc,
- * so it is read before the confinement.
+ * The leases of live sessions of a sandbox, of any process, and of the
+ * managed sessions a process that is gone left, to be taken up again
+ * (session_adopt): their layers stay. Needs /proc, so it is read before
+ * the confinement.
  */
 static int
 squash_leases_read(const char *sbox, struct squash_leases *sl, char **cause)
@@ -135,8 +136,8 @@ squash_leases_read(const char *sbox, struct squash_leases *sl, char **cause)
 
 	sl->l = NULL;
 	sl->n = 0;
-	if (session_leases(sbox, SESSION_LEASES_LIVE | SESSION_LEASES_FAULTY,
-	    SQUASH_LEASES_MAX, &all, cause) != 0)
+	if (session_leases(sbox, SESSION_LEASES_LIVE | SESSION_LEASES_FAULTY |
+	    SESSION_LEASES_ORPHANS, SQUASH_LEASES_MAX, &all, cause) != 0)
 		return (-1);
 	if (all.n > 0)
 		sl->l = xcalloc(all.n, sizeof *sl->l);

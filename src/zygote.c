@@ -589,14 +589,15 @@ zygote_relative(const char *path)
 
 /*
  * Ask the sandbox's zygote for session id: built in dir (under the
- * state directory) on lease (its lease text written there first), in
+ * state directory; with adopt, the directory a process that is gone
+ * left, its changes kept) on lease (its lease text written there first), in
  * the freezer group whose cgroup.procs is procs ("" for none), with ctl
  * (taken over) as its init's control socket. cb(init pid, NULL, arg)
  * once built, or cb(0, why, arg) (maybe before this returns). Returns
  * the request while it waits, NULL once answered.
  */
 struct zygote_req *
-zygote_build(struct rt_sandbox *sb, const char *id, int isolated,
+zygote_build(struct rt_sandbox *sb, const char *id, int isolated, int adopt,
     const char *procs, const char *dir, const char *lease_text,
     const struct layer_stack *lease, int ctl, zygote_cb cb, void *arg)
 {
@@ -619,7 +620,8 @@ zygote_build(struct rt_sandbox *sb, const char *id, int isolated,
 	}
 	zr->fields = xcalloc(lease->n + 5, sizeof *zr->fields);
 	zr->fields[zr->nfields++] = xstrdup(id);
-	zr->fields[zr->nfields++] = xstrdup(isolated ? "1" : "0");
+	zr->fields[zr->nfields++] = xstrdup(adopt ? (isolated ? "a1" : "a0") :
+	    (isolated ? "1" : "0"));
 	zr->fields[zr->nfields++] = xstrdup(procs);
 	if ((rel = zygote_relative(dir)) == NULL) {
 		zygote_answer(zr, 0, "the session lies outside the state"
