@@ -25,7 +25,7 @@ Build a local sandbox image for sandbox-mcp. Nothing is pulled from a registry:
 the root file system is made on this machine and loaded with 'docker import'.
 
   (default)      Debian image from debootstrap --variant=minbase with bash,
-                 coreutils, git, python3 and ca-certificates;
+                 coreutils, git, python3, ca-certificates and procps (ps);
                  tag sandbox-mcp/debian:SUITE (sandbox-mcp/debian:bookworm);
                  apt lists, caches, manual pages, documentation and
                  translations are left out to keep it small
@@ -37,6 +37,8 @@ the root file system is made on this machine and loaded with 'docker import'.
                  else http://deb.debian.org/debian)
   --suite NAME   Debian suite to bootstrap (default: bookworm)
   --force        rebuild even if an image with this tag already exists
+                 (an image built from another package list is rebuilt
+                 anyway: its recipe is in the label org.sandbox-mcp.recipe)
   -h, --help     show this text
 
 Missing tools (debootstrap, busybox-static) are installed with apt-get.
@@ -227,6 +229,7 @@ import_rootfs() {
 	    docker import \
 	        --change 'CMD ["/bin/sh"]' \
 	        --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+	        --change "LABEL org.sandbox-mcp.recipe=$recipe" \
 	        --message "built by contrib/build-image.sh" \
 	        - "$tag") || die "docker import of $tag failed"
 	# A rebuild leaves the previous image untagged; drop it unless a
@@ -291,7 +294,7 @@ EOF
 }
 
 build_debian() {
-	local root include=bash,coreutils,git,python3,ca-certificates
+	local root include=$debian_packages
 
 	is_root || die "building the Debian image needs root (debootstrap); run it with sudo"
 	apt_install debootstrap
@@ -366,10 +369,25 @@ EOF
 
 check_docker
 
+# What an image is built from, as a label: an image of an older recipe
+# (fewer packages) is built again rather than kept.
+debian_packages=bash,coreutils,git,python3,ca-certificates,procps
+if [ "$variant" = busybox ]; then
+	recipe=busybox-1
+else
+	recipe=debian-2:$debian_packages
+fi
+
 if [ "$force" -eq 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
-	log "image $tag already exists; nothing to do (use --force to rebuild)"
-	printf '%s\n' "$tag"
-	exit 0
+	have=$(docker image inspect \
+	    -f '{{index .Config.Labels "org.sandbox-mcp.recipe"}}' "$tag" \
+	    2>/dev/null || true)
+	if [ "$have" = "$recipe" ]; then
+		log "image $tag already exists; nothing to do (use --force to rebuild)"
+		printf '%s\n' "$tag"
+		exit 0
+	fi
+	log "image $tag was built from another recipe (${have:-none}); building it again"
 fi
 
 start=$(date +%s)

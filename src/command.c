@@ -106,6 +106,9 @@ struct command {
 	struct event		*timer;		/* timeout, then grace */
 	int			 grace;
 	int			 lost;		/* its session cannot report */
+	int			 orphan;	/* ran in a process now gone */
+	uint64_t		 orphan_start_ms; /* when it started, */
+	uint64_t		 orphan_end_ms;	/* its last output */
 	cJSON			*publish;	/* fields for the result */
 	struct tspan		*span;		/* command.run */
 	struct tspan		*sspan;		/* session.create */
@@ -138,6 +141,7 @@ static void	command_finish(struct command *);
 static void	command_event(struct command *, const char *, cJSON *);
 static void	command_span_end(struct command *);
 static void	command_count_write(struct command *);
+static void	command_meta_write(struct command *);
 static void	command_wait_stdin_taken(struct command_wait *);
 static cJSON	*command_output(const char *, size_t);
 static void	command_wake(struct command *);
@@ -159,6 +163,8 @@ command_end_status(struct command *c)
 static const char *
 command_status(struct command *c)
 {
+	if (c->orphan)
+		return ("lost");
 	if (c->state != COMMAND_DONE)
 		return ("running");
 	return (command_end_status(c));
@@ -695,17 +701,25 @@ command_result(struct command *c, int from_cursor, uint64_t start,
 	cJSON_AddStringToObject(r, "command_session_id", c->id);
 	cJSON_AddStringToObject(r, "workspace_session_id", c->ws);
 	cJSON_AddStringToObject(r, "status", command_status(c));
-	if (c->state == COMMAND_DONE)
+	if (c->state == COMMAND_DONE && !c->orphan)
 		cJSON_AddNumberToObject(r, "exit_code", c->timed_out ? 124 :
 		    strcmp(command_status(c), "cancelled") == 0 ? 130 :
 		    c->exit_code);
 	else
 		cJSON_AddNullToObject(r, "exit_code");
-	/* Microseconds: a fast command takes well under a millisecond. */
-	cJSON_AddNumberToObject(r, "wall_time_seconds",
-	    (double)(now - c->start_us) / 1e6);
-	cJSON_AddNumberToObject(r, "command_total_time_seconds",
-	    (double)(end - c->start_us) / 1e6);
+	if (c->orphan) {
+		/* Its times by the clock: its process's are gone. */
+		cJSON_AddNumberToObject(r, "wall_time_seconds",
+		    (double)(now_ms() - c->orphan_start_ms) / 1e3);
+		cJSON_AddNumberToObject(r, "command_total_time_seconds",
+		    (double)(c->orphan_end_ms - c->orphan_start_ms) / 1e3);
+	} else {
+		/* Microseconds: a fast command takes well under a ms. */
+		cJSON_AddNumberToObject(r, "wall_time_seconds",
+		    (double)(now - c->start_us) / 1e6);
+		cJSON_AddNumberToObject(r, "command_total_time_seconds",
+		    (double)(end - c->start_us) / 1e6);
+	}
 	cJSON_AddNumberToObject(r, "start_offset", (double)tw.start);
 	cJSON_AddNumberToObject(r, "end_offset", (double)tw.end);
 	total = transcript_total_lines(c->tr);
@@ -948,6 +962,7 @@ command_run(struct command *c, long long yield_ms, command_cb cb,
 		goto fail;
 	}
 	free(path);
+	command_meta_write(c);
 	path = state_where(STATE_COMMANDS, c->sandbox, "%ld-%llu/%s",
 	    (long)getpid(), state_process_start(getpid()), c->id);
 	c->tr = transcript_open(path, (uint64_t)cfg_limit(
@@ -1138,6 +1153,111 @@ command_exec(struct rt_sandbox *sb, const char *ws, const char *cmd,
 	session_create(sb, 1, 0, command_session_ready, st);
 }
 
+/*
+ * What a command was, beside its transcript, for the process after ours
+ * if ours ends while it runs: its session and when it started.
+ */
+static void
+command_meta_write(struct command *c)
+{
+	cJSON	*meta;
+	char	*path, *text, *cause = NULL;
+
+	meta = cJSON_CreateObject();
+	cJSON_AddStringToObject(meta, "workspace_session_id", c->ws);
+	cJSON_AddNumberToObject(meta, "started_at_ms", (double)now_ms());
+	text = util_json_print(meta);
+	cJSON_Delete(meta);
+	path = state_where(STATE_COMMANDS, c->sandbox, "%ld-%llu/%s.json",
+	    (long)getpid(), state_process_start(getpid()), c->id);
+	if (util_write_file(path, text, strlen(text), 0, &cause) != 0) {
+		log_debug("command %s: %s", c->id, cause);
+		free(cause);
+	}
+	free(path);
+	free(text);
+}
+
+/*
+ * A command of a process that is gone (a restart, a kill -9): found by
+ * its id among the commands that process left (command_recover keeps
+ * them), it is done, "lost", and its transcript as far as it got reads
+ * like any finished command's. NULL when there is none.
+ */
+static struct command *
+command_orphan(struct rt_sandbox *sb, const char *id)
+{
+	struct command		*c = NULL;
+	struct dirent		*de;
+	struct stat		 st;
+	DIR			*d;
+	cJSON			*meta, *v;
+	char			*dir, *path, *text, *cause = NULL;
+	long			 pid;
+	unsigned long long	 start;
+	size_t			 len;
+
+	if (strncmp(id, "cmd-", 4) != 0 || strlen(id) != 16 ||
+	    id[4 + strspn(id + 4, "0123456789abcdef")] != '\0')
+		return (NULL);
+	dir = state_where(STATE_COMMANDS, sb->id, NULL);
+	if ((d = opendir(dir)) == NULL) {
+		free(dir);
+		return (NULL);
+	}
+	while (c == NULL && (de = readdir(d)) != NULL) {
+		if (sscanf(de->d_name, "%ld-%llu", &pid, &start) != 2 ||
+		    state_process_start(pid) == start)
+			continue;
+		xasprintf(&path, "%s/%s/%s", dir, de->d_name, id);
+		if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			free(path);
+			continue;
+		}
+		c = xcalloc(1, sizeof *c);
+		if ((c->tr = transcript_load(path, (uint64_t)cfg_limit(
+		    LIMIT_TRANSCRIPT_MAX), &cause)) == NULL) {
+			log_warnx("command %s: %s", id, cause);
+			free(cause);
+			free(path);
+			free(c);
+			c = NULL;
+			continue;
+		}
+		c->orphan_end_ms = (uint64_t)st.st_mtim.tv_sec * 1000 +
+		    (uint64_t)st.st_mtim.tv_nsec / 1000000;
+		c->orphan_start_ms = c->orphan_end_ms;
+		free(path);
+		xasprintf(&path, "%s/%s/%s.json", dir, de->d_name, id);
+		text = util_read_file(path, 4096, &len);
+		free(path);
+		meta = text != NULL ? cJSON_ParseWithLength(text, len) : NULL;
+		free(text);
+		if (cJSON_IsString(v = cJSON_GetObjectItem(meta,
+		    "workspace_session_id")))
+			strlcpy(c->ws, v->valuestring, sizeof c->ws);
+		if (cJSON_IsNumber(v = cJSON_GetObjectItem(meta,
+		    "started_at_ms")) && v->valuedouble > 0)
+			c->orphan_start_ms = (uint64_t)v->valuedouble;
+		cJSON_Delete(meta);
+	}
+	closedir(d);
+	free(dir);
+	if (c == NULL)
+		return (NULL);
+	strlcpy(c->id, id, sizeof c->id);
+	strlcpy(c->sandbox, sb->id, sizeof c->sandbox);
+	c->orphan = 1;
+	c->state = COMMAND_DONE;
+	c->cmd = xstrdup("");
+	TAILQ_INIT(&c->waits);
+	TAILQ_INSERT_TAIL(&commands, c, entry);
+	log_info("command %s of %s ran in a process that is gone: its"
+	    " transcript is read back", id, sb->id);
+	command_retain(sb->id);
+	return (command_find(sb->id, id));
+}
+
 static struct command *
 command_lookup(struct rt_sandbox *sb, const char *id, command_cb cb,
     void *arg)
@@ -1145,8 +1265,9 @@ command_lookup(struct rt_sandbox *sb, const char *id, command_cb cb,
 	struct command	*c;
 	struct cause	 cause = { 0 };
 
-	if ((c = command_find(sb->id, id)) == NULL || c->state ==
-	    COMMAND_STARTING) {
+	if ((c = command_find(sb->id, id)) == NULL)
+		c = command_orphan(sb, id);
+	if (c == NULL || c->state == COMMAND_STARTING) {
 		cause_set(&cause, CAUSE_NOT_FOUND, "command_session_id", id,
 		    "no command session %s in sandbox %s", id, sb->id);
 		cb(NULL, &cause, arg);
@@ -1260,17 +1381,37 @@ command_forget_sandbox(const char *sandbox)
 }
 
 /*
- * Recovery at start, for one sandbox: the transcripts of processes that
- * have ended (commands/PID-START) go to the trash.
+ * Recovery at start, for one sandbox: the commands of processes that
+ * have ended (commands/PID-START) stay, so that the next process can say
+ * how far each got (command_orphan), for the COMMAND_ORPHANS_KEPT
+ * processes that ended last; older ones go to the trash.
  */
+#define COMMAND_ORPHANS_KEPT	8
+
+struct command_dead {
+	char	*name;
+	time_t	 mtime;
+};
+
+static int
+command_dead_cmp(const void *a, const void *b)
+{
+	const struct command_dead	*x = a, *y = b;
+
+	return (x->mtime > y->mtime ? -1 : x->mtime < y->mtime);
+}
+
 void
 command_recover(const char *id)
 {
+	struct command_dead	*dead = NULL;
 	struct dirent		*de;
+	struct stat		 st;
 	DIR			*d;
 	char			*dir, *path, *to;
 	long			 pid;
 	unsigned long long	 start;
+	size_t			 n = 0, i;
 
 	dir = state_where(STATE_COMMANDS, id, NULL);
 	if ((d = opendir(dir)) == NULL) {
@@ -1279,16 +1420,29 @@ command_recover(const char *id)
 	}
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.' || sscanf(de->d_name, "%ld-%llu",
-		    &pid, &start) != 2 || state_process_start(pid) == start)
+		    &pid, &start) != 2 || state_process_start(pid) == start ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) !=
+		    0)
 			continue;
-		xasprintf(&path, "%s/%s", dir, de->d_name);
-		to = state_trash_path(id, "cmd");
-		if (rename(path, to) != 0)
-			log_warn("recovery: %s", path);
-		free(path);
-		free(to);
+		dead = xreallocarray(dead, n + 1, sizeof *dead);
+		dead[n].name = xstrdup(de->d_name);
+		dead[n++].mtime = st.st_mtime;
 	}
 	closedir(d);
+	if (n > 0)
+		qsort(dead, n, sizeof *dead, command_dead_cmp);
+	for (i = 0; i < n; i++) {
+		if (i >= COMMAND_ORPHANS_KEPT) {
+			xasprintf(&path, "%s/%s", dir, dead[i].name);
+			to = state_trash_path(id, "cmd");
+			if (rename(path, to) != 0)
+				log_warn("recovery: %s", path);
+			free(path);
+			free(to);
+		}
+		free(dead[i].name);
+	}
+	free(dead);
 	free(dir);
 }
 

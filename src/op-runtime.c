@@ -58,7 +58,7 @@
 	" \"command_session_id\": {\"type\": \"string\"},"		\
 	" \"workspace_session_id\": {\"type\": \"string\"},"		\
 	" \"status\": {\"enum\": [\"running\", \"ok\", \"error\","	\
-	" \"timed_out\", \"cancelled\"]},"				\
+	" \"timed_out\", \"cancelled\", \"lost\"]},"			\
 	" \"exit_code\": {\"type\": [\"integer\", \"null\"]},"		\
 	" \"wall_time_seconds\": {\"type\": \"number\", \"minimum\": 0},"\
 	" \"command_total_time_seconds\": {\"type\": \"number\","	\

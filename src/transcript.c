@@ -714,6 +714,124 @@ fail:
 	return (-1);
 }
 
+static int
+transcript_seq_cmp(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x < y ? -1 : x > y);
+}
+
+/*
+ * The transcript a process that is gone left in directory path, read
+ * back finished: its segments in order, counted again as they were when
+ * appended (at most cap bytes of them, the newest). Lines its process
+ * had dropped before the first segment left are not known: the lines are
+ * numbered from there. NULL and *cause when there is none.
+ */
+struct transcript *
+transcript_load(const char *path, uint64_t cap, char **cause)
+{
+	struct transcript	*t;
+	struct transcript_seg	*seg;
+	struct dirent		*de;
+	struct stat		 st;
+	DIR			*d;
+	unsigned char		*buf, *p;
+	uint64_t		*seqs = NULL, end, total = 0;
+	size_t			 nseqs = 0, i, first = 0, used, len;
+	char			*file;
+	ssize_t			 n;
+	int			 fd;
+
+	if ((d = opendir(path)) == NULL) {
+		transcript_cause(cause, "open %s: %s", path, strerror(errno));
+		return (NULL);
+	}
+	while ((de = readdir(d)) != NULL) {
+		n = (ssize_t)strspn(de->d_name, "0123456789");
+		if (n == 0 || n > 19 || de->d_name[n] != '\0')
+			continue;
+		seqs = xreallocarray(seqs, nseqs + 1, sizeof *seqs);
+		seqs[nseqs++] = strtoull(de->d_name, NULL, 10);
+	}
+	closedir(d);
+	qsort(seqs, nseqs, sizeof *seqs, transcript_seq_cmp);
+	t = xcalloc(1, sizeof *t);
+	t->path = xstrdup(path);
+	t->fd = -1;
+	t->cap = cap == 0 ? TRANSCRIPT_CAP_DEFAULT : cap;
+	t->segsize = t->cap;
+	t->made = 1;
+	TAILQ_INIT(&t->segs);
+	/* The newest segments that fit the cap. */
+	for (i = nseqs; i > 0; i--) {
+		xasprintf(&file, "%s/%010llu", path,
+		    (unsigned long long)seqs[i - 1]);
+		if (stat(file, &st) != 0 || total + (uint64_t)st.st_size >
+		    t->cap) {
+			free(file);
+			break;
+		}
+		total += (uint64_t)st.st_size;
+		free(file);
+	}
+	first = i;
+	buf = xmalloc(TRANSCRIPT_SCAN_SIZE);
+	for (i = first; i < nseqs; i++) {
+		seg = xcalloc(1, sizeof *seg);
+		seg->seq = seqs[i];
+		seg->first_line = t->ended;
+		seg->offset = t->split.pos;
+		TAILQ_INSERT_TAIL(&t->segs, seg, entry);
+		t->cur = seg;
+		t->nextseq = seqs[i] + 1;
+		xasprintf(&file, "%s/%010llu", path,
+		    (unsigned long long)seqs[i]);
+		fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		free(file);
+		if (fd == -1)
+			continue;
+		while ((n = read(fd, buf, TRANSCRIPT_SCAN_SIZE)) > 0) {
+			p = buf;
+			len = (size_t)n;
+			while (len > 0) {
+				if (t->split.pos == t->split.start) {
+					transcript_begin(t, t->split.pos);
+					if ((used = transcript_bulk(t, p,
+					    len)) != 0) {
+						p += used;
+						len -= used;
+						continue;
+					}
+				}
+				used = transcript_split(&t->split, p, len,
+				    &end);
+				t->cur->size += used;
+				t->kept += used;
+				if (end != TRANSCRIPT_NONE) {
+					t->ended++;
+					if (end != t->split.pos)
+						transcript_begin(t, end);
+				}
+				p += used;
+				len -= used;
+			}
+		}
+		close(fd);
+	}
+	free(buf);
+	free(seqs);
+	if (TAILQ_EMPTY(&t->segs)) {
+		/* Nothing was ever written: an empty transcript. */
+		seg = xcalloc(1, sizeof *seg);
+		TAILQ_INSERT_TAIL(&t->segs, seg, entry);
+		t->cur = seg;
+	}
+	t->finished = 1;
+	return (t);
+}
+
 /* The command has ended: no more bytes, and its last line is final. */
 void
 transcript_finish(struct transcript *t)

@@ -55,6 +55,7 @@ struct transcript_window {
 };
 
 struct transcript *transcript_open(const char *, uint64_t, char **);
+struct transcript *transcript_load(const char *, uint64_t, char **);
 int		 transcript_append(struct transcript *, const void *, size_t,
 		     char **);
 void		 transcript_finish(struct transcript *);

@@ -9,6 +9,9 @@
 #   session as they were, it runs commands, and publishing each of the 5
 #   puts every change in the published view, nothing lost; a sixth is
 #   destroyed and its changes never appear;
+# - the 2 commands that were running read back as ended, status "lost",
+#   their output as far as it got (300 lines in one), by tail or window;
+#   write_command_stdin to one says it has finished;
 # - an automatic session cut short (its command was running) is not
 #   taken up: its change is not published;
 # - a squash before the first call keeps the layers the orphans stand
@@ -64,11 +67,14 @@ def test():
         "workspace_session_id"]
     call(s, "exec_command", {"workspace_session_id": doomed,
                              "cmd": "echo never > never.txt"}, "never")
-    for w in sessions[:2]:
-        r = call(s, "exec_command", {"workspace_session_id": w,
-                                     "cmd": "sleep 300",
-                                     "yield_time_ms": 100}, "sleep")
+    running = []
+    for i, w in enumerate(sessions[:2]):
+        r = call(s, "exec_command", {
+            "workspace_session_id": w,
+            "cmd": "seq 1 %d; echo started-%d; sleep 300" % (300 * i, i),
+            "yield_time_ms": 1000}, "sleep")
         check_eq(r["status"], "running", "a command left running")
+        running.append((r["command_session_id"], w, 300 * i + 1))
     r = call(s, "exec_command", {"cmd": "echo cut > cut.txt; sleep 300",
                                  "yield_time_ms": 300}, "automatic")
     check_eq(r["status"], "running", "an automatic session's command")
@@ -87,6 +93,25 @@ def test():
     check(set(sessions) <= swept, "the orphans are leases of the stack:"
           " %r" % r)
 
+    # The commands that were running: ended, "lost", their output as far
+    # as it got readable.
+    for i, (cid, w, lines) in enumerate(running):
+        r = call(s2, "read_command_lines", {"command_session_id": cid,
+                                            "tail": 1}, "a lost command")
+        check_eq((r["status"], r["exit_code"], r["workspace_session_id"],
+                  r["output"], r["total_lines"]),
+                 ("lost", None, w, "started-%d\n" % i, lines),
+                 "a command cut short by the restart")
+        check(r["command_total_time_seconds"] >= 0, "its run time")
+        if lines > 1:
+            r = call(s2, "read_command_lines", {"command_session_id": cid,
+                                                "start_offset": 100,
+                                                "limit": 2}, "a window")
+            check_eq(r["output"], "101\n102\n", "any window of it")
+        e = err_result(s2.call("write_command_stdin", {
+            "sandbox_id": sid, "command_session_id": cid, "stdin": "x"}),
+            "operation_failed", "stdin to a lost command")
+        check_eq(e["details"]["status"], "lost", "its status")
     r = call(s2, "file_read", {"workspace_session_id": sessions[0],
                                "path": "one.txt"}, "read one")
     check_eq(r["content"], "one\n", "the first session's file, as it was")
