@@ -66,6 +66,21 @@ await exercise(new StreamableHTTPClientTransport(new URL(opt.url), {
   requestInit: { headers: { Authorization: `Bearer ${opt.key}` } },
 }), "http");
 
+// A request over max-body (16 MiB): the SDK client, which sends the whole
+// body before it reads, gets the 413 and its message, not a reset.
+{
+  const big = new Client({ name: "big", version: "1.0.0" });
+  await big.connect(new StreamableHTTPClientTransport(new URL(opt.url), {
+    requestInit: { headers: { Authorization: `Bearer ${opt.key}` } },
+  }));
+  await assert.rejects(big.callTool({ name: "list_workspace_directories",
+    arguments: { path: "x".repeat(17 * 1024 * 1024) } }),
+  (e) => e.code === 413 && /larger than the limit/.test(String(e)),
+  "an oversized request is answered 413");
+  await big.close();
+  console.log("ok http: 413 read by the SDK client");
+}
+
 // Without the key the SDK client is refused with 401.
 const anon = new Client({ name: "anon", version: "1.0.0" });
 await assert.rejects(anon.connect(new StreamableHTTPClientTransport(new URL(opt.url))),

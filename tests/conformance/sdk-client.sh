@@ -1,7 +1,8 @@
 #!/bin/bash
 # sdk-client.sh: the official TypeScript SDK client completes initialize,
 # tools/list and tools/call against sandbox-mcp over stdio and over
-# streamable HTTP with an API key.
+# streamable HTTP with an API key, and reads the 413 of a body over
+# max-body.
 
 set -u
 . "$(dirname "$0")/common.bash"
