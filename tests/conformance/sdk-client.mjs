@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import Ajv from "ajv";
 
 const { values: opt } = parseArgs({
   options: {
@@ -65,6 +66,50 @@ await exercise(new StdioClientTransport({
 await exercise(new StreamableHTTPClientTransport(new URL(opt.url), {
   requestInit: { headers: { Authorization: `Bearer ${opt.key}` } },
 }), "http");
+
+// Every tool's input and output schema compiles under Ajv's strict mode
+// (no unknown keyword, no ambiguous type), each default is valid for its
+// own property, and the limits the manual states are in the schemas.
+{
+  const all = new Client({ name: "schemas", version: "1.0.0" });
+  await all.connect(new StdioClientTransport({
+    command: opt.bin,
+    args: ["--set", "management,runtime,observability", "-f", opt.conf,
+      "--state-dir", opt.state],
+    stderr: "inherit",
+  }));
+  const { tools } = await all.listTools();
+  const ajv = new Ajv({ strict: true, allowUnionTypes: true });
+  const props = {};
+  for (const t of tools) {
+    ajv.compile(t.inputSchema);
+    if (t.outputSchema)
+      ajv.compile(t.outputSchema);
+    for (const [name, p] of Object.entries(t.inputSchema.properties)) {
+      if ("default" in p)
+        assert.ok(ajv.validate(p, p.default),
+          `${t.name}.${name}: its default ${p.default} fits its schema`);
+      props[`${t.name}.${name}`] = p;
+    }
+  }
+  const want = {
+    "create_sandbox.count": { minimum: 1, maximum: 32, default: 1 },
+    "exec_command.yield_time_ms": { maximum: 600000, default: 1000 },
+    "exec_command.timeout_ms": { minimum: 0, default: 0 },
+    "write_command_stdin.yield_time_ms": { maximum: 600000, default: 1000 },
+    "read_command_lines.limit": { maximum: 1000, default: 200 },
+    "read_command_lines.tail": { minimum: 1, maximum: 1000 },
+    "file_read.limit": { maximum: 2000, default: 2000 },
+    "cgroup.window_ms": { maximum: 600000, default: 60000 },
+  };
+  for (const [key, fields] of Object.entries(want))
+    for (const [k, v] of Object.entries(fields))
+      assert.equal(props[key]?.[k], v, `${key}: ${k}`);
+  assert.match(props["exec_command.cmd"].description, /\/bin\/sh -c/,
+    "the shell is named");
+  await all.close();
+  console.log(`ok schemas: ${tools.length} tools strict, limits stated`);
+}
 
 // A request over max-body (16 MiB): the SDK client, which sends the whole
 // body before it reads, gets the 413 and its message, not a reset.
