@@ -32,12 +32,12 @@
 #include "unit.h"
 
 static const struct op_arg probe_args[] = {
-	{ "name", OP_ARG_STRING, 1, -1, NULL, "A name." },
-	{ "count", OP_ARG_INTEGER, 0, 0, "1", "A count." },
-	{ "items", OP_ARG_ARRAY, 0, -1, NULL, "Items." },
-	{ "flag", OP_ARG_BOOLEAN, 0, -1, NULL, "A flag." },
-	{ "format", OP_ARG_STRING, 0, -1, "\"dir\"", "A format." },
-	{ NULL, 0, 0, -1, NULL, NULL }
+	{ "name", OP_ARG_STRING, 1, -1, NULL, "A name.", 0, 0 },
+	{ "count", OP_ARG_INTEGER, 0, 0, "1", "A count.", 0, 0 },
+	{ "items", OP_ARG_ARRAY, 0, -1, NULL, "Items.", 0, 0 },
+	{ "flag", OP_ARG_BOOLEAN, 0, -1, NULL, "A flag.", 0, 0 },
+	{ "format", OP_ARG_STRING, 0, -1, "\"dir\"", "A format.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
 };
 
 static const struct op_entry probe_entry = {
