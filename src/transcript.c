@@ -642,6 +642,32 @@ transcript_restore(struct transcript *t, struct transcript_undo *u)
 }
 
 /*
+ * Count bytes into the newest segment (their lines, its marks), as many
+ * as one step takes from p; how many.
+ */
+static size_t
+transcript_count(struct transcript *t, const unsigned char *p, size_t len)
+{
+	uint64_t	end;
+	size_t		used;
+
+	if (t->split.pos == t->split.start) {
+		transcript_begin(t, t->split.pos);
+		if ((used = transcript_bulk(t, p, len)) != 0)
+			return (used);
+	}
+	used = transcript_split(&t->split, p, len, &end);
+	t->cur->size += used;
+	t->kept += used;
+	if (end != TRANSCRIPT_NONE) {
+		t->ended++;
+		if (end != t->split.pos)
+			transcript_begin(t, end);
+	}
+	return (used);
+}
+
+/*
  * Add bytes the command wrote: one write(2) per segment they go to (one,
  * but for the append that begins a segment), the counters and the index,
  * no rereading. When a write fails, the bytes
@@ -655,7 +681,6 @@ transcript_append(struct transcript *t, const void *buf, size_t len,
 {
 	const unsigned char	*p = buf, *w = buf;
 	struct transcript_undo	 u;
-	uint64_t		 end;
 	size_t			 used;
 
 	if (t->error != NULL) {
@@ -674,30 +699,16 @@ transcript_append(struct transcript *t, const void *buf, size_t len,
 	}
 	transcript_save(t, &u);
 	while (len > 0) {
-		if (t->split.pos == t->split.start) {
-			if (t->cur->size != 0 && t->cur->size >= t->segsize) {
-				if (transcript_write(t, w, p - w) != 0)
-					goto undo;
-				if (transcript_roll(t) != 0)
-					goto fail;
-				w = p;
-				transcript_save(t, &u);
-			}
-			transcript_begin(t, t->split.pos);
-			if ((used = transcript_bulk(t, p, len)) != 0) {
-				p += used;
-				len -= used;
-				continue;
-			}
+		if (t->split.pos == t->split.start && t->cur->size != 0 &&
+		    t->cur->size >= t->segsize) {
+			if (transcript_write(t, w, p - w) != 0)
+				goto undo;
+			if (transcript_roll(t) != 0)
+				goto fail;
+			w = p;
+			transcript_save(t, &u);
 		}
-		used = transcript_split(&t->split, p, len, &end);
-		t->cur->size += used;
-		t->kept += used;
-		if (end != TRANSCRIPT_NONE) {
-			t->ended++;
-			if (end != t->split.pos)
-				transcript_begin(t, end);
-		}
+		used = transcript_count(t, p, len);
 		p += used;
 		len -= used;
 	}
@@ -738,7 +749,7 @@ transcript_load(const char *path, uint64_t cap, char **cause)
 	struct stat		 st;
 	DIR			*d;
 	unsigned char		*buf, *p;
-	uint64_t		*seqs = NULL, end, total = 0;
+	uint64_t		*seqs = NULL, total = 0;
 	size_t			 nseqs = 0, i, first = 0, used, len;
 	char			*file;
 	ssize_t			 n;
@@ -793,29 +804,9 @@ transcript_load(const char *path, uint64_t cap, char **cause)
 		if (fd == -1)
 			continue;
 		while ((n = read(fd, buf, TRANSCRIPT_SCAN_SIZE)) > 0) {
-			p = buf;
-			len = (size_t)n;
-			while (len > 0) {
-				if (t->split.pos == t->split.start) {
-					transcript_begin(t, t->split.pos);
-					if ((used = transcript_bulk(t, p,
-					    len)) != 0) {
-						p += used;
-						len -= used;
-						continue;
-					}
-				}
-				used = transcript_split(&t->split, p, len,
-				    &end);
-				t->cur->size += used;
-				t->kept += used;
-				if (end != TRANSCRIPT_NONE) {
-					t->ended++;
-					if (end != t->split.pos)
-						transcript_begin(t, end);
-				}
+			for (p = buf, len = (size_t)n; len > 0; len -= used) {
+				used = transcript_count(t, p, len);
 				p += used;
-				len -= used;
 			}
 		}
 		close(fd);

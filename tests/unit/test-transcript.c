@@ -951,6 +951,48 @@ test_write_error(void)
 	return (0);
 }
 
+/*
+ * A transcript left by a process that is gone, read back: the same lines
+ * and windows as the one that wrote it, across several segments, a last
+ * line without its newline included; an empty directory reads as empty.
+ */
+static int
+test_load(void)
+{
+	struct transcript	*t = topen(256 * 1024), *l;
+	struct transcript_window w = { 0 }, v = { 0 };
+	char			*cause = NULL;
+	uint64_t		 n;
+
+	CHECK_INT(fill_numbered(t, 0, 20000), 0);
+	CHECK_INT(add(t, "no newline", 10), 0);
+	CHECK(disk_bytes() > 128 * 1024);	/* three segments or more */
+	CHECK_INT(transcript_dropped_lines(t), 0);
+	l = transcript_load(tpath, 256 * 1024, &cause);
+	CHECK(l != NULL);
+	CHECK_INT(transcript_total_lines(l), transcript_total_lines(t));
+	for (n = 0; n < 20001; n += 1211) {
+		CHECK_INT(win(t, n, 50, 0, 0, &w), 0);
+		CHECK_INT(win(l, n, 50, 0, 0, &v), 0);
+		CHECK_STR(v.text, w.text);
+		CHECK_INT(v.end, w.end);
+	}
+	CHECK_INT(win(l, 20000, 5, 0, 0, &v), 0);
+	CHECK_STR(v.text, "no newline");
+	transcript_free(l);
+	CHECK_INT(tmp_done(t), 0);
+
+	tmp_setup();
+	CHECK_INT(mkdir(tpath, 0700), 0);
+	l = transcript_load(tpath, 0, &cause);
+	CHECK(l != NULL);
+	CHECK_INT(transcript_total_lines(l), 0);
+	CHECK_INT(win(l, 0, 5, 0, 0, &v), 0);
+	CHECK_STR(v.text, "");
+	CHECK_INT(tmp_done(l), 0);
+	return (0);
+}
+
 const struct unit_case unit_transcript_cases[] = {
 	{ "transcript/simple", test_simple },
 	{ "transcript/chunks", test_chunks },
@@ -967,5 +1009,6 @@ const struct unit_case unit_transcript_cases[] = {
 	{ "transcript/memory", test_memory },
 	{ "transcript/files", test_files },
 	{ "transcript/write-error", test_write_error },
+	{ "transcript/load", test_load },
 	{ NULL, NULL }
 };
