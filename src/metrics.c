@@ -297,6 +297,15 @@ metrics_sample(struct evbuffer *out, const char *name, const char *label,
 	evbuffer_add_printf(out, "\"} %llu\n", n);
 }
 
+/* A series of one sample and no label: its head, then its value. */
+static void
+metrics_one(struct evbuffer *out, const char *name, const char *type,
+    const char *help, unsigned long long n)
+{
+	metrics_head(out, name, type, help);
+	metrics_sample(out, name, NULL, NULL, n);
+}
+
 static void
 metrics_tools_render(struct evbuffer *out)
 {
@@ -419,13 +428,11 @@ metrics_render(struct evbuffer *out, const struct metrics_counts *mc)
 	metrics_sample(out, "mcp_sessions", "transport", "http",
 	    metrics.mcp_sessions[1]);
 
-	metrics_head(out, "http_connections", "gauge",
-	    "HTTP connections open.");
-	metrics_sample(out, "http_connections", NULL, NULL,
+	metrics_one(out, "http_connections", "gauge",
+	    "HTTP connections open.",
 	    c.http_connections);
-	metrics_head(out, "http_connections_accepted_total", "counter",
-	    "HTTP connections accepted.");
-	metrics_sample(out, "http_connections_accepted_total", NULL, NULL,
+	metrics_one(out, "http_connections_accepted_total", "counter",
+	    "HTTP connections accepted.",
 	    metrics.http_accepted);
 	metrics_head(out, "http_responses_total", "counter",
 	    "HTTP responses sent, by status code (a stream counts when its"
@@ -450,9 +457,8 @@ metrics_render(struct evbuffer *out, const struct metrics_counts *mc)
 	    c.sessions_automatic);
 	metrics_sample(out, "workspace_sessions", "kind", "spare",
 	    c.sessions_spare);
-	metrics_head(out, "commands_running", "gauge",
-	    "Commands running in sandboxes.");
-	metrics_sample(out, "commands_running", NULL, NULL,
+	metrics_one(out, "commands_running", "gauge",
+	    "Commands running in sandboxes.",
 	    c.commands_running);
 
 	metrics_head(out, "publishes_total", "counter",
@@ -462,13 +468,11 @@ metrics_render(struct evbuffer *out, const struct metrics_counts *mc)
 	    metrics_event_count("layer.published"));
 	metrics_sample(out, "publishes_total", "outcome", "rejected",
 	    metrics_event_count("publish.rejected"));
-	metrics_head(out, "squashes_total", "counter",
-	    "Squash runs that folded layers (asked for or automatic).");
-	metrics_sample(out, "squashes_total", NULL, NULL,
+	metrics_one(out, "squashes_total", "counter",
+	    "Squash runs that folded layers (asked for or automatic).",
 	    metrics_event_count("layer.squashed"));
-	metrics_head(out, "exports_total", "counter",
-	    "Exports of a sandbox's changes that finished.");
-	metrics_sample(out, "exports_total", NULL, NULL,
+	metrics_one(out, "exports_total", "counter",
+	    "Exports of a sandbox's changes that finished.",
 	    metrics_event_count("export.completed"));
 	metrics_head(out, "events_total", "counter",
 	    "Telemetry events recorded by this process, by name.");
@@ -476,17 +480,14 @@ metrics_render(struct evbuffer *out, const struct metrics_counts *mc)
 		metrics_sample(out, "events_total", "name",
 		    metrics.events[i].name, metrics.events[i].count);
 
-	metrics_head(out, "docker_requests_total", "counter",
-	    "Requests to the Docker Engine that ended.");
-	metrics_sample(out, "docker_requests_total", NULL, NULL,
+	metrics_one(out, "docker_requests_total", "counter",
+	    "Requests to the Docker Engine that ended.",
 	    metrics.docker_calls);
-	metrics_head(out, "docker_request_errors_total", "counter",
-	    "Requests to the Docker Engine that got no answer or a 5xx.");
-	metrics_sample(out, "docker_request_errors_total", NULL, NULL,
+	metrics_one(out, "docker_request_errors_total", "counter",
+	    "Requests to the Docker Engine that got no answer or a 5xx.",
 	    metrics.docker_errors);
-	metrics_head(out, "docker_requests_in_flight", "gauge",
-	    "Requests to the Docker Engine under way.");
-	metrics_sample(out, "docker_requests_in_flight", NULL, NULL,
+	metrics_one(out, "docker_requests_in_flight", "gauge",
+	    "Requests to the Docker Engine under way.",
 	    (unsigned long long)docker_http_inflight());
 
 	metrics_head(out, "helper_processes", "gauge",
@@ -505,7 +506,7 @@ metrics_render(struct evbuffer *out, const struct metrics_counts *mc)
 	    " shows).");
 	evbuffer_add_printf(out, "sandbox_mcp_loop_delay_max_seconds %.6f\n",
 	    metrics_delay_max() / 1e6);
-	metrics_head(out, "scrapes_total", "counter",
-	    "Scrapes of this endpoint answered.");
-	metrics_sample(out, "scrapes_total", NULL, NULL, metrics.scrapes);
+	metrics_one(out, "scrapes_total", "counter",
+	    "Scrapes of this endpoint answered.",
+	    metrics.scrapes);
 }
