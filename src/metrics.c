@@ -54,7 +54,8 @@ static const double metrics_bounds[] = {
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
 	10, 30, 60
 };
-#define METRICS_NBOUNDS	(sizeof metrics_bounds / sizeof metrics_bounds[0])
+#define METRICS_NBOUNDS							\
+	(sizeof metrics_bounds / sizeof metrics_bounds[0])
 
 /* A tool call's outcome: ok, each cause kind, cancelled. */
 #define METRICS_OUTCOME_OK		0
@@ -62,7 +63,7 @@ static const double metrics_bounds[] = {
 #define METRICS_OUTCOMES		(CAUSE_INTERNAL + 2)
 
 struct metrics_tool {
-	const char	*name;		/* the op table's, or "unknown" */
+	const char	*name;		/* the op table's, or unknown */
 	uint64_t	 outcomes[METRICS_OUTCOMES];
 	uint64_t	 buckets[METRICS_NBOUNDS];	/* not cumulative */
 	uint64_t	 count;
@@ -89,7 +90,7 @@ static struct {
 	struct event		*probe;
 	uint64_t		 probe_due_us;
 	uint64_t		 slot_max_us[METRICS_SLOTS];
-	uint64_t		 slot_start[METRICS_SLOTS];	/* its number */
+	uint64_t		 slot_start[METRICS_SLOTS]; /* slot number */
 	uint64_t		 started_ms;
 } metrics;
 
@@ -306,6 +307,14 @@ metrics_one(struct evbuffer *out, const char *name, const char *type,
 	metrics_sample(out, name, NULL, NULL, n);
 }
 
+/* The head of a tool's sample: its name and its tool label, open. */
+static void
+metrics_tool_open(struct evbuffer *out, const char *series, const char *tool)
+{
+	evbuffer_add_printf(out, "sandbox_mcp_%s{tool=\"", series);
+	metrics_label(out, tool);
+}
+
 static void
 metrics_tools_render(struct evbuffer *out)
 {
@@ -328,9 +337,7 @@ metrics_tools_render(struct evbuffer *out)
 				outcome = "cancelled";
 			else
 				outcome = cause_kind_name(j);
-			evbuffer_add(out, "sandbox_mcp_tool_calls_total{tool=\"",
-			    35);
-			metrics_label(out, t->name);
+			metrics_tool_open(out, "tool_calls_total", t->name);
 			evbuffer_add_printf(out, "\",outcome=\"%s\"} %llu\n",
 			    outcome, (unsigned long long)t->outcomes[j]);
 		}
@@ -342,24 +349,20 @@ metrics_tools_render(struct evbuffer *out)
 		cum = 0;
 		for (j = 0; j < METRICS_NBOUNDS; j++) {
 			cum += t->buckets[j];
-			evbuffer_add(out, "sandbox_mcp_tool_call_duration_seconds"
-			    "_bucket{tool=\"", 52);
-			metrics_label(out, t->name);
+			metrics_tool_open(out,
+			    "tool_call_duration_seconds_bucket", t->name);
 			evbuffer_add_printf(out, "\",le=\"%g\"} %llu\n",
 			    metrics_bounds[j], (unsigned long long)cum);
 		}
-		evbuffer_add(out, "sandbox_mcp_tool_call_duration_seconds"
-		    "_bucket{tool=\"", 52);
-		metrics_label(out, t->name);
+		metrics_tool_open(out, "tool_call_duration_seconds_bucket",
+		    t->name);
 		evbuffer_add_printf(out, "\",le=\"+Inf\"} %llu\n",
 		    (unsigned long long)t->count);
-		evbuffer_add(out, "sandbox_mcp_tool_call_duration_seconds"
-		    "_sum{tool=\"", 49);
-		metrics_label(out, t->name);
+		metrics_tool_open(out, "tool_call_duration_seconds_sum",
+		    t->name);
 		evbuffer_add_printf(out, "\"} %.6f\n", t->sum);
-		evbuffer_add(out, "sandbox_mcp_tool_call_duration_seconds"
-		    "_count{tool=\"", 51);
-		metrics_label(out, t->name);
+		metrics_tool_open(out, "tool_call_duration_seconds_count",
+		    t->name);
 		evbuffer_add_printf(out, "\"} %llu\n",
 		    (unsigned long long)t->count);
 	}

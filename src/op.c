@@ -384,8 +384,12 @@ op_validate(const struct op_entry *oe, cJSON *args, struct cause *cause)
 		if (a->type == OP_ARG_INTEGER && cJSON_IsNumber(v) &&
 		    v->valuedouble > (double)JSON_MAX_INTEGER)
 			cause_set(cause, CAUSE_INVALID, "argument", a->name,
-			    "%s must be an integer \u2265 0 and at most 2^53",
-			    a->name);
+			    "%s must be an integer \u2265 %lld and at most 2^53",
+			    a->name, a->minimum < 0 ? 0 : a->minimum);
+		else if (a->type == OP_ARG_INTEGER)
+			cause_set(cause, CAUSE_INVALID, "argument", a->name,
+			    "%s must be an integer \u2265 %lld", a->name,
+			    a->minimum < 0 ? 0 : a->minimum);
 		else
 			cause_set(cause, CAUSE_INVALID, "argument", a->name,
 			    "%s must be %s", a->name, op_type_phrase(a->type));

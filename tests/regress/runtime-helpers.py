@@ -200,6 +200,7 @@ def test():
     w = session()
     run("dd if=/dev/zero of=zeros bs=1M count=1536 2>/dev/null; echo ok",
         workspace_session_id=w)
+    zeros = run("wc -c < zeros", workspace_session_id=w)["output"].strip()
     before = manifest_version(state, sid)
     rid += 1
     s.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
@@ -251,6 +252,16 @@ def test():
                                            "yield_time_ms": 60000},
                           timeout=90), "after the restart")
     check_in("No such file", r["output"], "the killed publish left nothing")
+    # The session whose publish was killed is taken up again with its
+    # changes (a restart loses no work); destroyed, its disk comes back.
+    r = ok_result(s2.call("exec_command", {
+        "sandbox_id": sid, "workspace_session_id": w,
+        "cmd": "wc -c < zeros", "yield_time_ms": 60000}, timeout=90),
+        "the session after the restart")
+    check_eq(r["output"].strip(), zeros, "its unpublished file")
+    ok_result(s2.call("destroy_workspace_session", {
+        "sandbox_id": sid, "workspace_session_id": w}, timeout=90),
+        "destroy it")
     s = s2
 
     # 5. 600 managed sessions.

@@ -74,7 +74,7 @@ def test():
                                                           "escape")},
            "invalid_request", "outside the workspace roots",
            "symlink out of the roots")
-    for count, text in [(0, "count must be from 1 to 32"),
+    for count, text in [(0, "count must be an integer \u2265 1"),
                         (33, "count must be from 1 to 32"),
                         ("2", "count must be an integer"),
                         (-1, "count must be an integer"),

@@ -21,8 +21,8 @@ SCHEMAS = {
         "type": "object",
         "properties": {"image": {"type": "string"},
                        "workspace_root": {"type": "string"},
-                       "count": {"type": "integer", "minimum": 0,
-                                 "default": 1}},
+                       "count": {"type": "integer", "minimum": 1,
+                                 "maximum": 32, "default": 1}},
         "required": ["image", "workspace_root"],
         "additionalProperties": False},
     "list_sandboxes": NOARGS,
@@ -118,7 +118,7 @@ def test():
     s.send_raw(b'{"jsonrpc": "2.0", "id": 5, "method": \n')
     r = s.recv()
     check_eq(r["error"]["code"], -32700, "malformed JSON")
-    check_eq(r["id"], None, "id of a parse error")
+    check_eq(r["id"], 5, "a parse error answers the id its head shows")
     # Invalid UTF-8.
     s.send_raw(b'{"jsonrpc":"2.0","id":6,"method":"p\xffing"}\n')
     check_eq(s.recv()["error"]["code"], -32700, "invalid UTF-8")
