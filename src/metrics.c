@@ -298,6 +298,24 @@ metrics_sample(struct evbuffer *out, const char *name, const char *label,
 	evbuffer_add_printf(out, "\"} %llu\n", n);
 }
 
+/* A series with one label and a value for each of its values. */
+struct metrics_kv {
+	const char		*value;
+	unsigned long long	 n;
+};
+
+static void
+metrics_labelled(struct evbuffer *out, const char *name, const char *type,
+    const char *help, const char *label, const struct metrics_kv *kv,
+    size_t nkv)
+{
+	size_t	i;
+
+	metrics_head(out, name, type, help);
+	for (i = 0; i < nkv; i++)
+		metrics_sample(out, name, label, kv[i].value, kv[i].n);
+}
+
 /* A series of one sample and no label: its head, then its value. */
 static void
 metrics_one(struct evbuffer *out, const char *name, const char *type,
@@ -410,6 +428,7 @@ void
 metrics_render(struct evbuffer *out, const struct metrics_counts *mc)
 {
 	struct metrics_counts	 c = *mc;
+	struct metrics_kv	 kv[4];
 	size_t			 i;
 
 	metrics.scrapes++;
@@ -424,12 +443,12 @@ metrics_render(struct evbuffer *out, const struct metrics_counts *mc)
 
 	metrics_tools_render(out);
 
-	metrics_head(out, "mcp_sessions", "gauge",
-	    "MCP sessions open, by transport.");
-	metrics_sample(out, "mcp_sessions", "transport", "stdio",
-	    metrics.mcp_sessions[0]);
-	metrics_sample(out, "mcp_sessions", "transport", "http",
-	    metrics.mcp_sessions[1]);
+	kv[0].value = "stdio";
+	kv[0].n = metrics.mcp_sessions[0];
+	kv[1].value = "http";
+	kv[1].n = metrics.mcp_sessions[1];
+	metrics_labelled(out, "mcp_sessions", "gauge",
+	    "MCP sessions open, by transport.", "transport", kv, 2);
 
 	metrics_one(out, "http_connections", "gauge",
 	    "HTTP connections open.",
@@ -450,27 +469,27 @@ metrics_render(struct evbuffer *out, const struct metrics_counts *mc)
 	metrics_sandboxes_render(out);
 
 	job_metrics(&c);
-	metrics_head(out, "workspace_sessions", "gauge",
+	kv[0].value = "managed";
+	kv[0].n = c.sessions_managed;
+	kv[1].value = "automatic";
+	kv[1].n = c.sessions_automatic;
+	kv[2].value = "spare";
+	kv[2].n = c.sessions_spare;
+	metrics_labelled(out, "workspace_sessions", "gauge",
 	    "Workspace sessions of this process: managed (made by a tool),"
 	    " automatic (one per command or file change), spare (built"
-	    " ahead).");
-	metrics_sample(out, "workspace_sessions", "kind", "managed",
-	    c.sessions_managed);
-	metrics_sample(out, "workspace_sessions", "kind", "automatic",
-	    c.sessions_automatic);
-	metrics_sample(out, "workspace_sessions", "kind", "spare",
-	    c.sessions_spare);
+	    " ahead).", "kind", kv, 3);
 	metrics_one(out, "commands_running", "gauge",
 	    "Commands running in sandboxes.",
 	    c.commands_running);
 
-	metrics_head(out, "publishes_total", "counter",
+	kv[0].value = "published";
+	kv[0].n = metrics_event_count("layer.published");
+	kv[1].value = "rejected";
+	kv[1].n = metrics_event_count("publish.rejected");
+	metrics_labelled(out, "publishes_total", "counter",
 	    "Workspace sessions and file changes published as a layer, or"
-	    " rejected whole.");
-	metrics_sample(out, "publishes_total", "outcome", "published",
-	    metrics_event_count("layer.published"));
-	metrics_sample(out, "publishes_total", "outcome", "rejected",
-	    metrics_event_count("publish.rejected"));
+	    " rejected whole.", "outcome", kv, 2);
 	metrics_one(out, "squashes_total", "counter",
 	    "Squash runs that folded layers (asked for or automatic).",
 	    metrics_event_count("layer.squashed"));
@@ -493,15 +512,15 @@ metrics_render(struct evbuffer *out, const struct metrics_counts *mc)
 	    "Requests to the Docker Engine under way.",
 	    (unsigned long long)docker_http_inflight());
 
-	metrics_head(out, "helper_processes", "gauge",
+	kv[0].value = "running";
+	kv[0].n = c.helpers_running;
+	kv[1].value = "queued";
+	kv[1].n = c.helpers_queued;
+	kv[2].value = "forker";
+	kv[2].n = c.forkers;
+	metrics_labelled(out, "helper_processes", "gauge",
 	    "Helper children: running, queued for a slot, and forkers (one"
-	    " per sandbox that publishes).");
-	metrics_sample(out, "helper_processes", "state", "running",
-	    c.helpers_running);
-	metrics_sample(out, "helper_processes", "state", "queued",
-	    c.helpers_queued);
-	metrics_sample(out, "helper_processes", "state", "forker",
-	    c.forkers);
+	    " per sandbox that publishes).", "state", kv, 3);
 
 	metrics_head(out, "loop_delay_max_seconds", "gauge",
 	    "The longest the event loop ran past a due timer in the last"
