@@ -58,6 +58,7 @@
 #   BENCH_EXEC_PAUSE BENCH_EXEC_TMPDIR (see bench/exec.py)
 #   BENCH_SKIP_LAYERS (unset; see bench/layers.py)
 #   BENCH_SKIP_OBS (unset; see bench/obs.py)
+#   BENCH_SKIP_STORE (unset; see bench/store-bench.c)
 #   BENCH_SKIP_FILES (unset) BENCH_FILES_IMAGES BENCH_FILES_RUNS
 #   BENCH_FILES_DOCKER BENCH_FILES_PAUSE (see bench/files.py)
 #   BENCH_SKIP_HOSTILE (unset) BENCH_HOSTILE_COMPARE (another binary
@@ -816,6 +817,18 @@ if [ -z "${BENCH_SKIP_LAYERS:-}" ]; then
 	command -v python3 >/dev/null 2>&1 || die "python3 is needed"
 	if ! SANDBOX_MCP_BUILDDIR=$builddir python3 "$bench/layers.py"; then
 		say "bench: layers: a target missed or the run broken"
+		failed=1
+	fi
+fi
+
+# --------------------------------------------------------------- store
+# bench/store-bench: each statement the loop runs on the store at
+# 100,000 usage rows; exits 1 when one takes over 5 ms.
+if [ -z "${BENCH_SKIP_STORE:-}" ]; then
+	echo
+	say "bench: store: statements at 100,000 usage rows"
+	if ! "$builddir/bench/store-bench"; then
+		say "bench: store: a statement took over 5 ms"
 		failed=1
 	fi
 fi

@@ -31,7 +31,7 @@ listen=127.0.0.1:8080
 run=1
 
 packages="build-essential autoconf automake libtool pkg-config libevent-dev
-libcjson-dev libarchive-dev libzstd-dev libssl-dev libgit2-dev libseccomp-dev mandoc docker.io
+libcjson-dev libarchive-dev libzstd-dev libssl-dev libgit2-dev libseccomp-dev libsqlite3-dev mandoc docker.io
 debootstrap busybox-static ca-certificates curl e2fsprogs zstd libarchive-tools"
 
 usage() {

@@ -325,6 +325,38 @@ int		 state_sandbox_init(const char *, char **);
 int		 state_sandbox_forget(const char *, char **);
 char		*state_trash_path(const char *, const char *);
 
+/* store.c: the boxes and logs products' database */
+struct store;
+struct store_usage {
+	const char	*tenant;
+	const char	*box;
+	const char	*kind;
+	const char	*unit;
+	double		 quantity;
+	double		 credits;
+	uint64_t	 at_ms;
+};
+struct store	*store_open(const char *, char **);
+void		 store_close(struct store *);
+int		 store_checkpoint(const char *, char **);
+int		 store_version(struct store *);
+int		 store_secret_put(struct store *, const char *, const char *,
+		     const void *, size_t, char **);
+char		*store_secret_get(struct store *, const char *, const char *,
+		     size_t *, char **);
+struct cJSON	*store_secret_names(struct store *, const char *, char **);
+int		 store_secret_remove(struct store *, const char *,
+		     const char *, char **);
+int		 store_usage_add(struct store *, const struct store_usage *,
+		     double *, char **);
+int		 store_credits_add(struct store *, const char *, double,
+		     double *, char **);
+int		 store_credits_add_locked(struct store *, const char *, double,
+		     double *, char **);
+int		 store_credits(struct store *, const char *, double *, char **);
+struct cJSON	*store_usage_list(struct store *, const char *, uint64_t, int,
+		     char **);
+
 /* trash.c */
 void		 trash_soon(void);
 void		 trash_empty(void);

@@ -23,7 +23,7 @@ BUILD = os.path.join(os.environ.get("SANDBOX_MCP_BUILDDIR", "."), "src")
 FLOORS = {
     "base": """cause cfg log proc util xmalloc cgroup confine disk docker
         docker-events docker-http http job notice nsexec state sweep
-        telemetry trash tree metrics""",
+        telemetry trash tree metrics store""",
     "engine": """audit basecache command export files fold gitignore layer
         merge observe publish runtime sampler sandbox session squash tenantnet
         transcript workspace zygote""",

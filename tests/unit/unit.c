@@ -57,6 +57,7 @@ static const struct unit_case *unit_groups[] = {
 	unit_nsexec_cases,
 	unit_layer_cases,
 	unit_fold_cases,
+	unit_store_cases,
 };
 
 static char	unit_state[] = "/tmp/sandbox-mcp-unit.XXXXXX";

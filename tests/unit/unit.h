@@ -45,6 +45,7 @@ extern const struct unit_case unit_rest_cases[];
 extern const struct unit_case unit_nsexec_cases[];
 extern const struct unit_case unit_layer_cases[];
 extern const struct unit_case unit_fold_cases[];
+extern const struct unit_case unit_store_cases[];
 
 void	unit_setup(void);
 int	unit_tree_build(const char *, const char **);
