@@ -20,6 +20,7 @@
 
 #include "config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,14 +139,46 @@ jsonrpc_peek_skip(const char *p, const char *e)
 			p++;
 		} else if (*p == ',' || *p == ':')
 			p++;
-		else if (strchr("-0123456789tfn", *p) != NULL) {
-			while (p < e && strchr("+-.0123456789eEtruefalsn",
-			    *p) != NULL && *p != '\0')
+		else if (*p != '\0' && strchr("-0123456789tfn", *p) != NULL) {
+			/* A word: at least its first byte (no step stands). */
+			do
 				p++;
+			while (p < e && *p != '\0' &&
+			    strchr("+-.0123456789eEtruefalsn", *p) != NULL);
 		} else
 			return (NULL);
 	} while (depth > 0);
 	return (p);
+}
+
+/* Whether [p, e) is a JSON number exactly (RFC 8259's grammar). */
+static int
+jsonrpc_peek_number(const char *p, const char *e)
+{
+	if (p < e && *p == '-')
+		p++;
+	if (p == e || *p < '0' || *p > '9')
+		return (0);
+	if (*p == '0')
+		p++;
+	else
+		while (p < e && *p >= '0' && *p <= '9')
+			p++;
+	if (p < e && *p == '.') {
+		if (++p == e || *p < '0' || *p > '9')
+			return (0);
+		while (p < e && *p >= '0' && *p <= '9')
+			p++;
+	}
+	if (p < e && (*p == 'e' || *p == 'E')) {
+		if (++p < e && (*p == '+' || *p == '-'))
+			p++;
+		if (p == e || *p < '0' || *p > '9')
+			return (0);
+		while (p < e && *p >= '0' && *p <= '9')
+			p++;
+	}
+	return (p == e);
 }
 
 cJSON *
@@ -175,12 +208,17 @@ jsonrpc_peek_id(const char *buf, size_t len)
 		v = jsonrpc_peek_ws(p + 1, e);
 		if ((p = jsonrpc_peek_skip(v, e)) == NULL)
 			return (NULL);
-		if (is_id && (*v == '"' || *v == '-' || (*v >= '0' &&
-		    *v <= '9'))) {
+		/* The value must end there: a comma, the brace, or the cut. */
+		k = jsonrpc_peek_ws(p, e);
+		if (k < e && *k != ',' && *k != '}')
+			return (NULL);
+		if (is_id && (*v == '"' || jsonrpc_peek_number(v, p))) {
 			text = xstrndup(v, (size_t)(p - v));
 			id = cJSON_Parse(text);
 			free(text);
-			if (jsonrpc_id_valid(id))
+			/* A number past a double's range is no id to echo. */
+			if (jsonrpc_id_valid(id) && (!cJSON_IsNumber(id) ||
+			    isfinite(id->valuedouble)))
 				return (id);
 			cJSON_Delete(id);
 			return (NULL);

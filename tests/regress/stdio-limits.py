@@ -44,6 +44,13 @@ def test():
     r = s.recv()
     check_eq(r["error"]["code"], -32600, "200 MiB line")
     check_eq(r["id"], 1, "its id, read before the whole line came")
+    # A raw NUL byte before the id, inside brackets: answered at once,
+    # and the session goes on (the id scanner never stands still).
+    s.send_raw(b'{"jsonrpc":"2.0","params":[\x00 x],"id":7}\n')
+    r = s.recv(5)
+    check_eq(r["error"]["code"], -32700, "a NUL byte in a broken line")
+    check_eq(s.request("ping", timeout=5).get("result"), {},
+             "ping after the NUL byte")
     # Not JSON past its id: a parse error that names the id.
     s.send_raw(b'{"jsonrpc":"2.0","id":"late-7","method":"ping",oops}\n')
     r = s.recv()

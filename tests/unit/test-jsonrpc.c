@@ -117,6 +117,15 @@ test_parse_error(void)
 	CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "id")));
 	r = send_msg(s, "{\"id\":tru,");
 	CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "id")));
+	/* Not quite a number: no id. */
+	r = send_msg(s, "{\"id\":12abc,");
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "id")));
+	r = send_msg(s, "{\"id\":1.2.3,");
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "id")));
+	r = send_msg(s, "{\"id\":0x10,");
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "id")));
+	r = send_msg(s, "{\"id\":-5e-,");
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(r, "id")));
 	mcp_session_free(s);
 	return (0);
 }
