@@ -145,12 +145,14 @@ transport_http_set_state(struct http_conn *c, enum http_conn_state state)
 /*
  * Keep the list of connections a newcomer may evict when max-connections
  * are open: those waiting for a request, or in the middle of its head,
- * that have never passed authentication; the longest waiting first.
+ * that have never passed authentication, and those reading out a body
+ * that was refused (a 413 already sent); the longest waiting first.
  */
 static void
 transport_http_evictable(struct http_conn *c)
 {
-	int	want = c->state == HTTP_CONN_HEAD && !c->authed;
+	int	want = (c->state == HTTP_CONN_HEAD && !c->authed) ||
+		    c->state == HTTP_CONN_LINGER;
 
 	if (want == c->evictable)
 		return;

@@ -142,5 +142,20 @@ def test():
           % (got,))
     check("not accepting more" in s2.log(), "the cap is logged")
 
+    # Connections reading out a refused body (413 sent) give way to a
+    # newcomer: a crowd of them cannot keep the listener shut.
+    s3 = Server(config="limit max-connections 4\n", listen="127.0.0.1:0",
+                stdio=False)
+    lingering = []
+    for i in range(4):
+        c = Http(s3.port)
+        c.send_raw(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\n"
+                   b"Content-Type: application/json\r\n"
+                   b"Content-Length: 100000000\r\n\r\n" + b"x" * 1000)
+        check_eq(c.response()[0], 413, "refused body %d" % i)
+        c.send_raw(b"x" * 1000)		# still sending: it lingers
+        lingering.append(c)
+    served(s3.port, "a newcomer is served while 4 connections linger")
+
 
 main(test)
