@@ -1178,6 +1178,32 @@ command_meta_write(struct command *c)
 	free(text);
 }
 
+/* When a transcript directory's newest file was last written, in ms. */
+static uint64_t
+command_orphan_last(const char *dir, const struct stat *dst)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	uint64_t	 ms, last;
+
+	last = (uint64_t)dst->st_mtim.tv_sec * 1000 +
+	    (uint64_t)dst->st_mtim.tv_nsec / 1000000;
+	if ((d = opendir(dir)) == NULL)
+		return (last);
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		ms = (uint64_t)st.st_mtim.tv_sec * 1000 +
+		    (uint64_t)st.st_mtim.tv_nsec / 1000000;
+		if (ms > last)
+			last = ms;
+	}
+	closedir(d);
+	return (last);
+}
+
 /*
  * A command of a process that is gone (a restart, a kill -9): found by
  * its id among the commands that process left (command_recover keeps
@@ -1224,8 +1250,7 @@ command_orphan(struct rt_sandbox *sb, const char *id)
 			c = NULL;
 			continue;
 		}
-		c->orphan_end_ms = (uint64_t)st.st_mtim.tv_sec * 1000 +
-		    (uint64_t)st.st_mtim.tv_nsec / 1000000;
+		c->orphan_end_ms = command_orphan_last(path, &st);
 		c->orphan_start_ms = c->orphan_end_ms;
 		free(path);
 		xasprintf(&path, "%s/%s/%s.json", dir, de->d_name, id);
@@ -1240,6 +1265,9 @@ command_orphan(struct rt_sandbox *sb, const char *id)
 		    "started_at_ms")) && v->valuedouble > 0)
 			c->orphan_start_ms = (uint64_t)v->valuedouble;
 		cJSON_Delete(meta);
+		/* The file clock is coarse: never an end before the start. */
+		if (c->orphan_end_ms < c->orphan_start_ms)
+			c->orphan_end_ms = c->orphan_start_ms;
 	}
 	closedir(d);
 	free(dir);

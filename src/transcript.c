@@ -348,6 +348,32 @@ transcript_make(struct transcript *t)
 	return (0);
 }
 
+/*
+ * Beside a segment that is not the first, where it begins in the stream
+ * (its first line, its offset), so that a transcript read back after its
+ * writer is gone numbers its lines as they were when older segments were
+ * dropped (transcript_load). A failure costs only that.
+ */
+static void
+transcript_first_write(struct transcript *t, struct transcript_seg *seg)
+{
+	char	*path, text[48];
+	int	 fd, n;
+
+	xasprintf(&path, "%s/%010llu.first", t->path,
+	    (unsigned long long)seg->seq);
+	n = snprintf(text, sizeof text, "%llu %llu\n",
+	    (unsigned long long)seg->first_line,
+	    (unsigned long long)seg->offset);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0600)) != -1) {
+		if (write(fd, text, (size_t)n) != n)
+			log_debug("%s: %s", path, strerror(errno));
+		close(fd);
+	}
+	free(path);
+}
+
 /* Start a new segment at the end of the stream and make it the newest. */
 static int
 transcript_roll(struct transcript *t)
@@ -376,6 +402,7 @@ transcript_roll(struct transcript *t)
 		return (-1);
 	}
 	free(path);
+	transcript_first_write(t, seg);
 	if (t->fd != -1)
 		close(t->fd);
 	t->fd = fd;
@@ -549,6 +576,10 @@ transcript_drop(struct transcript *t)
 		if (unlink(path) != 0 && errno != ENOENT)
 			log_warn("%s: unlink %s", __func__, path);
 		free(path);
+		xasprintf(&path, "%s/%010llu.first", t->path,
+		    (unsigned long long)seg->seq);
+		unlink(path);
+		free(path);
 		t->dropped += seg->lines;
 		t->kept -= seg->size;
 		TAILQ_REMOVE(&t->segs, seg, entry);
@@ -571,7 +602,8 @@ transcript_clear(const char *path, char **cause)
 	}
 	while ((de = readdir(d)) != NULL) {
 		n = strspn(de->d_name, "0123456789");
-		if (n == 0 || de->d_name[n] != '\0')
+		if (n == 0 || (de->d_name[n] != '\0' &&
+		    strcmp(de->d_name + n, ".first") != 0))
 			continue;
 		if (unlinkat(dirfd(d), de->d_name, 0) != 0 && errno != ENOENT) {
 			transcript_cause(cause, "unlink %s/%s: %s", path,
@@ -751,7 +783,8 @@ transcript_load(const char *path, uint64_t cap, char **cause)
 	unsigned char		*buf, *p;
 	uint64_t		*seqs = NULL, total = 0;
 	size_t			 nseqs = 0, i, first = 0, used, len;
-	char			*file;
+	unsigned long long	 fl, fo;
+	char			*file, line[64];
 	ssize_t			 n;
 	int			 fd;
 
@@ -788,6 +821,21 @@ transcript_load(const char *path, uint64_t cap, char **cause)
 		free(file);
 	}
 	first = i;
+	/* Where the first kept segment begins, when one was dropped. */
+	if (first < nseqs) {
+		xasprintf(&file, "%s/%010llu.first", path,
+		    (unsigned long long)seqs[first]);
+		if ((fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+			n = read(fd, line, sizeof line - 1);
+			close(fd);
+			line[n > 0 ? n : 0] = '\0';
+			if (sscanf(line, "%llu %llu", &fl, &fo) == 2) {
+				t->ended = t->dropped = fl;
+				t->split.start = t->split.pos = fo;
+			}
+		}
+		free(file);
+	}
 	buf = xmalloc(TRANSCRIPT_SCAN_SIZE);
 	for (i = first; i < nseqs; i++) {
 		seg = xcalloc(1, sizeof *seg);
@@ -1150,6 +1198,10 @@ transcript_remove(struct transcript *t)
 			log_warn("%s: unlink %s", __func__, path);
 			rv = -1;
 		}
+		free(path);
+		xasprintf(&path, "%s/%010llu.first", t->path,
+		    (unsigned long long)seg->seq);
+		unlink(path);
 		free(path);
 	}
 	if (rmdir(t->path) != 0 && errno != ENOENT) {

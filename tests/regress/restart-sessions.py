@@ -102,7 +102,9 @@ def test():
                   r["output"], r["total_lines"]),
                  ("lost", None, w, "started-%d\n" % i, lines),
                  "a command cut short by the restart")
-        check(r["command_total_time_seconds"] >= 0, "its run time")
+        check(0 <= r["command_total_time_seconds"] <= 120 and
+              r["command_total_time_seconds"] <= r["wall_time_seconds"],
+              "its run time, from its start to its last output: %r" % r)
         if lines > 1:
             r = call(s2, "read_command_lines", {"command_session_id": cid,
                                                 "start_offset": 100,
