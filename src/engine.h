@@ -198,6 +198,7 @@ char		**session_forget(const char *, const char *, const char *,
 void		 session_recover(const char *);
 void		 session_adopt(struct rt_sandbox *,
 		     void (*)(struct rt_sandbox *, void *), void *);
+int		 session_orphan_destroy(struct rt_sandbox *, const char *);
 /* A workspace session's lease, as session_leases reads it. */
 struct session_lease {
 	char			*ws;

@@ -865,11 +865,54 @@ out:
 }
 
 /*
+ * Remove what directory dfd holds (an overlay's work directory: a few
+ * entries, a few levels), never following a link; depth-bounded.
+ */
+static int
+nsexec_empty(int dfd, int depth)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	int		 sub, dup, rv = 0;
+
+	if (depth > 8 || (dup = fcntl(dfd, F_DUPFD_CLOEXEC, 0)) == -1)
+		return (-1);
+	if ((d = fdopendir(dup)) == NULL) {
+		close(dup);
+		return (-1);
+	}
+	while (rv == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name,
+		    "..") == 0)
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			rv = -1;
+			break;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if ((sub = openat(dfd, de->d_name, O_RDONLY |
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+			    nsexec_empty(sub, depth + 1) != 0)
+				rv = -1;
+			if (sub != -1)
+				close(sub);
+			if (rv == 0 && unlinkat(dfd, de->d_name,
+			    AT_REMOVEDIR) != 0)
+				rv = -1;
+		} else if (unlinkat(dfd, de->d_name, 0) != 0)
+			rv = -1;
+	}
+	closedir(d);
+	return (rv);
+}
+
+/*
  * A session a process that is gone left (adopt): its directory and upper
  * stay as they are; the old work directory (which a volatile overlay
- * marks as not to be mounted again) and an isolated session's private
- * mounts are set aside in the directory, to go with it, and the lease is
- * replaced whole.
+ * marks as not to be mounted again) is emptied, an isolated session's
+ * private mounts are set aside in the directory, to go with it, and the
+ * lease is replaced whole.
  */
 static int
 nsexec_scratch_adopt(const char *dir, const char *lease, char *err,
@@ -877,8 +920,7 @@ nsexec_scratch_adopt(const char *dir, const char *lease, char *err,
 {
 	struct stat	 st;
 	char		 path[PATH_MAX], old[PATH_MAX], tmp[PATH_MAX];
-	const char	*aside[] = { "work", "private" };
-	size_t		 i, len = strlen(lease);
+	size_t		 len = strlen(lease);
 	int		 fd;
 
 	snprintf(path, sizeof path, "%s/upper", dir);
@@ -888,15 +930,25 @@ nsexec_scratch_adopt(const char *dir, const char *lease, char *err,
 		    " %.200s any more", dir);
 		return (-1);
 	}
-	for (i = 0; i < sizeof aside / sizeof aside[0]; i++) {
-		snprintf(path, sizeof path, "%s/%s", dir, aside[i]);
-		snprintf(old, sizeof old, "%s/%s.%ld.old", dir, aside[i],
-		    (long)getpid());
-		if (rename(path, old) != 0 && errno != ENOENT)
-			goto fail;
-	}
+	/*
+	 * The work directory emptied in place (its volatile mark, its
+	 * index): nothing to allocate, so a full disk does not stop it.
+	 */
 	snprintf(path, sizeof path, "%s/work", dir);
-	if (mkdir(path, 0700) != 0)
+	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		if (errno != ENOENT || mkdir(path, 0700) != 0)
+			goto fail;
+	} else {
+		if (nsexec_empty(fd, 0) != 0) {
+			close(fd);
+			goto fail;
+		}
+		close(fd);
+	}
+	snprintf(path, sizeof path, "%s/private", dir);
+	snprintf(old, sizeof old, "%s/private.%ld.old", dir, (long)getpid());
+	if (rename(path, old) != 0 && errno != ENOENT)
 		goto fail;
 	snprintf(tmp, sizeof tmp, "%s/lease.json.new", dir);
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |

@@ -267,7 +267,8 @@ const struct op_entry op_destroy_workspace_session_entry = {
 	.result = "{\"type\": \"object\", \"properties\": {"
 	    " \"workspace_session_id\": {\"type\": \"string\"},"
 	    " \"destroyed\": {\"const\": true},"
-	    " \"discarded_bytes\": {\"type\": \"integer\", \"minimum\": 0}},"
+	    " \"discarded_bytes\": {\"type\": [\"integer\", \"null\"],"
+	    "  \"minimum\": 0}},"
 	    " \"required\": [\"workspace_session_id\", \"destroyed\","
 	    " \"discarded_bytes\"], \"additionalProperties\": false}",
 	.exec = op_destroy_workspace_session_exec,
@@ -555,9 +556,21 @@ op_destroy_workspace_session_sb(struct rt_sandbox *sb,
 {
 	struct op_rt	*rt = arg;
 	struct session	*s;
+	cJSON		*r;
 
 	if (sb == NULL) {
 		op_rt_done(NULL, cause, rt);
+		return;
+	}
+	/* One left by a process that is gone, never taken up: it goes. */
+	if (session_orphan_destroy(sb, op_arg_string(rt->oc,
+	    "workspace_session_id"))) {
+		r = cJSON_CreateObject();
+		cJSON_AddStringToObject(r, "workspace_session_id",
+		    op_arg_string(rt->oc, "workspace_session_id"));
+		cJSON_AddTrueToObject(r, "destroyed");
+		cJSON_AddNullToObject(r, "discarded_bytes");
+		op_rt_done(r, NULL, rt);
 		return;
 	}
 	if ((s = op_rt_session(rt, sb)) == NULL)

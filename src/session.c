@@ -60,6 +60,7 @@
 
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -113,6 +114,7 @@ struct session {
 	int			 trashed;	/* its scratch (and lease) gone */
 	int			 again;		/* built again after a squash */
 	int			 adopting;	/* taken up from a process gone */
+	int			 adopt_lock;	/* its claim, held while it lives */
 	struct event		*idle_ev;
 	char			*cgroup;	/* its freezer group */
 	struct event		*freeze_ev;
@@ -144,6 +146,7 @@ static void	session_build(struct rt_sandbox *, const char *, int, int, int,
 		    session_cb, void *, struct layer_stack *, int);
 
 static int	session_again;	/* the session_new being made is a retry */
+static int	session_adopt_fd = -1;	/* the claim of the one being taken */
 static void	(*session_gone_hook)(const char *, const char *);
 static void	session_new(struct rt_sandbox *, int, int, session_cb, void *,
 		    struct layer_stack *, int);
@@ -317,6 +320,8 @@ session_free(struct session *s)
 			evtimer_add(session_sweep_ev, &tv);
 	}
 	free(s->cgroup);
+	if (s->adopt_lock != -1)
+		close(s->adopt_lock);	/* the claim goes with it */
 	if (s->freeze_ev != NULL)
 		event_free(s->freeze_ev);
 	if (s->idle_ev != NULL)
@@ -1244,6 +1249,8 @@ session_build(struct rt_sandbox *sb, const char *id, int adopt, int automatic,
 	s = xcalloc(1, sizeof *s);
 	strlcpy(s->id, id, sizeof s->id);
 	s->adopting = adopt;
+	s->adopt_lock = adopt ? session_adopt_fd : -1;
+	session_adopt_fd = -1;
 	s->sb = sb;
 	s->automatic = automatic;
 	s->isolated = isolated;
@@ -1906,6 +1913,75 @@ struct session_adoption {
 	size_t				 nwaits;
 };
 
+/*
+ * The claim on a session left by a process that is gone: an exclusive
+ * lock on its adopt.lock, held for as long as the session lives in the
+ * process that takes it (so that two processes on one state directory
+ * never both build it over one upper directory). The descriptor, or -1
+ * when another process holds it.
+ */
+static int
+session_claim(const char *sbox, const char *ws)
+{
+	char	*path;
+	int	 fd;
+
+	path = state_where(STATE_SESSIONS, sbox, "%s/adopt.lock", ws);
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	free(path);
+	if (fd == -1)
+		return (-1);
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		close(fd);
+		return (-1);
+	}
+	return (fd);
+}
+
+/*
+ * destroy_workspace_session of a session a process that is gone left and
+ * no process has taken up (one that could not be built again: its disk
+ * full, say): its directory goes to the trash, under its claim. 1 when
+ * it was one, 0 when there is none such.
+ */
+int
+session_orphan_destroy(struct rt_sandbox *sb, const char *ws)
+{
+	struct session_leases	 sl;
+	char			*dir, *to, *cause = NULL;
+	size_t			 i;
+	int			 fd, found = 0;
+
+	if (!util_id_valid(ws) || session_find(sb, ws) != NULL)
+		return (0);
+	if (session_leases(sb->id, 0, SIZE_MAX, &sl, &cause) != 0) {
+		free(cause);
+		return (0);
+	}
+	for (i = 0; i < sl.n; i++) {
+		if (strcmp(sl.l[i].ws, ws) == 0 && !sl.l[i].alive &&
+		    sl.l[i].lease != NULL && !sl.l[i].automatic)
+			found = 1;
+	}
+	session_leases_free(&sl);
+	if (!found || (fd = session_claim(sb->id, ws)) == -1)
+		return (0);
+	dir = state_where(STATE_SESSIONS, sb->id, "%s", ws);
+	to = state_trash_path(sb->id, ws);
+	found = rename(dir, to) == 0;
+	close(fd);
+	if (found) {
+		log_info("workspace session %s of %s, left by a process that"
+		    " is gone, destroyed with its changes", ws, sb->id);
+		trash_soon();
+		if (session_gone_hook != NULL)
+			session_gone_hook(sb->id, sb->tenant);
+	}
+	free(dir);
+	free(to);
+	return (found);
+}
+
 /* One build answered (or all asked for): the last lets the callers go. */
 static void
 session_adoption_step(struct rt_sandbox *sb)
@@ -1956,6 +2032,7 @@ session_adopt(struct rt_sandbox *sb, void (*cb)(struct rt_sandbox *, void *),
 	cJSON			*v, *np;
 	char			*cause = NULL, *msg;
 	size_t			 i, n = 0;
+	int			 fd;
 
 	if (sb->adoption != NULL) {
 		a = sb->adoption;
@@ -2001,9 +2078,15 @@ session_adopt(struct rt_sandbox *sb, void (*cb)(struct rt_sandbox *, void *),
 			free(msg);
 			continue;
 		}
+		/* Another process taking it up holds its claim: leave it. */
+		if ((fd = session_claim(sb->id, sl.l[i].ws)) == -1) {
+			layer_stack_free(ls);
+			continue;
+		}
 		np = cJSON_GetObjectItem(sl.l[i].lease, "network_profile");
 		a->left++;
 		n++;
+		session_adopt_fd = fd;
 		session_build(sb, sl.l[i].ws, 1, 0, cJSON_IsString(np) &&
 		    strcmp(np->valuestring, "isolated") == 0, session_adopted,
 		    sb, ls, 0);

@@ -16,7 +16,11 @@
 #   taken up: its change is not published;
 # - a squash before the first call keeps the layers the orphans stand
 #   on (they count as live);
-# - a clean stop (SIGTERM) leaves a managed session to take up too.
+# - a clean stop (SIGTERM) leaves a managed session to take up too;
+# - a second process on the state directory does not take up a session
+#   the first has (each is claimed); one that cannot be built again (its
+#   upper directory gone) is not found, and destroy_workspace_session
+#   removes it.
 
 import json
 import os
@@ -78,12 +82,20 @@ def test():
     r = call(s, "exec_command", {"cmd": "echo cut > cut.txt; sleep 300",
                                  "yield_time_ms": 300}, "automatic")
     check_eq(r["status"], "running", "an automatic session's command")
+    broken = call(s, "create_workspace_session", {}, "broken")[
+        "workspace_session_id"]
     before = json.load(open(os.path.join(state, "sandboxes", sid, "stack",
                                          "manifest.json")))
 
     s.proc.kill()
     s.proc.wait()
+    os.rename(os.path.join(state, "sandboxes", sid, "sessions", broken,
+                           "upper"),
+              os.path.join(state, "sandboxes", sid, "sessions", broken,
+                           "gone"))
 
+    # One more left behind, whose upper directory is then taken away:
+    # it cannot be built again, and it can still be destroyed.
     s2 = Server(sets=("management", "runtime"), state=state, config=conf)
     s2.initialize()
     # A squash first (nothing to fold yet, but the orphans' leases are
@@ -127,6 +139,26 @@ def test():
           % r["output"])
     r = call(s2, "destroy_workspace_session",
              {"workspace_session_id": doomed}, "destroy the sixth")
+    # A second process on the state directory: the sessions the first
+    # took up are its own, never built twice over one upper directory.
+    s2b = Server(sets=("runtime",), state=state, config=conf)
+    s2b.initialize()
+    e = err_result(s2b.call("file_read", {
+        "sandbox_id": sid, "workspace_session_id": sessions[0],
+        "path": "one.txt"}), "not_found", "owned by the other process")
+    s2b.kill()
+    # The one that could not be built again: destroyed, its directory
+    # gone.
+    e = err_result(s2.call("file_read", {
+        "sandbox_id": sid, "workspace_session_id": broken,
+        "path": "x"}), "not_found", "a session not taken up")
+    r = call(s2, "destroy_workspace_session",
+             {"workspace_session_id": broken}, "destroy the broken one")
+    check_eq((r["destroyed"], r["discarded_bytes"]), (True, None),
+             "destroyed unmeasured")
+    check(not os.path.exists(os.path.join(state, "sandboxes", sid,
+                                          "sessions", broken)),
+          "its directory is gone")
     for w in sessions:
         r = call(s2, "publish_workspace_session",
                  {"workspace_session_id": w}, "publish %s" % w)
@@ -149,7 +181,7 @@ def test():
                                         "manifest.json")))
     check_eq(len(after["layers"]) - len(before["layers"]), 5,
              "five publishes: %r" % after)
-    check("taking up 6 workspace sessions" in s2.log(),
+    check("taking up 7 workspace sessions" in s2.log(),
           "the log names the orphans taken up")
 
     # A clean stop (SIGTERM) leaves a managed session the same way.
