@@ -388,14 +388,8 @@ layer_lock_try(const char *sbox)
 	int	 fd;
 
 	path = state_where(STATE_STACK, sbox, ".lock");
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	fd = util_lock_try(path);
 	free(path);
-	if (fd == -1)
-		return (-1);
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		close(fd);
-		return (-1);
-	}
 	return (fd);
 }
 

@@ -56,7 +56,6 @@
 
 #include "config.h"
 
-#include <sys/file.h>
 #include <sys/queue.h>
 
 #include <errno.h>
@@ -301,14 +300,10 @@ sampler_mine(struct sampler_node *n)
 	if (n->lock != -1)
 		return (1);
 	path = sampler_lock_path(n->id);
-	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = util_lock_try(path);
 	free(path);
 	if (fd == -1)
 		return (0);
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		close(fd);
-		return (0);
-	}
 	n->lock = fd;
 	return (1);
 }

@@ -60,7 +60,6 @@
 
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -1927,14 +1926,8 @@ session_claim(const char *sbox, const char *ws)
 	int	 fd;
 
 	path = state_where(STATE_SESSIONS, sbox, "%s/adopt.lock", ws);
-	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = util_lock_try(path);
 	free(path);
-	if (fd == -1)
-		return (-1);
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		close(fd);
-		return (-1);
-	}
 	return (fd);
 }
 

@@ -438,6 +438,26 @@ util_json_init(void)
 	cJSON_InitHooks(&hooks);
 }
 
+/*
+ * An exclusive lock on the file path (made 0600 if need be, never through
+ * a link), taken without waiting: its descriptor, held until closed, or
+ * -1 when another holds it (or the file cannot be opened).
+ */
+int
+util_lock_try(const char *path)
+{
+	int	fd;
+
+	if ((fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	    0600)) == -1)
+		return (-1);
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		close(fd);
+		return (-1);
+	}
+	return (fd);
+}
+
 /* mkdir -p with a mode for the directories it creates. */
 int
 util_mkdir_p(const char *path, mode_t mode, char **cause)
