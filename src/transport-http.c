@@ -111,6 +111,10 @@ static void	transport_http_accept_cb(struct evconnlistener *,
 static void	transport_http_accept_retry_cb(evutil_socket_t, short, void *);
 static void	transport_http_accept_error_cb(struct evconnlistener *,
 		    void *);
+static struct evconnlistener *transport_http_bind(const struct addrinfo *,
+		    const char *, char **);
+static int	transport_http_bound(struct evconnlistener *, char *, size_t,
+		    char *, size_t, int *);
 static int	transport_http_origin_ours(const char *);
 
 int
@@ -1911,36 +1915,68 @@ transport_http_init(void)
 int
 transport_http_metrics_start(const char *listen, char **cause)
 {
-	struct addrinfo		*res;
-	struct sockaddr_storage	 ss;
-	socklen_t		 sslen = sizeof ss;
-	char			 h[NI_MAXHOST] = "?", p[NI_MAXSERV];
+	struct addrinfo	*res;
+	char		 name[NI_MAXHOST + NI_MAXSERV + 4], host[NI_MAXHOST];
+	int		 port;
 
 	if ((res = cfg_listen_resolve(listen, cause)) == NULL)
 		return (-1);
-	transport_http_init();
-	http.metrics_listener = evconnlistener_new_bind(ev_base,
-	    transport_http_accept_cb, NULL, LEV_OPT_CLOSE_ON_FREE |
-	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 511, res->ai_addr,
-	    (int)res->ai_addrlen);
+	http.metrics_listener = transport_http_bind(res, listen, cause);
 	freeaddrinfo(res);
-	if (http.metrics_listener == NULL) {
-		xasprintf(cause, "cannot listen on %s for metrics: %s",
-		    listen, strerror(errno));
+	if (http.metrics_listener == NULL)
 		return (-1);
+	if (transport_http_bound(http.metrics_listener, name, sizeof name,
+	    host, sizeof host, &port) != 0)
+		strlcpy(name, listen, sizeof name);
+	log_info("serving metrics on http://%s/metrics (no key)", name);
+	return (0);
+}
+
+/*
+ * A listener on res (listen as the user wrote it, for the cause) that
+ * accepts while the connections have room: NULL and a cause when the
+ * address cannot be bound.
+ */
+static struct evconnlistener *
+transport_http_bind(const struct addrinfo *res, const char *listen,
+    char **cause)
+{
+	struct evconnlistener	*l;
+
+	transport_http_init();
+	l = evconnlistener_new_bind(ev_base, transport_http_accept_cb, NULL,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+	    511, res->ai_addr, (int)res->ai_addrlen);
+	if (l == NULL) {
+		xasprintf(cause, "cannot listen on %s: %s", listen,
+		    strerror(errno));
+		return (NULL);
 	}
-	evconnlistener_set_error_cb(http.metrics_listener,
-	    transport_http_accept_error_cb);
+	evconnlistener_set_error_cb(l, transport_http_accept_error_cb);
 	if (!http.accepting)
-		evconnlistener_disable(http.metrics_listener);
-	if (getsockname(evconnlistener_get_fd(http.metrics_listener),
-	    (struct sockaddr *)&ss, &sslen) != 0 ||
-	    getnameinfo((struct sockaddr *)&ss, sslen, h, sizeof h, p,
-	    sizeof p, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-		strlcpy(p, "?", sizeof p);
-	log_info("serving metrics on http://%s%s%s:%s/metrics (no key)",
-	    ss.ss_family == AF_INET6 ? "[" : "", h,
-	    ss.ss_family == AF_INET6 ? "]" : "", p);
+		evconnlistener_disable(l);
+	return (l);
+}
+
+/*
+ * Where a listener is bound, numeric: "host:port" ("[v6]:port") into
+ * name, the host alone into host, the port into *port. 0, or -1.
+ */
+static int
+transport_http_bound(struct evconnlistener *l, char *name, size_t len,
+    char *host, size_t hostlen, int *port)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 sslen = sizeof ss;
+	char			 p[NI_MAXSERV];
+
+	if (getsockname(evconnlistener_get_fd(l), (struct sockaddr *)&ss,
+	    &sslen) != 0 || getnameinfo((struct sockaddr *)&ss, sslen, host,
+	    hostlen, p, sizeof p, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+		return (-1);
+	snprintf(name, len, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s",
+	    host, p);
+	*port = (int)strtonum(p, 0, 65535, NULL);
 	return (0);
 }
 
@@ -1951,10 +1987,7 @@ transport_http_metrics_start(const char *listen, char **cause)
 int
 transport_http_start(const char *listen, int sets, char **cause)
 {
-	struct addrinfo		*res;
-	struct sockaddr_storage	 ss;
-	socklen_t		 sslen = sizeof ss;
-	char			 h[NI_MAXHOST], p[NI_MAXSERV];
+	struct addrinfo	*res;
 
 	if ((res = cfg_listen_resolve(listen, cause)) == NULL)
 		return (-1);
@@ -1966,34 +1999,13 @@ transport_http_start(const char *listen, int sets, char **cause)
 		return (-1);
 	}
 	http.sets = sets;
-	transport_http_init();
-	http.listener = evconnlistener_new_bind(ev_base,
-	    transport_http_accept_cb, NULL, LEV_OPT_CLOSE_ON_FREE |
-	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 511, res->ai_addr,
-	    (int)res->ai_addrlen);
-	if (http.listener == NULL) {
-		xasprintf(cause, "cannot listen on %s: %s", listen,
-		    strerror(errno));
-		freeaddrinfo(res);
-		return (-1);
-	}
+	http.listener = transport_http_bind(res, listen, cause);
 	freeaddrinfo(res);
-	evconnlistener_set_error_cb(http.listener,
-	    transport_http_accept_error_cb);
-	if (!http.accepting)
-		evconnlistener_disable(http.listener);
-	if (getsockname(evconnlistener_get_fd(http.listener),
-	    (struct sockaddr *)&ss, &sslen) == 0 &&
-	    getnameinfo((struct sockaddr *)&ss, sslen, h, sizeof h, p,
-	    sizeof p, NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
-		if (ss.ss_family == AF_INET6)
-			snprintf(http.bound, sizeof http.bound, "[%s]:%s", h,
-			    p);
-		else
-			snprintf(http.bound, sizeof http.bound, "%s:%s", h, p);
-		strlcpy(http.bound_host, h, sizeof http.bound_host);
-		http.bound_port = (int)strtonum(p, 0, 65535, NULL);
-	}
+	if (http.listener == NULL)
+		return (-1);
+	if (transport_http_bound(http.listener, http.bound, sizeof http.bound,
+	    http.bound_host, sizeof http.bound_host, &http.bound_port) != 0)
+		http.bound_port = 0;
 	log_info("listening on http://%s/mcp sets=0x%x auth=%s", http.bound,
 	    sets, TAILQ_EMPTY(&cfg->apikeys) ? "none" : "api-key");
 	proc_hold();
