@@ -669,36 +669,36 @@ cfg_kw_export_root(struct cfg_parse *p, int argc, char **argv)
 	    argv));
 }
 
+/* An address directive (listen, metrics-listen): once, ADDRESS:PORT. */
+static int
+cfg_address(struct cfg_parse *p, const char *name, int *seen, char **dst,
+    const char *value)
+{
+	if ((*seen)++) {
+		cfg_error(p, "%s is given twice", name);
+		return (-1);
+	}
+	if (strchr(value, ':') == NULL) {
+		cfg_error(p, "%s needs ADDRESS:PORT: %s", name, value);
+		return (-1);
+	}
+	free(*dst);
+	*dst = xstrdup(value);
+	return (0);
+}
+
 static int
 cfg_kw_listen(struct cfg_parse *p, int argc, char **argv)
 {
-	if (p->listen_seen++) {
-		cfg_error(p, "listen is given twice");
-		return (-1);
-	}
-	if (strchr(argv[0], ':') == NULL) {
-		cfg_error(p, "listen needs ADDRESS:PORT: %s", argv[0]);
-		return (-1);
-	}
-	free(p->cfg->listen);
-	p->cfg->listen = xstrdup(argv[0]);
-	return (0);
+	return (cfg_address(p, "listen", &p->listen_seen, &p->cfg->listen,
+	    argv[0]));
 }
 
 static int
 cfg_kw_metrics_listen(struct cfg_parse *p, int argc, char **argv)
 {
-	if (p->metrics_listen_seen++) {
-		cfg_error(p, "metrics-listen is given twice");
-		return (-1);
-	}
-	if (strchr(argv[0], ':') == NULL) {
-		cfg_error(p, "metrics-listen needs ADDRESS:PORT: %s", argv[0]);
-		return (-1);
-	}
-	free(p->cfg->metrics_listen);
-	p->cfg->metrics_listen = xstrdup(argv[0]);
-	return (0);
+	return (cfg_address(p, "metrics-listen", &p->metrics_listen_seen,
+	    &p->cfg->metrics_listen, argv[0]));
 }
 
 static int
@@ -1258,6 +1258,20 @@ cfg_listen_resolve(const char *listen, char **cause)
 	return (res);
 }
 
+/* Whether a listen address is a loopback one: 1, 0, or -1 and a cause. */
+static int
+cfg_loopback(const char *listen, char **cause)
+{
+	struct addrinfo	*res;
+	int		 loopback;
+
+	if ((res = cfg_listen_resolve(listen, cause)) == NULL)
+		return (-1);
+	loopback = util_sockaddr_loopback(res->ai_addr);
+	freeaddrinfo(res);
+	return (loopback);
+}
+
 /*
  * Checks that need the whole configuration and the command line: call
  * after both are applied. Fills *cause on failure.
@@ -1265,7 +1279,6 @@ cfg_listen_resolve(const char *listen, char **cause)
 int
 cfg_finish(struct cfg *c, char **cause)
 {
-	struct addrinfo	*res;
 	char		*sock;
 	int		 loopback;
 
@@ -1279,10 +1292,8 @@ cfg_finish(struct cfg *c, char **cause)
 	free(c->docker_socket);
 	c->docker_socket = sock;
 	if (c->listen != NULL) {
-		if ((res = cfg_listen_resolve(c->listen, cause)) == NULL)
+		if ((loopback = cfg_loopback(c->listen, cause)) == -1)
 			return (-1);
-		loopback = util_sockaddr_loopback(res->ai_addr);
-		freeaddrinfo(res);
 		if (!loopback && TAILQ_EMPTY(&c->apikeys)) {
 			xasprintf(cause, "refusing to listen on %s, which is"
 			    " not a loopback address, with no api-key"
@@ -1292,11 +1303,8 @@ cfg_finish(struct cfg *c, char **cause)
 	}
 	/* No key guards it: what it shows is for this machine only. */
 	if (c->metrics_listen != NULL) {
-		if ((res = cfg_listen_resolve(c->metrics_listen, cause)) ==
-		    NULL)
+		if ((loopback = cfg_loopback(c->metrics_listen, cause)) == -1)
 			return (-1);
-		loopback = util_sockaddr_loopback(res->ai_addr);
-		freeaddrinfo(res);
 		if (!loopback) {
 			xasprintf(cause, "metrics-listen %s is not a loopback"
 			    " address: it serves /metrics without a key; on"
