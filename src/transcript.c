@@ -299,14 +299,25 @@ transcript_cause(char **cause, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * The file of segment seq in directory dir: the segment ("") or where it
+ * begins (".first"); the caller frees it.
+ */
+static char *
+transcript_file(const char *dir, uint64_t seq, const char *suffix)
+{
+	char	*path;
+
+	xasprintf(&path, "%s/%010llu%s", dir, (unsigned long long)seq,
+	    suffix);
+	return (path);
+}
+
 /* The file name of a segment; the caller frees it. */
 static char *
 transcript_seg_path(struct transcript *t, struct transcript_seg *seg)
 {
-	char	*path;
-
-	xasprintf(&path, "%s/%010llu", t->path, (unsigned long long)seg->seq);
-	return (path);
+	return (transcript_file(t->path, seg->seq, ""));
 }
 
 /* Remember why the transcript cannot be written any more. */
@@ -360,8 +371,7 @@ transcript_first_write(struct transcript *t, struct transcript_seg *seg)
 	char	*path, text[48];
 	int	 fd, n;
 
-	xasprintf(&path, "%s/%010llu.first", t->path,
-	    (unsigned long long)seg->seq);
+	path = transcript_file(t->path, seg->seq, ".first");
 	n = snprintf(text, sizeof text, "%llu %llu\n",
 	    (unsigned long long)seg->first_line,
 	    (unsigned long long)seg->offset);
@@ -576,8 +586,7 @@ transcript_drop(struct transcript *t)
 		if (unlink(path) != 0 && errno != ENOENT)
 			log_warn("%s: unlink %s", __func__, path);
 		free(path);
-		xasprintf(&path, "%s/%010llu.first", t->path,
-		    (unsigned long long)seg->seq);
+		path = transcript_file(t->path, seg->seq, ".first");
 		unlink(path);
 		free(path);
 		t->dropped += seg->lines;
@@ -810,8 +819,7 @@ transcript_load(const char *path, uint64_t cap, char **cause)
 	TAILQ_INIT(&t->segs);
 	/* The newest segments that fit the cap. */
 	for (i = nseqs; i > 0; i--) {
-		xasprintf(&file, "%s/%010llu", path,
-		    (unsigned long long)seqs[i - 1]);
+		file = transcript_file(path, seqs[i - 1], "");
 		if (stat(file, &st) != 0 || total + (uint64_t)st.st_size >
 		    t->cap) {
 			free(file);
@@ -823,8 +831,7 @@ transcript_load(const char *path, uint64_t cap, char **cause)
 	first = i;
 	/* Where the first kept segment begins, when one was dropped. */
 	if (first < nseqs) {
-		xasprintf(&file, "%s/%010llu.first", path,
-		    (unsigned long long)seqs[first]);
+		file = transcript_file(path, seqs[first], ".first");
 		if ((fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
 			n = read(fd, line, sizeof line - 1);
 			close(fd);
@@ -845,8 +852,7 @@ transcript_load(const char *path, uint64_t cap, char **cause)
 		TAILQ_INSERT_TAIL(&t->segs, seg, entry);
 		t->cur = seg;
 		t->nextseq = seqs[i] + 1;
-		xasprintf(&file, "%s/%010llu", path,
-		    (unsigned long long)seqs[i]);
+		file = transcript_file(path, seqs[i], "");
 		fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		free(file);
 		if (fd == -1)
@@ -1199,8 +1205,7 @@ transcript_remove(struct transcript *t)
 			rv = -1;
 		}
 		free(path);
-		xasprintf(&path, "%s/%010llu.first", t->path,
-		    (unsigned long long)seg->seq);
+		path = transcript_file(t->path, seg->seq, ".first");
 		unlink(path);
 		free(path);
 	}
