@@ -1081,13 +1081,10 @@ transport_http_host_ok(struct http_conn *c)
 	len = transport_http_host_len(host);
 	if (!transport_http_port_ok(host + len))
 		return (0);
-	/* metrics-listen is on loopback, for this machine's names only. */
-	if (c->metrics_only)
-		return (transport_http_loopback_name(host, len));
 	if (transport_http_loopback_name(host, len) ||
 	    transport_http_public_name(host))
 		return (1);
-	return (!http.loopback && TAILQ_EMPTY(&cfg->public_hosts));
+	return (!c->loopback && TAILQ_EMPTY(&cfg->public_hosts));
 }
 
 /* Refuse a request the Host guard stops. */
@@ -1156,7 +1153,7 @@ transport_http_origin_ok(struct http_conn *c, const char *origin)
 		if (strcasecmp(w->word, origin) == 0)
 			return (1);
 	}
-	if (!http.loopback || c->forwarded)
+	if (!c->loopback || c->forwarded)
 		return (0);
 	host = transport_http_request_host(c, buf, sizeof buf, &fwd);
 	if (host == NULL || fwd || !transport_http_loopback_name(host,
@@ -1833,6 +1830,8 @@ transport_http_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	strlcpy(c->addr_name, name, sizeof c->addr_name);
 	c->proxied = proxied;
 	c->metrics_only = l == http.metrics_listener;
+	/* metrics-listen is on loopback whatever the other listener is. */
+	c->loopback = c->metrics_only || http.loopback;
 	metrics_http_accepted();
 	if (!proxied) {
 		c->client = transport_http_client_get(name);

@@ -79,6 +79,7 @@ struct http_conn {
 	int				 client_request; /* for a request */
 	int				 proxied; /* a trusted proxy's */
 	int				 metrics_only; /* metrics-listen's */
+	int				 loopback; /* its listener's address */
 	uint64_t			 linger_end_ms; /* LINGER: the latest */
 	int				 forwarded; /* request: by a proxy */
 	char				 client_addr[64]; /* request: whose */
