@@ -68,7 +68,8 @@ struct observe_query {
 	size_t			 hits_max;
 	long long		 root_ms;	/* trace: its root's start */
 	int			 pass;		/* trace: 1 find, 2 collect */
-	cJSON			*spans;		/* trace: its records */
+	struct observe_rec	*recs;		/* trace: its records */
+	size_t			 recs_max;
 	int			 fd[2];		/* newest first; -1: none */
 	int			 cur;
 	off_t			 pos;		/* of cur, unread before it */
@@ -76,7 +77,7 @@ struct observe_query {
 	size_t			 keep;		/* bytes kept: a line's end */
 	int			 newest;	/* cur's last slice not read */
 	cJSON			*events;	/* newest first */
-	long long		 nrecords;	/* in events, or spans */
+	long long		 nrecords;	/* in events, or recs */
 	size_t			 bytes;
 	int			 truncated;
 	cJSON			*result;	/* layerstack: made at once */
@@ -93,7 +94,37 @@ struct observe_query {
 	void			*arg;
 };
 
+/*
+ * A record of a trace: its line as it was written (one JSON object, as
+ * is), and what the tree is built from.
+ */
+struct observe_rec {
+	char		*raw;
+	int		 is_span;	/* kind "span", not "event" */
+	char		*span;		/* its id, when a span has one */
+	char		*parent;	/* NULL: none */
+	long long	 ts;
+	long long	 end;		/* ts, and dur_ms for a span */
+	size_t		 seq;		/* the order read, newest first */
+};
+
 static void	observe_walk_done(const char *);
+
+static void
+observe_recs_free(struct observe_query *q)
+{
+	long long	i;
+
+	for (i = 0; q->recs != NULL && i < q->nrecords; i++) {
+		free(q->recs[i].raw);
+		free(q->recs[i].span);
+		free(q->recs[i].parent);
+	}
+	free(q->recs);
+	q->recs = NULL;
+	q->recs_max = 0;
+	q->nrecords = 0;
+}
 
 static void
 observe_free(struct observe_query *q)
@@ -107,7 +138,7 @@ observe_free(struct observe_query *q)
 	if (q->ev != NULL)
 		event_free(q->ev);
 	cJSON_Delete(q->events);
-	cJSON_Delete(q->spans);
+	observe_recs_free(q);
 	cJSON_Delete(q->result);
 	cause_clear(&q->cause);
 	if (q->job != NULL) {
@@ -427,7 +458,12 @@ observe_member(const char *line, size_t len, const char *name)
 	char		 key[32];
 	size_t		 klen;
 
-	klen = (size_t)snprintf(key, sizeof key, "\"%s\"", name);
+	if ((klen = strlen(name)) > sizeof key - 2)
+		return (NULL);
+	key[0] = '"';
+	memcpy(key + 1, name, klen);
+	key[klen + 1] = '"';
+	klen += 2;
 	while ((p = memmem(p, end - p, key, klen)) != NULL) {
 		p += klen;
 		while (p < end && (*p == ' ' || *p == '\t'))
@@ -568,39 +604,92 @@ observe_trace_stop(struct observe_query *q, const char *line, size_t len)
 	    end < q->root_ms - OBSERVE_JITTER_MS);
 }
 
+/*
+ * Take a line as a record of trace into *rec: 0 when it is one (an
+ * object whose kind is a string, its ts a number, its trace that one),
+ * -1 when not. Its text is kept as it is when it scans as one line of
+ * JSON whose kind, trace, span and parent need no decoding; a record
+ * that cJSON alone reads (a CR for a blank, say) is printed again and
+ * then scanned. A record whose ids need escapes belongs to no trace.
+ */
+static int
+observe_rec_take(const char *line, size_t len, const char *trace,
+    struct observe_rec *rec, int again)
+{
+	struct util_jfield	 f[6] = { { .name = "kind" }, { .name = "ts" },
+	    { .name = "trace" }, { .name = "span" }, { .name = "parent" },
+	    { .name = "dur_ms" } };
+	cJSON			*js;
+	char			*text;
+	double			 ts, dur;
+	int			 rc, i;
+
+	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+		len--;
+	if (util_json_scan(line, len, f, 6) != 0) {
+		if (again || (js = cJSON_ParseWithLength(line, len)) == NULL)
+			return (-1);
+		text = util_json_print(js);
+		cJSON_Delete(js);
+		rc = observe_rec_take(text, strlen(text), trace, rec, 1);
+		free(text);
+		return (rc);
+	}
+	for (i = 0; i < 5; i++) {
+		if (f[i].value != NULL && f[i].type == cJSON_String &&
+		    f[i].escaped)
+			return (-1);
+	}
+	if (f[0].type != cJSON_String || f[0].value == NULL ||
+	    f[2].value == NULL || f[2].type != cJSON_String ||
+	    f[2].len != strlen(trace) + 2 ||
+	    memcmp(f[2].value + 1, trace, f[2].len - 2) != 0 ||
+	    util_jfield_number(&f[1], &ts) != 0 || !(ts > -1e15 && ts < 1e15))
+		return (-1);
+	memset(rec, 0, sizeof *rec);
+	rec->raw = xstrndup(line, len);
+	rec->is_span = f[0].len == 6 && memcmp(f[0].value, "\"span\"", 6) ==
+	    0;
+	rec->span = util_jfield_string(&f[3]);
+	rec->parent = util_jfield_string(&f[4]);	/* a caller's, maybe */
+	rec->ts = (long long)ts;
+	rec->end = rec->ts;
+	if (util_jfield_number(&f[5], &dur) == 0 && dur >= 0 && dur < 1e12)
+		rec->end += (long long)dur;
+	return (0);
+}
+
 /* Pass 2: every span and event of the trace. */
 static int
 observe_trace_line(struct observe_query *q, const char *line, size_t len)
 {
-	cJSON		*rec, *v;
-	long long	 end;
+	struct observe_rec	 rec;
+	long long		 end;
 
-	if ((end = observe_line_end(line, len)) == -1)
-		return (0);
-	if (q->root_ms > 0 && end < q->root_ms - OBSERVE_JITTER_MS)
-		return (1);
 	if (memmem(line, len, q->pattern, strlen(q->pattern)) == NULL ||
-	    (rec = cJSON_ParseWithLength(line, len)) == NULL)
-		return (0);
-	v = cJSON_GetObjectItemCaseSensitive(rec, "trace");
-	if (!cJSON_IsString(v) || strcmp(v->valuestring, q->trace) != 0 ||
-	    !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(rec, "ts")) ||
-	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "kind"))) {
-		cJSON_Delete(rec);
-		return (0);
+	    observe_rec_take(line, len, q->trace, &rec, 0) != 0) {
+		end = observe_line_end(line, len);
+		return (end != -1 && q->root_ms > 0 &&
+		    end < q->root_ms - OBSERVE_JITTER_MS);
 	}
-	v = cJSON_GetObjectItemCaseSensitive(rec, "kind");
+	if (q->root_ms > 0 && rec.end < q->root_ms - OBSERVE_JITTER_MS) {
+		free(rec.raw);
+		free(rec.span);
+		free(rec.parent);
+		return (1);
+	}
 	/*
 	 * A root of ours starts its trace: nothing older belongs to it. A
 	 * trace the caller made may hold many calls: read it all.
 	 */
-	if (strcmp(v->valuestring, "span") == 0 &&
-	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec, "parent")) &&
-	    q->root_ms == 0) {
-		q->root_ms = (long long)cJSON_GetObjectItemCaseSensitive(rec,
-		    "ts")->valuedouble;
+	if (rec.is_span && rec.parent == NULL && q->root_ms == 0)
+		q->root_ms = rec.ts;
+	if ((size_t)q->nrecords == q->recs_max) {
+		q->recs_max = q->recs_max == 0 ? 64 : q->recs_max * 2;
+		q->recs = xreallocarray(q->recs, q->recs_max, sizeof *q->recs);
 	}
-	cJSON_AddItemToArray(q->spans, rec);
+	rec.seq = (size_t)q->nrecords;
+	q->recs[q->nrecords] = rec;
 	if (++q->nrecords >= OBSERVE_TRACE_MAX) {
 		q->truncated = 1;
 		return (1);
@@ -610,100 +699,100 @@ observe_trace_line(struct observe_query *q, const char *line, size_t len)
 
 /* A span of the tree being built, by its id. */
 struct observe_node {
-	const char	*span;
-	const char	*parent;	/* NULL: none */
-	long long	 ts;
-	cJSON		*rec;
-	cJSON		*children;
-	cJSON		*events;
-	size_t		*kids;		/* indices of its children */
-	size_t		 nkids;
-	int		 placed;
+	struct observe_rec	 *rec;
+	struct observe_rec	**events;
+	size_t			  nevents;
+	struct observe_node	**kids;
+	size_t			  nkids;
+	int			  placed;
 };
 
 static int
 observe_node_cmp(const void *a, const void *b)
 {
-	return (strcmp(((const struct observe_node *)a)->span,
-	    ((const struct observe_node *)b)->span));
+	return (strcmp(((const struct observe_node *)a)->rec->span,
+	    ((const struct observe_node *)b)->rec->span));
 }
 
 static struct observe_node *
 observe_node_find(struct observe_node *nodes, size_t n, const char *span)
 {
+	struct observe_rec	rec;
 	struct observe_node	key;
 
 	if (span == NULL)
 		return (NULL);
-	key.span = span;
+	rec.span = (char *)span;
+	key.rec = &rec;
 	return (bsearch(&key, nodes, n, sizeof *nodes, observe_node_cmp));
 }
 
-/* Sort an array of nodes' objects by their "ts" (start), oldest first. */
+/* Oldest first; of one start, in the order of the log. */
 static int
-observe_obj_cmp(const void *a, const void *b)
+observe_rec_cmp(const struct observe_rec *x, const struct observe_rec *y)
 {
-	double	x, y;
-
-	x = cJSON_GetNumberValue(cJSON_GetObjectItem(*(cJSON *const *)a,
-	    "ts"));
-	y = cJSON_GetNumberValue(cJSON_GetObjectItem(*(cJSON *const *)b,
-	    "ts"));
-	return (x < y ? -1 : x > y);
+	if (x->ts != y->ts)
+		return (x->ts < y->ts ? -1 : 1);
+	return (x->seq > y->seq ? -1 : x->seq < y->seq);
 }
 
-/* The node objects of an array of spans, oldest first, taken over. */
-static cJSON *
-observe_sorted(cJSON *list, const char *key)
+static int
+observe_recp_cmp(const void *a, const void *b)
 {
-	cJSON	**items, *out, *it;
-	int	  n, i;
+	return (observe_rec_cmp(*(struct observe_rec *const *)a,
+	    *(struct observe_rec *const *)b));
+}
 
-	n = cJSON_GetArraySize(list);
-	items = xcalloc(n > 0 ? n : 1, sizeof *items);
-	for (i = 0; i < n; i++)
-		items[i] = cJSON_DetachItemFromArray(list, 0);
-	qsort(items, n, sizeof *items, observe_obj_cmp);
-	out = cJSON_CreateArray();
-	for (i = 0; i < n; i++) {
-		it = items[i];
-		if (key != NULL)	/* the sort key goes */
-			cJSON_DeleteItemFromObject(it, "ts");
-		cJSON_AddItemToArray(out, it);
-	}
-	free(items);
-	cJSON_Delete(list);
-	return (out);
+static int
+observe_nodep_cmp(const void *a, const void *b)
+{
+	return (observe_rec_cmp((*(struct observe_node *const *)a)->rec,
+	    (*(struct observe_node *const *)b)->rec));
+}
+
+/* A record's text as a raw item, which takes it over. */
+static cJSON *
+observe_raw(struct observe_rec *rec)
+{
+	cJSON	*item;
+
+	item = cJSON_CreateRaw("");
+	free(item->valuestring);	/* cJSON's free is free */
+	item->valuestring = rec->raw;
+	rec->raw = NULL;
+	return (item);
 }
 
 /* A node's object, its children and events within, recursively. */
 static cJSON *
-observe_node_object(struct observe_node *nodes, size_t n,
-    struct observe_node *nd, long long root_ms, int depth)
+observe_node_object(struct observe_node *nd, long long root_ms, int depth)
 {
-	cJSON			*obj, *kids, *kid;
+	cJSON			*obj, *kids, *events;
 	struct observe_node	*c;
 	size_t			 i;
 
 	obj = cJSON_CreateObject();
-	cJSON_AddNumberToObject(obj, "ts", (double)nd->ts);	/* to sort */
-	cJSON_AddItemToObject(obj, "span", nd->rec);
-	nd->rec = NULL;
-	cJSON_AddNumberToObject(obj, "offset_ms", (double)(nd->ts -
+	cJSON_AddItemToObject(obj, "span", observe_raw(nd->rec));
+	cJSON_AddNumberToObject(obj, "offset_ms", (double)(nd->rec->ts -
 	    root_ms));
-	kids = cJSON_CreateArray();
+	kids = cJSON_AddArrayToObject(obj, "children");
+	if (nd->nkids > 1)
+		qsort(nd->kids, nd->nkids, sizeof *nd->kids,
+		    observe_nodep_cmp);
 	for (i = 0; i < nd->nkids && depth < 64; i++) {
-		c = &nodes[nd->kids[i]];
+		c = nd->kids[i];
 		if (c->placed)
 			continue;	/* a cycle a damaged log made */
 		c->placed = 1;
-		kid = observe_node_object(nodes, n, c, root_ms, depth + 1);
-		cJSON_AddItemToArray(kids, kid);
+		cJSON_AddItemToArray(kids, observe_node_object(c, root_ms,
+		    depth + 1));
 	}
-	cJSON_AddItemToObject(obj, "children", observe_sorted(kids, "ts"));
-	cJSON_AddItemToObject(obj, "events", observe_sorted(nd->events,
-	    NULL));
-	nd->events = NULL;
+	events = cJSON_AddArrayToObject(obj, "events");
+	if (nd->nevents > 1)
+		qsort(nd->events, nd->nevents, sizeof *nd->events,
+		    observe_recp_cmp);
+	for (i = 0; i < nd->nevents; i++)
+		cJSON_AddItemToArray(events, observe_raw(nd->events[i]));
 	return (obj);
 }
 
@@ -711,76 +800,71 @@ observe_node_object(struct observe_node *nodes, size_t n,
 static void
 observe_trace_answer(struct observe_query *q)
 {
-	struct observe_node	*nodes, *nd;
-	cJSON			*result, *rec, *roots, *v, *events;
-	size_t			 n = 0, i;
-	long long		 root_ms = -1;
+	struct observe_node	 *nodes, *nd, **roots;
+	struct observe_rec	 *rec;
+	cJSON			 *result, *list;
+	size_t			  n = 0, i, nroots = 0;
+	long long		  root_ms = -1, r;
 
-	nodes = xcalloc(cJSON_GetArraySize(q->spans) + 1, sizeof *nodes);
-	events = cJSON_CreateArray();
-	while ((rec = cJSON_DetachItemFromArray(q->spans, 0)) != NULL) {
-		if (strcmp(cJSON_GetObjectItem(rec, "kind")->valuestring,
-		    "span") != 0 || !cJSON_IsString(v =
-		    cJSON_GetObjectItem(rec, "span"))) {
-			cJSON_AddItemToArray(events, rec);
+	nodes = xcalloc((size_t)q->nrecords + 1, sizeof *nodes);
+	for (r = 0; r < q->nrecords; r++) {
+		rec = &q->recs[r];
+		if (!rec->is_span || rec->span == NULL)
 			continue;
-		}
-		nd = &nodes[n++];
-		nd->span = v->valuestring;
-		v = cJSON_GetObjectItem(rec, "parent");
-		nd->parent = cJSON_IsString(v) ? v->valuestring : NULL;
-		nd->ts = (long long)cJSON_GetNumberValue(cJSON_GetObjectItem(
-		    rec, "ts"));
-		nd->rec = rec;
-		nd->children = NULL;
-		nd->events = cJSON_CreateArray();
-		if (root_ms == -1 || nd->ts < root_ms)
-			root_ms = nd->ts;
+		nodes[n++].rec = rec;
+		if (root_ms == -1 || rec->ts < root_ms)
+			root_ms = rec->ts;
 	}
-	qsort(nodes, n, sizeof *nodes, observe_node_cmp);
+	if (n > 1)
+		qsort(nodes, n, sizeof *nodes, observe_node_cmp);
 	for (i = 0; i < n; i++) {
-		if ((nd = observe_node_find(nodes, n, nodes[i].parent)) ==
+		if ((nd = observe_node_find(nodes, n, nodes[i].rec->parent)) ==
 		    NULL)
 			continue;
-		nd->kids = xreallocarray(nd->kids, nd->nkids + 1,
-		    sizeof *nd->kids);
-		nd->kids[nd->nkids++] = i;
+		if ((nd->nkids & (nd->nkids - 1)) == 0)	/* 0, 1, 2, 4 ... */
+			nd->kids = xreallocarray(nd->kids, nd->nkids == 0 ?
+			    1 : nd->nkids * 2, sizeof *nd->kids);
+		nd->kids[nd->nkids++] = &nodes[i];
 	}
 	/* Events under their span; the others are the trace's own. */
-	while ((rec = cJSON_DetachItemFromArray(events, 0)) != NULL) {
-		v = cJSON_GetObjectItem(rec, "parent");
-		if ((nd = observe_node_find(nodes, n, cJSON_IsString(v) ?
-		    v->valuestring : NULL)) != NULL)
-			cJSON_AddItemToArray(nd->events, rec);
-		else
-			cJSON_Delete(rec);
+	for (r = 0; r < q->nrecords; r++) {
+		rec = &q->recs[r];
+		if ((rec->is_span && rec->span != NULL) ||
+		    (nd = observe_node_find(nodes, n, rec->parent)) == NULL)
+			continue;
+		if ((nd->nevents & (nd->nevents - 1)) == 0)
+			nd->events = xreallocarray(nd->events, nd->nevents ==
+			    0 ? 1 : nd->nevents * 2, sizeof *nd->events);
+		nd->events[nd->nevents++] = rec;
 	}
-	cJSON_Delete(events);
-	roots = cJSON_CreateArray();
+	roots = xcalloc(n + 1, sizeof *roots);
 	for (i = 0; i < n; i++) {
 		nd = &nodes[i];
-		if (nd->placed || observe_node_find(nodes, n,
-		    nd->parent) != NULL)
-			continue;
-		nd->placed = 1;
-		cJSON_AddItemToArray(roots, observe_node_object(nodes, n, nd,
-		    root_ms, 0));
+		if (observe_node_find(nodes, n, nd->rec->parent) == NULL)
+			roots[nroots++] = nd;
 	}
-	for (i = 0; i < n; i++) {
-		cJSON_Delete(nodes[i].rec);
-		cJSON_Delete(nodes[i].events);
-		free(nodes[i].kids);
-	}
-	free(nodes);
+	if (nroots > 1)
+		qsort(roots, nroots, sizeof *roots, observe_nodep_cmp);
 	result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "view", "trace");
 	if (q->trace != NULL)
 		cJSON_AddStringToObject(result, "trace", q->trace);
 	else
 		cJSON_AddNullToObject(result, "trace");
-	cJSON_AddItemToObject(result, "spans", observe_sorted(roots, "ts"));
+	list = cJSON_AddArrayToObject(result, "spans");
+	for (i = 0; i < nroots; i++) {
+		roots[i]->placed = 1;
+		cJSON_AddItemToArray(list, observe_node_object(roots[i],
+		    root_ms, 0));
+	}
 	if (q->truncated)
 		cJSON_AddTrueToObject(result, "truncated");
+	for (i = 0; i < n; i++) {
+		free(nodes[i].kids);
+		free(nodes[i].events);
+	}
+	free(nodes);
+	free(roots);
 	q->cb(result, NULL, q->arg);
 	observe_free(q);
 }
@@ -804,7 +888,7 @@ static void
 observe_trace_finish(struct observe_query *q)
 {
 	if (q->pass == 2 && q->request == NULL && !q->truncated &&
-	    cJSON_GetArraySize(q->spans) == 0 && q->trace != NULL) {
+	    q->nrecords == 0 && q->trace != NULL) {
 		/*
 		 * No trace of that id: maybe the request id of a call that
 		 * joined its caller's trace. Find its root, then its trace.
@@ -815,8 +899,7 @@ observe_trace_finish(struct observe_query *q)
 		q->pattern = observe_pattern(q->request);
 		q->need = q->pattern;
 		q->stop = NULL;
-		cJSON_Delete(q->spans);
-		q->spans = NULL;
+		observe_recs_free(q);
 		q->root_ms = 0;
 		q->pass = 1;
 		q->line = observe_request_line;
@@ -831,7 +914,7 @@ observe_trace_finish(struct observe_query *q)
 		q->pass = 2;
 		q->line = observe_trace_line;
 		q->root_ms = 0;
-		q->spans = cJSON_CreateArray();
+		q->nrecords = 0;
 		free(q->pattern);
 		q->pattern = observe_pattern(q->trace);
 		q->need = q->pattern;
@@ -840,7 +923,7 @@ observe_trace_finish(struct observe_query *q)
 		return;
 	}
 	if (q->pass == 1)
-		q->spans = cJSON_CreateArray();	/* no root span at all */
+		observe_recs_free(q);	/* no root span at all */
 	observe_trace_answer(q);
 }
 
@@ -866,7 +949,6 @@ observe_trace(const char *id, const char *trace_id, observe_cb cb,
 	} else {
 		q->pass = 2;
 		q->line = observe_trace_line;
-		q->spans = cJSON_CreateArray();
 		q->trace = xstrdup(trace_id);
 		q->pattern = observe_pattern(trace_id);
 		q->need = q->pattern;

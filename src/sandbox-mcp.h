@@ -285,6 +285,17 @@ int		 util_tenant_sees(const char *, const char *);
 char		*util_json_mark_nuls(const char *, size_t);
 const char	*util_json_duplicate(const struct cJSON *);
 int		 util_json_blank(const char *, const char *);
+struct util_jfield {
+	const char	*name;		/* a member sought */
+	const char	*value;		/* its value's text; NULL: none */
+	size_t		 len;
+	int		 type;		/* cJSON_String, cJSON_Number, ... */
+	int		 escaped;	/* a string with a backslash in it */
+};
+int		 util_json_scan(const char *, size_t, struct util_jfield *,
+		     size_t);
+char		*util_jfield_string(const struct util_jfield *);
+int		 util_jfield_number(const struct util_jfield *, double *);
 
 /* state.c */
 enum state_place {

@@ -287,12 +287,32 @@ util_jbuf_add(struct util_jbuf *b, const char *s, size_t n)
 	b->len += n;
 }
 
+/* An integer's digits at the end of buf[32]; where they start. */
+static char *
+util_json_digits(char *buf, unsigned long long u)
+{
+	char	*p = buf + 32;
+
+	do {
+		*--p = '0' + (char)(u % 10);
+		u /= 10;
+	} while (u != 0);
+	return (p);
+}
+
+/*
+ * Integers and numbers of up to three decimals (the milliseconds of
+ * durations) are spelled here; others by printf, as few digits as read
+ * back the same double. A decimal m/1000 printed here reads back as
+ * the double nearest m/1000, which is the one tested, so nothing is
+ * lost either way.
+ */
 static void
 util_json_number(struct util_jbuf *b, double d)
 {
-	char		 buf[32];
-	long long	 v;
-	int		 n;
+	char		 buf[40], *p, *e;
+	long long	 v, m;
+	int		 n, neg;
 
 	if (isnan(d) || isinf(d)) {
 		util_jbuf_add(b, "null", 4);
@@ -300,8 +320,30 @@ util_json_number(struct util_jbuf *b, double d)
 	}
 	if (d > -9007199254740992.0 && d < 9007199254740992.0 &&
 	    d == (double)(v = (long long)d)) {
-		n = snprintf(buf, sizeof buf, "%lld", v);
-		util_jbuf_add(b, buf, (size_t)n);
+		neg = v < 0;
+		p = util_json_digits(buf, neg ? -(unsigned long long)v :
+		    (unsigned long long)v);
+		if (neg)
+			*--p = '-';
+		util_jbuf_add(b, p, (size_t)(buf + 32 - p));
+		return;
+	}
+	if (d > -1e12 && d < 1e12 && (double)(m = llround(d * 1000)) /
+	    1000.0 == d) {
+		neg = m < 0;
+		if (neg)
+			m = -m;
+		e = buf + 32;
+		p = util_json_digits(buf, (unsigned long long)(m / 1000));
+		if (neg)
+			*--p = '-';
+		*e++ = '.';
+		*e++ = '0' + (char)(m / 100 % 10);
+		*e++ = '0' + (char)(m / 10 % 10);
+		*e++ = '0' + (char)(m % 10);
+		while (e[-1] == '0')
+			e--;
+		util_jbuf_add(b, p, (size_t)(e - p));
 		return;
 	}
 	n = snprintf(buf, sizeof buf, "%1.15g", d);
@@ -819,4 +861,261 @@ util_json_duplicate(const cJSON *j)
 			dup = names[i];
 	free(names);
 	return (dup);
+}
+
+/* ---- a scan of one JSON object's text, without building it ---- */
+
+#define UTIL_JSCAN_DEPTH	CJSON_NESTING_LIMIT	/* as cJSON's parse */
+
+static const char	*util_jscan_value(const char *, const char *, int,
+			    int *, int *);
+
+static const char *
+util_jscan_blank(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	return (p);
+}
+
+/* A string at p ('"'); past its closing quote, or NULL. */
+static const char *
+util_jscan_string(const char *p, const char *end, int *escaped)
+{
+	int	i;
+
+	for (p++; p < end; p++) {
+		if ((unsigned char)*p < 0x20)
+			return (NULL);
+		if (*p == '"')
+			return (p + 1);
+		if (*p != '\\')
+			continue;
+		*escaped = 1;
+		if (++p == end)
+			return (NULL);
+		switch (*p) {
+		case '"': case '\\': case '/': case 'b': case 'f': case 'n':
+		case 'r': case 't':
+			break;
+		case 'u':
+			for (i = 0; i < 4; i++) {
+				if (++p == end || strchr("0123456789abcdefABCDEF",
+				    *p) == NULL || *p == '\0')
+					return (NULL);
+			}
+			break;
+		default:
+			return (NULL);
+		}
+	}
+	return (NULL);
+}
+
+static const char *
+util_jscan_digits(const char *p, const char *end)
+{
+	const char	*s = p;
+
+	while (p < end && *p >= '0' && *p <= '9')
+		p++;
+	return (p > s ? p : NULL);
+}
+
+/* A number as JSON spells it; past it, or NULL. */
+static const char *
+util_jscan_number(const char *p, const char *end)
+{
+	if (p < end && *p == '-')
+		p++;
+	if (p < end && *p == '0')
+		p++;
+	else if ((p = util_jscan_digits(p, end)) == NULL)
+		return (NULL);
+	if (p < end && *p == '.' && (p = util_jscan_digits(p + 1, end)) ==
+	    NULL)
+		return (NULL);
+	if (p < end && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < end && (*p == '+' || *p == '-'))
+			p++;
+		if ((p = util_jscan_digits(p, end)) == NULL)
+			return (NULL);
+	}
+	return (p);
+}
+
+/* An object or array at p, its members' values scanned; past it. */
+static const char *
+util_jscan_container(const char *p, const char *end, int depth)
+{
+	char	 close = *p == '{' ? '}' : ']';
+	int	 type, escaped;
+
+	if (depth >= UTIL_JSCAN_DEPTH)
+		return (NULL);
+	p = util_jscan_blank(p + 1, end);
+	if (p < end && *p == close)
+		return (p + 1);
+	for (;;) {
+		if (close == '}') {
+			if (p == end || *p != '"' ||
+			    (p = util_jscan_string(p, end, &escaped)) == NULL)
+				return (NULL);
+			p = util_jscan_blank(p, end);
+			if (p == end || *p != ':')
+				return (NULL);
+			p = util_jscan_blank(p + 1, end);
+		}
+		if ((p = util_jscan_value(p, end, depth + 1, &type,
+		    &escaped)) == NULL)
+			return (NULL);
+		p = util_jscan_blank(p, end);
+		if (p < end && *p == close)
+			return (p + 1);
+		if (p == end || *p != ',')
+			return (NULL);
+		p = util_jscan_blank(p + 1, end);
+	}
+}
+
+/* Any value at p; past it, or NULL. */
+static const char *
+util_jscan_value(const char *p, const char *end, int depth, int *type,
+    int *escaped)
+{
+	*escaped = 0;
+	if (p == end)
+		return (NULL);
+	switch (*p) {
+	case '"':
+		*type = cJSON_String;
+		return (util_jscan_string(p, end, escaped));
+	case '{':
+		*type = cJSON_Object;
+		return (util_jscan_container(p, end, depth));
+	case '[':
+		*type = cJSON_Array;
+		return (util_jscan_container(p, end, depth));
+	case 't':
+		*type = cJSON_True;
+		return (end - p >= 4 && memcmp(p, "true", 4) == 0 ? p + 4 :
+		    NULL);
+	case 'f':
+		*type = cJSON_False;
+		return (end - p >= 5 && memcmp(p, "false", 5) == 0 ? p + 5 :
+		    NULL);
+	case 'n':
+		*type = cJSON_NULL;
+		return (end - p >= 4 && memcmp(p, "null", 4) == 0 ? p + 4 :
+		    NULL);
+	default:
+		*type = cJSON_Number;
+		return (util_jscan_number(p, end));
+	}
+}
+
+/*
+ * Whether text[0..len) is one JSON object and nothing else (blanks
+ * around it are spaces and tabs only, so it fits on one line of any
+ * line-delimited stream as it is); each field's name found among its
+ * own members (not deeper; the first of a name given twice) gets the
+ * text of its value. 0 when it is, -1 when not: nested deeper than
+ * cJSON parses, * a control character, a CR or an LF anywhere, or any other fault.
+ * Nothing is built or copied.
+ */
+int
+util_json_scan(const char *text, size_t len, struct util_jfield *fields,
+    size_t nfields)
+{
+	const char	*p, *end = text + len, *name, *v;
+	size_t		 i, nlen;
+	int		 type, escaped;
+
+	for (i = 0; i < nfields; i++)
+		fields[i].value = NULL;
+	p = util_jscan_blank(text, end);
+	if (p == end || *p != '{')
+		return (-1);
+	p = util_jscan_blank(p + 1, end);
+	if (p < end && *p == '}') {
+		p++;
+		goto done;
+	}
+	for (;;) {
+		if (p == end || *p != '"')
+			return (-1);
+		name = p + 1;
+		escaped = 0;
+		if ((p = util_jscan_string(p, end, &escaped)) == NULL)
+			return (-1);
+		nlen = escaped ? SIZE_MAX : (size_t)(p - 1 - name);
+		p = util_jscan_blank(p, end);
+		if (p == end || *p != ':')
+			return (-1);
+		v = p = util_jscan_blank(p + 1, end);
+		if ((p = util_jscan_value(p, end, 1, &type, &escaped)) ==
+		    NULL)
+			return (-1);
+		for (i = 0; i < nfields; i++) {
+			if (fields[i].value == NULL &&
+			    strlen(fields[i].name) == nlen &&
+			    memcmp(fields[i].name, name, nlen) == 0) {
+				fields[i].value = v;
+				fields[i].len = (size_t)(p - v);
+				fields[i].type = type;
+				fields[i].escaped = escaped;
+			}
+		}
+		p = util_jscan_blank(p, end);
+		if (p < end && *p == '}') {
+			p++;
+			break;
+		}
+		if (p == end || *p != ',')
+			return (-1);
+		p = util_jscan_blank(p + 1, end);
+	}
+done:
+	return (util_jscan_blank(p, end) == end ? 0 : -1);
+}
+
+/*
+ * A field's value as a string of no escapes (its text between the
+ * quotes, copied), or NULL: not there, not a string, or one that
+ * would need decoding.
+ */
+char *
+util_jfield_string(const struct util_jfield *f)
+{
+	if (f->value == NULL || f->type != cJSON_String || f->escaped)
+		return (NULL);
+	return (xstrndup(f->value + 1, f->len - 2));
+}
+
+/* A field's value as a number, into *v: 0, or -1 when it is none. */
+int
+util_jfield_number(const struct util_jfield *f, double *v)
+{
+	char		 num[64];
+	const char	*p;
+	long long	 n = 0;
+
+	if (f->value == NULL || f->type != cJSON_Number)
+		return (-1);
+	p = f->value;
+	if (f->len <= 15 && *p != '-') {
+		for (; p < f->value + f->len && *p >= '0' && *p <= '9'; p++)
+			n = n * 10 + (*p - '0');
+		if (p == f->value + f->len) {
+			*v = (double)n;
+			return (0);
+		}
+	}
+	if (f->len >= sizeof num)
+		return (-1);
+	memcpy(num, f->value, f->len);
+	num[f->len] = '\0';
+	*v = strtod(num, NULL);
+	return (0);
 }

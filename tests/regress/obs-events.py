@@ -192,10 +192,56 @@ def test():
     check_eq([e["attrs"]["seq"] for e in many], list(range(2999, 1499, -1)),
              "by name, across slices")
     check_eq(events(last_n=1500)["events"], many, "every event, the same")
+    # A trace written by another writer: blanks after colons, a CR for a
+    # blank, escapes in attrs, a record nested 300 deep, records out of
+    # order; every record comes back as it was, in time order. A record
+    # whose span id needs an escape belongs to no tree.
+    h = "h" * 32
+    t0 = ts[0] + 20000
+    deep = {}
+    for _ in range(300):
+        deep = {"d": deep}
+    recs = {
+        "root": {"kind": "span", "ts": t0, "trace": h, "span": "root1",
+                 "name": "tool.hand", "dur_ms": 9.5, "status": "completed",
+                 "attrs": {"op": "hand"}},
+        "c2": {"kind": "span", "ts": t0 + 2, "trace": h, "span": "c2",
+               "parent": "root1", "name": "step.b", "dur_ms": 0.25,
+               "status": "completed", "attrs": {}},
+        "c1": {"kind": "span", "ts": t0 + 1, "trace": h, "span": "c1",
+               "parent": "root1", "name": "step.a", "dur_ms": 1,
+               "status": "completed", "attrs": {"s": "\u00e9\n\"x"}},
+        "c3": {"kind": "span", "ts": t0 + 3, "trace": h, "span": "c3",
+               "parent": "root1", "name": "step.deep", "dur_ms": 1,
+               "status": "completed", "attrs": deep},
+        "ev": {"kind": "event", "ts": t0 + 1, "trace": h, "parent": "c1",
+               "name": "hand.ev", "attrs": {"n": 1}},
+        "bad": {"kind": "span", "ts": t0 + 4, "trace": h,
+                "span": "q\"uote", "parent": "root1", "name": "step.bad",
+                "dur_ms": 1, "status": "completed", "attrs": {}},
+    }
+    with open(log, "a") as f:
+        f.write(json.dumps(recs["c2"]).replace(", ", ",\r") + "\n")
+        for k in ("ev", "c1", "c3", "bad", "root"):
+            f.write(json.dumps(recs[k]) + "\n")
+    hand = ok_result(obs.call("trace", {"sandbox_id": sid,
+                                        "trace_id": h}), "a hand trace")
+    check_eq(len(hand["spans"]), 1, "one root")
+    root = hand["spans"][0]
+    check_eq((root["span"], root["offset_ms"], root["events"]),
+             (recs["root"], 0, []), "the root as written")
+    check_eq([(c["span"], c["offset_ms"]) for c in root["children"]],
+             [(recs["c1"], 1), (recs["c2"], 2), (recs["c3"], 3)],
+             "its children as written, oldest first")
+    check_eq(root["children"][0]["events"], [recs["ev"]],
+             "the event under its span")
     before = rss_kib(obs.proc.pid)
     for _ in range(100):
         check_eq(len(events(name="layer.published")["events"]), 3,
                  "read again")
+        check_eq(len(ok_result(obs.call("trace", {"sandbox_id": sid,
+                                                  "trace_id": h}),
+                               "trace again")["spans"]), 1, "traced again")
     grown = rss_kib(obs.proc.pid) - before
     check(grown < 4096, "100 reads grew the server by %d KiB" % grown)
     obs.kill()

@@ -29,6 +29,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "engine.h"
 #include "op.h"
 #include "sandbox-mcp.h"
@@ -185,7 +187,127 @@ test_utf8_scrub(void)
 	return (0);
 }
 
+/*
+ * The scan of a record line: what it takes is one JSON object, which
+ * cJSON parses to the same members; what it refuses includes whatever
+ * would not fit on one line of a stream.
+ */
+static int
+test_json_scan(void)
+{
+	struct util_jfield	 f[3] = { { .name = "kind" }, { .name = "ts" },
+	    { .name = "a" } };
+	const char		*good[] = {
+		"{}", " {\"kind\":\"span\",\"ts\":12}\t",
+		"{\"a\":[1,-2.5e3,true,false,null,{\"kind\":\"x\"}],"
+		    "\"kind\" : \"e\\\"v\\u00e9\"}",
+		"{\"ts\":0.001,\"kind\":\"a\",\"kind\":\"b\"}",
+	};
+	const char		*bad[] = {
+		"", "[]", "{", "{\"a\":}", "{\"a\":1,}", "{\"a\" 1}",
+		"{\"a\":01}", "{\"a\":1.}", "{\"a\":-}", "{\"a\":tru}",
+		"{\"a\":\"x\ty\"}", "{\"a\":\"\\x\"}", "{\"a\":\"\\u12g4\"}",
+		"{\"a\":1}\r", "{\"a\":\n1}", "{\"a\":1} x", "{\"a\":1}{}",
+		"{\"a\":[1 2]}", "{\"a\":\"unended}",
+	};
+	char			 deep[2 * CJSON_NESTING_LIMIT + 8], text[64], *s;
+	cJSON			*j;
+	double			 v;
+	size_t			 i, n, taken = 0;
+	unsigned int		 seed = 7;
+
+	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+		CHECK(util_json_scan(good[i], strlen(good[i]), f, 3) == 0);
+		CHECK((j = cJSON_Parse(good[i])) != NULL);
+		cJSON_Delete(j);
+	}
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		CHECK(util_json_scan(bad[i], strlen(bad[i]), f, 3) == -1);
+	/* Fields: top-level only, the first of two, text as written. */
+	CHECK(util_json_scan(good[2], strlen(good[2]), f, 3) == 0);
+	CHECK(f[0].type == cJSON_String && f[0].escaped);
+	CHECK(util_jfield_string(&f[0]) == NULL);	/* needs decoding */
+	CHECK(f[1].value == NULL);
+	CHECK(f[2].type == cJSON_Array && f[2].len == 39);
+	CHECK(util_json_scan(good[3], strlen(good[3]), f, 3) == 0);
+	CHECK_STR(s = util_jfield_string(&f[0]), "a");
+	free(s);
+	CHECK(util_jfield_number(&f[1], &v) == 0 && v == 0.001);
+	CHECK(util_jfield_number(&f[0], &v) == -1);
+	/* Depth: what cJSON parses is scanned, one level more is not. */
+	for (n = CJSON_NESTING_LIMIT - 1; n <= CJSON_NESTING_LIMIT; n++) {
+		strlcpy(deep, "{\"a\":", sizeof deep);
+		for (i = 0; i < n; i++)
+			deep[5 + i] = '[';
+		for (i = 0; i < n; i++)
+			deep[5 + n + i] = ']';
+		deep[5 + 2 * n] = '}';
+		deep[6 + 2 * n] = '\0';
+		j = cJSON_Parse(deep);
+		CHECK((j != NULL) == (n < CJSON_NESTING_LIMIT));
+		cJSON_Delete(j);
+		CHECK(util_json_scan(deep, strlen(deep), f, 3) ==
+		    (n < CJSON_NESTING_LIMIT ? 0 : -1));
+	}
+	/* Random texts: whatever the scan takes, cJSON takes too. */
+	for (i = 0; i < 200000; i++) {
+		const char	 alpha[] = "{}[]\":,0123-.eE tfnrul\\a";
+		size_t		 k, len = 2 + rand_r(&seed) % 14;
+
+		text[0] = '{';
+		for (k = 1; k < len; k++)
+			text[k] = alpha[rand_r(&seed) % (sizeof alpha - 1)];
+		text[len] = '\0';
+		if (util_json_scan(text, len, f, 3) != 0)
+			continue;
+		CHECK((j = cJSON_Parse(text)) != NULL);
+		cJSON_Delete(j);
+		taken++;
+	}
+	CHECK(taken > 100);
+	return (0);
+}
+
+/* Numbers print as few digits as read back the same double. */
+static int
+test_json_number(void)
+{
+	const double	 exact[] = { 0, -0.5, 0.001, 12.345, -7.25, 1e-7,
+	    123456789.125, 1e300, -9007199254740991.0, 0.1 + 0.2 };
+	const char	*spelled[] = { "0", "-0.5", "0.001", "12.345", "-7.25",
+	    "1e-07", "123456789.125", "1e+300", "-9007199254740991",
+	    "0.30000000000000004" };
+	unsigned int	 seed = 11;
+	cJSON		*j;
+	char		*s;
+	double		 d;
+	size_t		 i;
+
+	for (i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+		j = cJSON_CreateNumber(exact[i]);
+		s = util_json_print(j);
+		CHECK_STR(s, spelled[i]);
+		free(s);
+		cJSON_Delete(j);
+	}
+	for (i = 0; i < 100000; i++) {
+		d = (double)rand_r(&seed) / (1 + rand_r(&seed) % 5000);
+		if (i % 3 == 0)
+			d = (double)(rand_r(&seed) % 100000000) / 1000.0;
+		if (i % 5 == 0)
+			d = -d;
+		j = cJSON_CreateNumber(d);
+		s = util_json_print(j);
+		CHECK(strtod(s, NULL) == d);
+		free(s);
+		cJSON_Delete(j);
+	}
+	return (0);
+}
+
 const struct unit_case unit_util_cases[] = {
+	{ "util/json-scan", test_json_scan },
+	{ "util/json-number", test_json_number },
 	{ "util/utf8", test_utf8 },
 	{ "util/utf8-scrub", test_utf8_scrub },
 	{ "util/ids", test_ids },
