@@ -84,6 +84,9 @@ int		 layer_hold(struct layer_stack *, struct layer_hold *,
 void		 layer_hold_release(struct layer_hold *);
 int		 layer_stack_whole(const char *, struct layer_stack *);
 void		 layer_recover(const char *);
+int		 layer_staging_claim(int, const char *);
+int		 layer_staging_sweep(const char *, int);
+void		 layer_staging_sweep_start(const char *, const char *);
 
 /* Where a sandbox's root file system lies (nsexec_root): sandbox.c. */
 struct sandbox_root {

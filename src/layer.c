@@ -544,34 +544,197 @@ absent:
 }
 
 /*
- * Recovery at start, for one sandbox: half-built layers in staging go to
- * the trash, when no publish holds the stack's lock.
+ * A staging entry a builder made (path, open as fd): locked for as long
+ * as fd stays open, so that a sweep leaves it be. 0, or -1 (errno set)
+ * when a sweep took it first: the builder then makes no use of it.
+ */
+int
+layer_staging_claim(int fd, const char *path)
+{
+	struct stat	st, at;
+
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0 || fstat(fd, &st) != 0 ||
+	    lstat(path, &at) != 0)
+		return (-1);
+	if (st.st_ino != at.st_ino || st.st_dev != at.st_dev) {
+		errno = ESTALE;
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * Whether staging entry name (in the directory open as dfd) was left by
+ * a builder that is gone: a directory no builder holds (*hold then
+ * holds its lock, until the entry is moved), or a record (<id>.*) whose
+ * directory is gone or held by no builder. Under the writer lock nothing
+ * in staging is renamed into place, so a record without its directory
+ * is a leftover.
+ */
+static int
+layer_staging_dead(int dfd, const char *name, int *hold)
+{
+	char	 base[NAME_MAX + 1], *dot;
+	int	 fd;
+
+	*hold = -1;
+	strlcpy(base, name, sizeof base);
+	if ((dot = strchr(base, '.')) != NULL)
+		*dot = '\0';
+	if ((fd = openat(dfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return (errno == ENOENT || errno == ENOTDIR || errno == ELOOP);
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		close(fd);
+		return (0);
+	}
+	*hold = fd;
+	return (1);
+}
+
+/*
+ * Move what builders that are gone (killed, or a process that ended
+ * before its publish or squash did) left in sandbox id's staging to its
+ * trash, under the writer lock: taken when wait, else only when free.
+ * What a live builder holds stays. The count of entries moved, or -1.
+ */
+int
+layer_staging_sweep(const char *id, int wait)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		*dir, *to;
+	int		 lock, dfd, hold, n = 0;
+
+	if ((lock = wait ? layer_lock(id) : layer_lock_try(id)) == -1)
+		return (-1);
+	dir = state_where(STATE_STACK_STAGING, id, NULL);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	free(dir);
+	if (dfd == -1 || (d = fdopendir(dup(dfd))) == NULL) {
+		if (dfd != -1)
+			close(dfd);
+		layer_unlock(lock);
+		return (dfd == -1 && errno == ENOENT ? 0 : -1);
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' ||
+		    !layer_staging_dead(dfd, de->d_name, &hold))
+			continue;
+		to = state_trash_path(id, "stg");
+		if (renameat(dfd, de->d_name, AT_FDCWD, to) == 0) {
+			log_info("sandbox %s: %s, left in staging by a builder"
+			    " that is gone, removed", id, de->d_name);
+			n++;
+		}
+		free(to);
+		if (hold != -1)
+			close(hold);
+	}
+	closedir(d);
+	close(dfd);
+	layer_unlock(lock);
+	return (n);
+}
+
+/*
+ * Recovery at start, for one sandbox: what builders that are gone left
+ * in staging goes to the trash, when no publish holds the stack's lock.
  */
 void
 layer_recover(const char *id)
 {
-	struct dirent	*de;
-	DIR		*d;
-	char		*dir, *path, *to;
-	int		 lock;
+	layer_staging_sweep(id, 0);
+}
 
-	if ((lock = layer_lock_try(id)) == -1)
-		return;
-	dir = state_where(STATE_STACK_STAGING, id, NULL);
-	if ((d = opendir(dir)) != NULL) {
-		while ((de = readdir(d)) != NULL) {
-			if (de->d_name[0] == '.')
-				continue;
-			xasprintf(&path, "%s/%s", dir, de->d_name);
-			to = state_trash_path(id, "stg");
-			if (rename(path, to) == 0)
-				log_info("recovery: removed the half-built"
-				    " layer %s of %s", de->d_name, id);
-			free(path);
-			free(to);
-		}
-		closedir(d);
+/* ---- the sweep after a builder that is gone ---- */
+
+struct layer_sweep {
+	char			*id;
+	char			*tenant;	/* charged for it */
+	int			 again;
+	LIST_ENTRY(layer_sweep)	 entry;
+};
+static LIST_HEAD(, layer_sweep) layer_sweeps =
+    LIST_HEAD_INITIALIZER(layer_sweeps);
+
+static void	layer_sweep_run(struct layer_sweep *);
+
+/* The child: confined to the sandbox's directory, sweep its staging. */
+static int
+layer_sweep_child(void *arg, int fd)
+{
+	struct layer_sweep	*ls = arg;
+	const char		*rw[1];
+	char			*dir, *cause = NULL;
+	cJSON			*rep;
+	int			 n, r;
+
+	dir = state_where(STATE_SANDBOX, ls->id, NULL);
+	rw[0] = dir;
+	if (confine_enter(rw, 1, NULL, 0, &cause) != 0) {
+		r = job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", cause);
+		free(cause);
+		free(dir);
+		return (r);
 	}
 	free(dir);
-	layer_unlock(lock);
+	if ((n = layer_staging_sweep(ls->id, 1)) == -1)
+		return (job_fail(fd, CAUSE_FAILED, NULL, NULL, "cannot sweep"
+		    " the staging directory: %s", strerror(errno)));
+	rep = cJSON_CreateObject();
+	cJSON_AddNumberToObject(rep, "moved", n);
+	r = job_answer(fd, rep, NULL);
+	cJSON_Delete(rep);
+	return (r);
+}
+
+static void
+layer_sweep_done(cJSON *rep, const struct cause *cause, void *arg)
+{
+	struct layer_sweep	*ls = arg;
+
+	if (cause != NULL)
+		log_warnx("sandbox %s: %s", ls->id, cause->message);
+	else if (cJSON_GetNumberValue(cJSON_GetObjectItem(rep, "moved")) > 0)
+		trash_empty();
+	if (ls->again) {
+		ls->again = 0;
+		layer_sweep_run(ls);
+		return;
+	}
+	LIST_REMOVE(ls, entry);
+	free(ls->id);
+	free(ls->tenant);
+	free(ls);
+}
+
+static void
+layer_sweep_run(struct layer_sweep *ls)
+{
+	job_early(job_helper("staging-sweep", ls->id, ls->tenant,
+	    layer_sweep_child, ls, NULL, 0, layer_sweep_done, ls));
+}
+
+/*
+ * A publish or squash of sandbox id ended without its report (killed,
+ * or out of memory): sweep its staging in a helper of the sandbox's,
+ * once at a time (asked again meanwhile: once more after).
+ */
+void
+layer_staging_sweep_start(const char *id, const char *tenant)
+{
+	struct layer_sweep	*ls;
+
+	LIST_FOREACH(ls, &layer_sweeps, entry) {
+		if (strcmp(ls->id, id) == 0) {
+			ls->again = 1;
+			return;
+		}
+	}
+	ls = xcalloc(1, sizeof *ls);
+	ls->id = xstrdup(id);
+	ls->tenant = xstrdup(tenant != NULL ? tenant : TENANT_LOCAL);
+	LIST_INSERT_HEAD(&layer_sweeps, ls, entry);
+	layer_sweep_run(ls);
 }

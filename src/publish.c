@@ -1031,8 +1031,10 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 	if ((md = EVP_MD_CTX_new()) == NULL ||
 	    EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
 		fatalx("%s: EVP_DigestInit_ex", __func__);
+	/* Locked until it is in place, or gone: a sweep leaves it be. */
 	if (mkdir(staging, 0755) != 0 || (sfd = open(staging, O_RDONLY |
-	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+	    layer_staging_claim(sfd, staging) != 0) {
 		xasprintf(&x->error, "cannot make the layer in staging: %s",
 		    strerror(errno));
 		EVP_MD_CTX_free(md);
@@ -1722,6 +1724,9 @@ publish_job_done(cJSON *rep, const struct cause *why, void *arg)
 	struct cause		 cause = { 0 };
 	cJSON			*result = NULL;
 
+	/* Ended without its report: what it had in staging is left. */
+	if (why != NULL && why->kind == CAUSE_INTERNAL)
+		layer_staging_sweep_start(pj->sandbox, pj->tenant);
 	if (why != NULL && pj->file)
 		files_helper_cause(&cause, why);	/* a refusal */
 	else if (why != NULL)

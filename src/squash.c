@@ -92,6 +92,7 @@ struct squash_run {
 	size_t			 first;
 	size_t			 last;
 	char			 id[20];
+	int			 claim;		/* its staging, locked */
 };
 
 struct squash_ctx {
@@ -388,7 +389,7 @@ squash_build(struct squash_ctx *x, struct squash_run *run)
 	unsigned int	 diglen;
 	char		 digest[72], *dir, *meta, *text, *cause = NULL;
 	cJSON		*m, *a;
-	int		 out, r;
+	int		 out = -1, r;
 	struct timespec	 times[2];
 	struct stat	 st;
 	struct fold	 f;
@@ -397,13 +398,17 @@ squash_build(struct squash_ctx *x, struct squash_run *run)
 	meta = state_where(STATE_STACK_STAGING, x->sbox, "%s.meta.json",
 	    run->id);
 	if (mkdir(dir, 0755) != 0 || (out = open(dir, O_RDONLY |
-	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+	    layer_staging_claim(out, dir) != 0) {
 		xasprintf(&x->error, "cannot make the squashed layer in"
 		    " staging: %s", strerror(errno));
+		if (out != -1)
+			close(out);
 		free(dir);
 		free(meta);
 		return (-1);
 	}
+	run->claim = out;	/* held until the squash ends */
 	nlist = run->last - run->first + 1;
 	list = xcalloc(nlist, sizeof *list);
 	for (i = 0; i < nlist; i++)
@@ -437,7 +442,6 @@ squash_build(struct squash_ctx *x, struct squash_run *run)
 		    futimens(out, times) != 0)
 			log_warn("squash: the root of %s", run->id);
 	}
-	close(out);
 	if (r != 0) {
 		free(dir);
 		free(meta);
@@ -639,6 +643,20 @@ squash_unlock(int *sq)
 	*sq = -1;
 }
 
+/* A run's layer and record in staging, removed (not committed). */
+static void
+squash_unstage(const char *sbox, const char *id)
+{
+	char	*path;
+
+	path = state_where(STATE_STACK_STAGING, sbox, "%s", id);
+	tree_remove_path(path);
+	free(path);
+	path = state_where(STATE_STACK_STAGING, sbox, "%s.meta.json", id);
+	unlink(path);
+	free(path);
+}
+
 /* The child: plan, flatten, commit, report. */
 int
 squash_child(void *arg, int fd)
@@ -652,7 +670,7 @@ squash_child(void *arg, int fd)
 	size_t			 nruns = 0, i, k, j;
 	cJSON			*rep, *blocks, *b, *ids, *sessions, *s;
 	cJSON			*reasons, *faulty;
-	int			 sq, version, r = 1, pinned;
+	int			 sq, version, r = 1, pinned, committed = 0;
 	struct rusage		 ru;
 
 	memset(&x, 0, sizeof x);
@@ -688,6 +706,8 @@ squash_child(void *arg, int fd)
 		}
 	}
 	nruns = squash_plan(x.head, &sl, &runs);
+	for (i = 0; i < nruns; i++)
+		runs[i].claim = -1;
 
 	dir = state_where(STATE_SANDBOX, a->sandbox, NULL);
 	rw[0] = dir;
@@ -729,6 +749,7 @@ squash_child(void *arg, int fd)
 		job_fail(fd, CAUSE_FAILED, NULL, NULL, "%s", x.error);
 		goto out;
 	}
+	committed = 1;
 
 	rep = cJSON_CreateObject();
 	cJSON_AddNumberToObject(rep, "manifest_version", version);
@@ -806,6 +827,14 @@ out:
 	}
 	free(x.roots);
 	free(x.error);
+	/* Not committed: what it built in staging goes with it. */
+	for (i = 0; i < nruns; i++) {
+		if (runs[i].claim == -1)
+			continue;
+		if (!committed)
+			squash_unstage(a->sandbox, runs[i].id);
+		close(runs[i].claim);
+	}
 	free(runs);
 	layer_stack_free(x.head);
 	squash_leases_free(&sl);
@@ -1120,6 +1149,9 @@ squash_done(cJSON *rep, const struct cause *cause, void *arg)
 	struct squash_sb	*ssb;
 
 	if (cause != NULL) {
+		/* Ended without its report: its staging is left. */
+		if (cause->kind == CAUSE_INTERNAL)
+			layer_staging_sweep_start(sq->ssb->id, sq->ssb->tenant);
 		squash_fail(sq, cause->kind == CAUSE_CONFLICT ? CAUSE_CONFLICT :
 		    CAUSE_FAILED, cause->message);
 		return;

@@ -10,7 +10,8 @@
 #   - kill -9 of the forker while publishes are under way (at whatever
 #     moment of them): each publish answers, a manifest is always whole,
 #     every layer it names is on disk, every file published is read back,
-#     and the next publish works (a new forker);
+#     the next publish works (a new forker), and what the cut publishes
+#     left in staging is swept while the server runs;
 #   - destroying the sandbox ends the forker and removes the helper
 #     groups.
 
@@ -179,6 +180,12 @@ def test():
     # Killed as soon as its helper was born, a publish of 3,000 files
     # cannot have finished: the first rounds at least were cut short.
     check(cut >= 1, "no publish was cut short by the kill")
+    # What the cut publishes were building in staging is swept away
+    # while the server runs (no restart), by a helper of the sandbox.
+    staging = os.path.join(state, "sandboxes", sid, "stack", "staging")
+    wait_for("staging swept of what %d cut publishes left: %r"
+             % (cut, os.listdir(staging)),
+             lambda: os.listdir(staging) == [], timeout=20)
     m = manifest_whole(state, sid, "the end")
     check(len(m["layers"]) >= 9, "layers: %d" % len(m["layers"]))
     # Everything published is read back.

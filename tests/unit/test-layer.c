@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,7 +350,69 @@ test_layer_normalized(void)
 	return (0);
 }
 
+/*
+ * The staging sweep: what no builder holds goes to the trash (a layer
+ * whose builder is gone, its records, a record whose layer is gone);
+ * a layer a builder holds, and its records, stay.
+ */
+static int
+test_layer_staging_sweep(void)
+{
+	const char	*id = "sbx-sweep-0001", *names[] = { "Ldead", "Llive",
+			    "Ldead.meta.json", "Llive.meta.json",
+			    "Llive.manifest.json", "Lgone.meta.json" };
+	char		*dir, *path, *cause = NULL;
+	struct stat	 st;
+	size_t		 i;
+	int		 fd, held, moved;
+
+	dir = state_where(STATE_STACK_STAGING, id, NULL);
+	CHECK(util_mkdir_p(dir, 0755, &cause) == 0);
+	path = state_where(STATE_SANDBOX, id, "trash");
+	CHECK(util_mkdir_p(path, 0755, &cause) == 0);
+	free(path);
+	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+		xasprintf(&path, "%s/%s", dir, names[i]);
+		if (strchr(names[i], '.') == NULL)
+			CHECK(mkdir(path, 0755) == 0);
+		else {
+			CHECK((fd = open(path, O_WRONLY | O_CREAT, 0644)) !=
+			    -1);
+			close(fd);
+		}
+		free(path);
+	}
+	xasprintf(&path, "%s/Llive", dir);
+	CHECK((held = open(path, O_RDONLY | O_DIRECTORY)) != -1);
+	CHECK(layer_staging_claim(held, path) == 0);
+	/* A second claim of a held one fails: one builder each. */
+	CHECK((fd = open(path, O_RDONLY | O_DIRECTORY)) != -1);
+	CHECK(layer_staging_claim(fd, path) == -1);
+	close(fd);
+	free(path);
+
+	moved = layer_staging_sweep(id, 0);
+	CHECK_INT(moved, 3);
+	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+		xasprintf(&path, "%s/%s", dir, names[i]);
+		CHECK((lstat(path, &st) == 0) == (strstr(names[i], "live") !=
+		    NULL));
+		free(path);
+	}
+	/* Its builder gone, the live one goes too, with its records. */
+	close(held);
+	CHECK_INT(layer_staging_sweep(id, 0), 3);
+	CHECK_INT(layer_staging_sweep(id, 0), 0);
+	/* The writer lock held: a sweep that may not wait does nothing. */
+	CHECK((held = layer_lock(id)) != -1);
+	CHECK_INT(layer_staging_sweep(id, 0), -1);
+	layer_unlock(held);
+	free(dir);
+	return (0);
+}
+
 const struct unit_case unit_layer_cases[] = {
+	{ "layer/staging-sweep", test_layer_staging_sweep },
 	{ "layer/upper", test_layer_upper },
 	{ "layer/whiteout", test_layer_whiteout },
 	{ "layer/opaque", test_layer_opaque },
