@@ -38,6 +38,7 @@
 #include <sys/queue.h>
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -51,6 +52,7 @@
 
 #define CGROUP_HELPER_DIR	"sandbox-mcp"
 #define CGROUP_MOUNTINFO_MAX	(1024 * 1024)
+#define CGROUP_MARKS_MAX	100000	/* read at start */
 
 enum cgroup_ctrl {
 	CGROUP_CPU,
@@ -261,6 +263,56 @@ cgroup_caps_forget(const char *sbox)
 }
 
 /*
+ * Groups are the machine's, not the state directory's: a mark in
+ * <state>/helper-groups/ for each one made says it is ours, so that a
+ * group left when a process ended before it could remove one (it was
+ * still busy, or the process was killed) is removed at the next start
+ * (cgroup_helper_marked), and no other server's group ever is.
+ */
+static void
+cgroup_mark(const char *sbox)
+{
+	char	*path;
+	int	 fd;
+
+	path = state_path("helper-groups/%s", sbox);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	    0600)) != -1)
+		close(fd);
+	else if (errno != EEXIST)
+		log_debug("%s: %s: %s", __func__, path, strerror(errno));
+	free(path);
+}
+
+/* The sandboxes whose helper groups a mark says are ours, and n. */
+char **
+cgroup_helper_marked(size_t *n)
+{
+	struct dirent	 *de;
+	DIR		 *d;
+	char		**ids = NULL, *path;
+	size_t		  size = 0;
+
+	*n = 0;
+	path = state_path("helper-groups");
+	d = opendir(path);
+	free(path);
+	if (d == NULL)
+		return (NULL);
+	while ((de = readdir(d)) != NULL && *n < CGROUP_MARKS_MAX) {
+		if (!util_id_valid(de->d_name))
+			continue;
+		if (*n == size) {
+			size = size == 0 ? 16 : size * 2;
+			ids = xreallocarray(ids, size, sizeof *ids);
+		}
+		ids[(*n)++] = xstrdup(de->d_name);
+	}
+	closedir(d);
+	return (ids);
+}
+
+/*
  * Make a sandbox's helper group with its caps (idempotent; the caps are
  * written again when the configuration changed them, or the group was
  * made anew). Returns 0, or -1 with a cause: helpers then run uncharged
@@ -287,6 +339,7 @@ cgroup_helper_prepare(const char *sbox, char **cause)
 			return (0);
 		}
 	}
+	cgroup_mark(sbox);
 	for (i = 0; i < n; i++) {
 		top = xstrdup(dirs[i]);
 		if ((slash = strrchr(top, '/')) != NULL)
@@ -377,7 +430,7 @@ cgroup_helper_join(const char *sbox)
 int
 cgroup_helper_remove(const char *sbox)
 {
-	char	*dirs[CGROUP__COUNT];
+	char	*dirs[CGROUP__COUNT], *path;
 	int	 n, i, busy = 0;
 
 	cgroup_caps_forget(sbox);
@@ -390,6 +443,11 @@ cgroup_helper_remove(const char *sbox)
 			    strerror(errno));
 		}
 		free(dirs[i]);
+	}
+	if (!busy) {
+		path = state_path("helper-groups/%s", sbox);
+		unlink(path);
+		free(path);
 	}
 	return (busy ? -1 : 0);
 }

@@ -298,6 +298,28 @@ job_group_remove(const char *sandbox)
 }
 
 /*
+ * At start: the helper groups of ours whose sandboxes are gone (a
+ * process ended while one was still busy, or was killed first) go.
+ */
+void
+job_groups_recover(void)
+{
+	char	**ids;
+	size_t	  n, i;
+
+	ids = cgroup_helper_marked(&n);
+	for (i = 0; i < n; i++) {
+		if (state_record_gone(ids[i])) {
+			log_info("removing the helper group of sandbox %s,"
+			    " which is gone", ids[i]);
+			job_group_remove(ids[i]);
+		}
+		free(ids[i]);
+	}
+	free(ids);
+}
+
+/*
  * Nothing of sandbox runs or waits any more, and it is gone: its helper
  * group goes (a job that ended with its forker is freed after it).
  */

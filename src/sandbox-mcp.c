@@ -479,6 +479,7 @@ main(int argc, char **argv)
 	rest_init();
 	runtime_init();
 	sandbox_recover(runtime_recover);
+	job_groups_recover();
 	sandbox_watch(runtime_lost);
 	/* A process that does the work samples the sandboxes' resources. */
 	if (opt_sets & (TOOLSET_MANAGEMENT | TOOLSET_RUNTIME))

@@ -404,6 +404,7 @@ typedef int (*job_msg_fn)(const char *, size_t, int);
 struct job	*job_helper_msg(const char *, const char *, const char *,
 		     job_msg_fn, const void *, size_t, job_cb, void *);
 void		 job_sandbox_gone(const char *);
+void		 job_groups_recover(void);
 void		 job_metrics(struct metrics_counts *);
 int		 job_helper_busy(void);
 int		 job_parent_alive(void);
@@ -424,6 +425,7 @@ int		 job_fail(int, enum cause_kind, const char *, const char *,
 int		 cgroup_write(const char *, const char *, const char *);
 int		 cgroup_helper_prepare(const char *, char **);
 int		 cgroup_helper_join(const char *);
+char		**cgroup_helper_marked(size_t *);
 int		 cgroup_helper_remove(const char *);
 char		*cgroup_freezer_of(pid_t);
 char		*cgroup_session_create(const char *, const char *, char **);

@@ -42,6 +42,8 @@
  *						sweep of unused bases
  *	<state>/base-cache/.gone-<hex>-<rnd>/	unused bases being removed
  *	<state>/telemetry/			telemetry of no sandbox
+ *	<state>/helper-groups/<id>		a mark: sandbox id's helper
+ *						control group is ours (cgroup.c)
  *	<state>/sandboxes/<id>/sessions/<ws>/	a workspace session's lease,
  *						upper and work directories
  *	<state>/sandboxes/<id>/commands/<pid>-<start>/<cmd>/
@@ -204,7 +206,7 @@ state_init(char **cause)
 {
 	static const char *dirs[] = { "sandboxes", "sandboxes/.trash",
 	    "sandboxes/.staging", "base-cache", "base-cache/.staging",
-	    "telemetry", "networks" };
+	    "telemetry", "networks", "helper-groups" };
 	size_t	 i;
 	char	*path;
 

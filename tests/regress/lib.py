@@ -257,6 +257,7 @@ class Server:
         # its state directory made, which a killed server leaves behind.
         state = self.state
         cleanup(lambda: remove_our_networks(state))
+        cleanup(lambda: remove_our_helper_groups(state))
         cleanup(self.kill)
         if listen is not None:
             self.port = self._wait_port()
@@ -685,3 +686,55 @@ def remove_our_networks(state):
                   check_rc=False).split()
     if nets:
         docker("network", "rm", *nets, check_rc=False)
+
+
+def helper_hierarchies():
+    """Where the helper groups of a sandbox go (cgroup.c): the v1
+    hierarchies of cpu, memory and pids, and the unified one for any of
+    them that has none."""
+    v1, v2 = {}, None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, post = line.split(" - ", 1)
+            mp = pre.split()[4]
+            kind, _, opts = post.split()[:3]
+            if kind == "cgroup2":
+                v2 = mp
+            elif kind == "cgroup":
+                for c in ("cpu", "memory", "pids"):
+                    if c in opts.split(",") and c not in v1:
+                        v1[c] = mp
+    out = list(v1.values())
+    if len(v1) < 3 and v2 is not None:
+        out.append(v2)
+    return out
+
+
+def helper_groups(sid):
+    """The helper group directories of sandbox sid that exist."""
+    return [d for d in (os.path.join(h, "sandbox-mcp", sid)
+                        for h in helper_hierarchies()) if os.path.isdir(d)]
+
+
+def remove_our_helper_groups(state):
+    """The helper groups a state directory's marks name, which a killed
+    server leaves behind (their last processes may take a moment to go
+    with it)."""
+    marks = os.path.join(state, "helper-groups")
+    try:
+        ids = os.listdir(marks)
+    except OSError:
+        return
+    end = time.time() + 5
+    for sid in ids:
+        for d in helper_groups(sid):
+            while True:
+                try:
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    if time.time() > end:
+                        break
+                    time.sleep(0.05)

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+# A sandbox's helper control groups (cgroup.c) are the machine's, not
+# the state directory's: each one the server makes is marked in
+# <state>/helper-groups/, and a group left behind is removed at the next
+# start when its sandbox is gone, while another sandbox's stays.
+#
+#   - a publish makes the sandbox's helper groups and their mark;
+#   - destroying a sandbox whose group is still busy (a process the test
+#     put in it), then kill -9 of the server: the group and its mark are
+#     left;
+#   - the next start removes that group and its mark, and keeps the
+#     group of a sandbox that still exists, which works on as before.
+
+import os
+import signal
+import subprocess
+import time
+
+from lib import (IMAGE, Server, check, check_eq, cleanup, helper_groups,
+                 main, ok_result, remove_our_containers, tmpdir)
+
+
+def wait_for(what, fn, timeout=10):
+    end = time.time() + timeout
+    while time.time() < end:
+        if fn():
+            return
+        time.sleep(0.02)
+    check(False, "timed out waiting for " + what)
+
+
+def test():
+    roots = tmpdir()
+    ws = os.path.join(roots, "ws")
+    os.makedirs(ws)
+    with open(os.path.join(ws, "a.txt"), "w") as f:
+        f.write("a\n")
+    conf = "workspace-root %s\n" % roots
+    s = Server(sets=("management", "runtime"), config=conf)
+    state = s.state
+    cleanup(lambda: remove_our_containers(state))
+    s.initialize()
+    marks = os.path.join(state, "helper-groups")
+
+    def made(srv, what):
+        sid = ok_result(srv.call("create_sandbox", {
+            "image": IMAGE, "workspace_root": ws}), "create " + what)["id"]
+        r = ok_result(srv.call("exec_command", {
+            "sandbox_id": sid, "cmd": "echo %s > %s.txt" % (what, what),
+            "yield_time_ms": 30000}, timeout=60), "publish in " + what)
+        check(r["publish"], "%s published: %r" % (what, r))
+        check(helper_groups(sid) != [], "%s has helper groups" % what)
+        check(os.path.exists(os.path.join(marks, sid)),
+              "%s's groups are marked as ours" % what)
+        return sid
+
+    gone = made(s, "gone")
+    kept = made(s, "kept")
+
+    # A process the server does not know of keeps the groups busy.
+    sleeper = subprocess.Popen(["sleep", "600"])
+    cleanup(lambda: sleeper.kill())
+    for d in helper_groups(gone):
+        with open(os.path.join(d, "cgroup.procs"), "w") as f:
+            f.write("%d\n" % sleeper.pid)
+    ok_result(s.call("destroy_sandbox", {"sandbox_id": gone}), "destroy")
+    s.proc.send_signal(signal.SIGKILL)
+    s.proc.wait()
+    sleeper.kill()
+    sleeper.wait()
+    check(helper_groups(gone) != [], "a busy group outlives the kill")
+    check(os.path.exists(os.path.join(marks, gone)), "and so does its mark")
+
+    # The next start: the gone sandbox's group goes, the other's stays.
+    s2 = Server(sets=("management", "runtime"), config=conf, state=state)
+    s2.initialize()
+    wait_for("the gone sandbox's groups removed",
+             lambda: helper_groups(gone) == [])
+    check(not os.path.exists(os.path.join(marks, gone)),
+          "its mark is removed with it")
+    check(helper_groups(kept) != [], "the kept sandbox's groups stay")
+    check(os.path.exists(os.path.join(marks, kept)), "with their mark")
+    r = ok_result(s2.call("exec_command", {
+        "sandbox_id": kept, "cmd": "echo again > again.txt",
+        "yield_time_ms": 30000}, timeout=60), "publish after the start")
+    check(r["publish"], "published after the start: %r" % r)
+    ok_result(s2.call("destroy_sandbox", {"sandbox_id": kept}),
+              "destroy the kept one")
+    wait_for("the kept sandbox's groups removed once it is destroyed",
+             lambda: helper_groups(kept) == [])
+    check_eq(os.listdir(marks), [], "no mark is left")
+
+
+main(test)
