@@ -6,7 +6,10 @@
 # python3, ca-certificates) from the apt mirror this machine already uses and
 # imports it as sandbox-mcp/debian:bookworm. With --busybox it builds the tiny
 # sandbox-mcp/busybox:test image from the host's static busybox instead, which
-# takes about a second and is what the test suite uses.
+# takes about a second and is what the test suite uses. With --box it builds
+# sandbox-mcp/box:bookworm, the image of boxes (a whole machine for an agent:
+# build tools, a virtual display, Chromium, ffmpeg and a rootless container
+# engine with compose); that one takes a while and about 2 GB.
 #
 # An image that already exists is left alone unless --force is given. The
 # image tag is printed on standard output; progress goes to standard error.
@@ -19,7 +22,7 @@ prog=${0##*/}
 
 usage() {
 	cat <<EOF
-usage: $prog [-h] [--force] [--busybox] [--tag TAG] [--mirror URL] [--suite NAME]
+usage: $prog [-h] [--force] [--busybox | --box] [--tag TAG] [--mirror URL] [--suite NAME]
 
 Build a local sandbox image for sandbox-mcp. Nothing is pulled from a registry:
 the root file system is made on this machine and loaded with 'docker import'.
@@ -31,6 +34,11 @@ the root file system is made on this machine and loaded with 'docker import'.
                  translations are left out to keep it small
   --busybox      tiny image made from the host's static busybox;
                  tag sandbox-mcp/busybox:test
+  --box          the box image: the Debian image plus curl, nodejs, npm,
+                 golang, build-essential, Xvfb, x11vnc, xdotool, chromium,
+                 ffmpeg, fonts, rootless podman (uidmap, slirp4netns) with
+                 its docker command and docker-compose, and a box user
+                 (uid 1000, home /home/box); tag sandbox-mcp/box:SUITE
   --tag TAG      use TAG as the image name instead of the default
   --mirror URL   Debian mirror for debootstrap (default: the mirror named in
                  /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list,
@@ -47,6 +55,7 @@ The Docker daemon must be running. On success the tag is printed on stdout.
 Examples:
   $prog                      # sandbox-mcp/debian:bookworm
   $prog --busybox            # sandbox-mcp/busybox:test
+  $prog --box                # sandbox-mcp/box:bookworm
   $prog --suite trixie       # sandbox-mcp/debian:trixie
 EOF
 }
@@ -83,6 +92,9 @@ while [ "$#" -gt 0 ]; do
 	--busybox)
 		variant=busybox
 		;;
+	--box)
+		variant=box
+		;;
 	--force)
 		force=1
 		;;
@@ -113,11 +125,11 @@ while [ "$#" -gt 0 ]; do
 done
 
 if [ -z "$tag" ]; then
-	if [ "$variant" = busybox ]; then
-		tag=sandbox-mcp/busybox:test
-	else
-		tag=sandbox-mcp/debian:$suite
-	fi
+	case $variant in
+	busybox) tag=sandbox-mcp/busybox:test ;;
+	box) tag=sandbox-mcp/box:$suite ;;
+	*) tag=sandbox-mcp/debian:$suite ;;
+	esac
 fi
 if [ "$variant" = busybox ] && { [ -n "$mirror" ] || [ "$suite" != bookworm ]; }; then
 	log "note: --mirror and --suite apply to the Debian image only; ignored with --busybox"
@@ -293,6 +305,44 @@ EOF
 	import_rootfs "$root"
 }
 
+# box_install ROOT: the box's packages, installed with apt-get inside the
+# new root (debootstrap's own resolver is not made for a list this long),
+# with no service started, and the box user.
+box_install() {
+	local root=$1 m
+
+	printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+	chmod 0755 "$root/usr/sbin/policy-rc.d"
+	for m in proc sys dev; do
+		mount --bind "/$m" "$root/$m" || die "cannot bind /$m into the new root"
+	done
+	printf 'deb %s %s main\n' "$mirror" "$suite" >"$root/etc/apt/sources.list"
+	log "installing the box's packages (several minutes)"
+	if ! chroot "$root" /usr/bin/env DEBIAN_FRONTEND=noninteractive \
+	    sh -c "apt-get update && apt-get install -y --no-install-recommends $box_packages" >&2; then
+		die "installing the box's packages failed (see the messages above)"
+	fi
+	chroot "$root" /usr/sbin/useradd -m -u 1000 -U -s /bin/bash box ||
+	    die "cannot make the box user"
+	printf 'box:100000:65536\n' >"$root/etc/subuid"
+	printf 'box:100000:65536\n' >"$root/etc/subgid"
+	# newuidmap and newgidmap with file capabilities, not setuid root: a
+	# setuid map write is refused without CAP_SYS_ADMIN, and nothing in a
+	# box is setuid.
+	chmod 0755 "$root/usr/bin/newuidmap" "$root/usr/bin/newgidmap"
+	chroot "$root" /sbin/setcap cap_setuid+ep /usr/bin/newuidmap ||
+	    die "setcap newuidmap"
+	chroot "$root" /sbin/setcap cap_setgid+ep /usr/bin/newgidmap ||
+	    die "setcap newgidmap"
+	find "$root" -xdev -perm /6000 -type f -exec chmod ug-s {} +
+	for m in dev sys proc; do
+		umount -l "$root/$m" 2>/dev/null || true
+	done
+	rm -f "$root/usr/sbin/policy-rc.d"
+	mkdir -p "$root/home/box/work"
+	chroot "$root" /bin/chown -R box:box /home/box
+}
+
 build_debian() {
 	local root include=$debian_packages
 
@@ -315,6 +365,10 @@ build_debian() {
 		[ -r "${root:?}/debootstrap/debootstrap.log" ] &&
 		    tail -n 20 "${root:?}/debootstrap/debootstrap.log" >&2
 		die "debootstrap of $suite from $mirror failed (see the messages above)"
+	fi
+
+	if [ "$variant" = box ]; then
+		box_install "$root"
 	fi
 
 	log "cleaning the root file system"
@@ -372,11 +426,15 @@ check_docker
 # What an image is built from, as a label: an image of an older recipe
 # (fewer packages) is built again rather than kept.
 debian_packages=bash,coreutils,git,python3,ca-certificates,procps
-if [ "$variant" = busybox ]; then
-	recipe=busybox-1
-else
-	recipe=debian-2:$debian_packages
-fi
+box_packages="curl nodejs npm golang-go build-essential xvfb x11vnc xdotool
+    chromium ffmpeg fonts-dejavu-core fonts-liberation podman podman-docker
+    docker-compose uidmap slirp4netns libcap2-bin iproute2 xz-utils"
+box_packages=$(echo $box_packages)
+case $variant in
+busybox) recipe=busybox-1 ;;
+box) recipe="box-1:$debian_packages,${box_packages// /,}" ;;
+*) recipe=debian-2:$debian_packages ;;
+esac
 
 if [ "$force" -eq 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
 	have=$(docker image inspect \
@@ -394,6 +452,7 @@ start=$(date +%s)
 if [ "$variant" = busybox ]; then
 	build_busybox
 else
+	[ "$variant" = box ] && debian_packages=$debian_packages,libcap2-bin
 	build_debian
 fi
 log "done in $(($(date +%s) - start)) s"

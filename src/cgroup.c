@@ -267,21 +267,64 @@ cgroup_caps_forget(const char *sbox)
  * <state>/helper-groups/ for each one made says it is ours, so that a
  * group left when a process ended before it could remove one (it was
  * still busy, or the process was killed) is removed at the next start
- * (cgroup_helper_marked), and no other server's group ever is.
+ * (cgroup_helper_marked, cgroup_helper_ours), and no other server's
+ * group ever is. The mark holds the inode of each of the group's
+ * directories as made: a mark copied from elsewhere, or naming a group
+ * made since by someone else, does not match.
  */
 static void
-cgroup_mark(const char *sbox)
+cgroup_mark(const char *sbox, char *dirs[CGROUP__COUNT], int n)
 {
-	char	*path;
-	int	 fd;
+	struct stat	 st;
+	char		*path, *text = NULL, *line, *cause = NULL;
+	int		 i;
+
+	for (i = 0; i < n; i++) {
+		if (lstat(dirs[i], &st) != 0)
+			continue;
+		xasprintf(&line, "%s%s %llu\n", text != NULL ? text : "",
+		    dirs[i], (unsigned long long)st.st_ino);
+		free(text);
+		text = line;
+	}
+	path = state_path("helper-groups/%s", sbox);
+	if (text != NULL && util_write_file(path, text, strlen(text), 0,
+	    &cause) != 0) {
+		log_debug("%s: %s", __func__, cause);
+		free(cause);
+	}
+	free(path);
+	free(text);
+}
+
+/*
+ * Whether sandbox sbox's helper groups are the ones its mark names:
+ * every directory of the group that is there has the inode the mark
+ * holds for it.
+ */
+int
+cgroup_helper_ours(const char *sbox)
+{
+	struct stat	 st;
+	char		*dirs[CGROUP__COUNT], *path, *text, want[PATH_MAX + 32];
+	size_t		 len;
+	int		 n, i, ours = 1;
 
 	path = state_path("helper-groups/%s", sbox);
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-	    0600)) != -1)
-		close(fd);
-	else if (errno != EEXIST)
-		log_debug("%s: %s: %s", __func__, path, strerror(errno));
+	text = util_read_file(path, 64 * 1024, &len);
 	free(path);
+	n = cgroup_helper_dirs(sbox, dirs);
+	for (i = 0; i < n; i++) {
+		if (lstat(dirs[i], &st) == 0) {
+			snprintf(want, sizeof want, "%s %llu\n", dirs[i],
+			    (unsigned long long)st.st_ino);
+			if (text == NULL || strstr(text, want) == NULL)
+				ours = 0;
+		}
+		free(dirs[i]);
+	}
+	free(text);
+	return (ours);
 }
 
 /* The sandboxes whose helper groups a mark says are ours, and n. */
@@ -339,7 +382,6 @@ cgroup_helper_prepare(const char *sbox, char **cause)
 			return (0);
 		}
 	}
-	cgroup_mark(sbox);
 	for (i = 0; i < n; i++) {
 		top = xstrdup(dirs[i]);
 		if ((slash = strrchr(top, '/')) != NULL)
@@ -389,6 +431,7 @@ cgroup_helper_prepare(const char *sbox, char **cause)
 			cgroup_write(dirs[i], "pids.max", num);
 		}
 	}
+	cgroup_mark(sbox, dirs, n);
 	for (i = 0; i < n; i++)
 		free(dirs[i]);
 	cgroup_caps_forget(sbox);
@@ -430,7 +473,7 @@ cgroup_helper_join(const char *sbox)
 int
 cgroup_helper_remove(const char *sbox)
 {
-	char	*dirs[CGROUP__COUNT], *path;
+	char	*dirs[CGROUP__COUNT];
 	int	 n, i, busy = 0;
 
 	cgroup_caps_forget(sbox);
@@ -444,12 +487,20 @@ cgroup_helper_remove(const char *sbox)
 		}
 		free(dirs[i]);
 	}
-	if (!busy) {
-		path = state_path("helper-groups/%s", sbox);
-		unlink(path);
-		free(path);
-	}
+	if (!busy)
+		cgroup_helper_unmark(sbox);
 	return (busy ? -1 : 0);
+}
+
+/* Forget the mark of sandbox sbox's helper groups. */
+void
+cgroup_helper_unmark(const char *sbox)
+{
+	char	*path;
+
+	path = state_path("helper-groups/%s", sbox);
+	unlink(path);
+	free(path);
 }
 
 /*

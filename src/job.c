@@ -309,10 +309,19 @@ job_groups_recover(void)
 
 	ids = cgroup_helper_marked(&n);
 	for (i = 0; i < n; i++) {
-		if (state_record_gone(ids[i])) {
+		if (!state_record_gone(ids[i])) {
+			free(ids[i]);
+			continue;
+		}
+		if (cgroup_helper_ours(ids[i])) {
 			log_info("removing the helper group of sandbox %s,"
 			    " which is gone", ids[i]);
 			job_group_remove(ids[i]);
+		} else {
+			log_warnx("the helper group of sandbox %s is not the"
+			    " one made here; its mark goes, the group stays",
+			    ids[i]);
+			cgroup_helper_unmark(ids[i]);
 		}
 		free(ids[i]);
 	}

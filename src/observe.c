@@ -523,6 +523,8 @@ observe_line_end(const char *line, size_t len)
  */
 #define OBSERVE_JITTER_MS	5000
 #define OBSERVE_TRACE_MAX	10000	/* records of one trace */
+#define OBSERVE_REC_DEPTH	128	/* nesting of a record kept */
+#define OBSERVE_TREE_DEPTH	64	/* of spans folded */
 
 /*
  * Whether a span record is a tool call's root: no parent, or the
@@ -608,9 +610,12 @@ observe_trace_stop(struct observe_query *q, const char *line, size_t len)
  * Take a line as a record of trace into *rec: 0 when it is one (an
  * object whose kind is a string, its ts a number, its trace that one),
  * -1 when not. Its text is kept as it is when it scans as one line of
- * JSON whose kind, trace, span and parent need no decoding; a record
- * that cJSON alone reads (a CR for a blank, say) is printed again and
- * then scanned. A record whose ids need escapes belongs to no trace.
+ * JSON that every decoder reads alike (util_json_scan) whose kind,
+ * trace, span and parent need no decoding; a record that cJSON alone
+ * reads (a CR for a blank, an escaped member name, bytes that are not
+ * UTF-8, which become '?') is printed again and then scanned. A record
+ * whose ids need escapes, that names a member twice or that is nested
+ * deeper than OBSERVE_REC_DEPTH belongs to no trace.
  */
 static int
 observe_rec_take(const char *line, size_t len, const char *trace,
@@ -626,10 +631,12 @@ observe_rec_take(const char *line, size_t len, const char *trace,
 
 	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 		len--;
-	if (util_json_scan(line, len, f, 6) != 0) {
-		if (again || (js = cJSON_ParseWithLength(line, len)) == NULL)
+	if (util_json_scan(line, len, f, 6, OBSERVE_REC_DEPTH) != 0) {
+		/* cJSON would cut the string there: left out. */
+		if (again || memmem(line, len, "\\u0000", 6) != NULL ||
+		    (js = cJSON_ParseWithLength(line, len)) == NULL)
 			return (-1);
-		text = util_json_print(js);
+		text = util_utf8_scrub(util_json_print(js));
 		cJSON_Delete(js);
 		rc = observe_rec_take(text, strlen(text), trace, rec, 1);
 		free(text);
@@ -765,7 +772,8 @@ observe_raw(struct observe_rec *rec)
 
 /* A node's object, its children and events within, recursively. */
 static cJSON *
-observe_node_object(struct observe_node *nd, long long root_ms, int depth)
+observe_node_object(struct observe_node *nd, long long root_ms, int depth,
+    int *cut)
 {
 	cJSON			*obj, *kids, *events;
 	struct observe_node	*c;
@@ -779,13 +787,15 @@ observe_node_object(struct observe_node *nd, long long root_ms, int depth)
 	if (nd->nkids > 1)
 		qsort(nd->kids, nd->nkids, sizeof *nd->kids,
 		    observe_nodep_cmp);
-	for (i = 0; i < nd->nkids && depth < 64; i++) {
+	if (nd->nkids > 0 && depth >= OBSERVE_TREE_DEPTH)
+		*cut = 1;	/* deeper spans are left out, and said so */
+	for (i = 0; i < nd->nkids && depth < OBSERVE_TREE_DEPTH; i++) {
 		c = nd->kids[i];
 		if (c->placed)
 			continue;	/* a cycle a damaged log made */
 		c->placed = 1;
 		cJSON_AddItemToArray(kids, observe_node_object(c, root_ms,
-		    depth + 1));
+		    depth + 1, cut));
 	}
 	events = cJSON_AddArrayToObject(obj, "events");
 	if (nd->nevents > 1)
@@ -855,7 +865,7 @@ observe_trace_answer(struct observe_query *q)
 	for (i = 0; i < nroots; i++) {
 		roots[i]->placed = 1;
 		cJSON_AddItemToArray(list, observe_node_object(roots[i],
-		    root_ms, 0));
+		    root_ms, 0, &q->truncated));
 	}
 	if (q->truncated)
 		cJSON_AddTrueToObject(result, "truncated");

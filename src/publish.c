@@ -78,6 +78,7 @@
 #define PUBLISH_MERGE_MAX	(8 * 1024 * 1024)
 #define PUBLISH_ENTRIES_MAX	1000000
 #define PUBLISH_TRIES		3	/* optimistic commits before locking */
+#define PUBLISH_CLAIM_TRIES	3	/* staging directories made */
 #define PUBLISH_CHANGED		"the workspace changed while it was being" \
 				" published; publish again"
 
@@ -1015,8 +1016,25 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 	size_t			 i;
 	int			 sfd = -1, r, same, moved;
 
-	layer_new_id(x->head->version + 1, 'L', id);
-	staging = state_where(STATE_STACK_STAGING, sbox, "%s", id);
+	/*
+	 * Locked until it is in place, or gone: a sweep leaves it be. A
+	 * sweep that took the directory between its mkdir and its lock (it
+	 * cannot tell it from a dead builder's) costs a new id, not the
+	 * publish.
+	 */
+	for (i = 0; i < PUBLISH_CLAIM_TRIES; i++) {
+		layer_new_id(x->head->version + 1, 'L', id);
+		staging = state_where(STATE_STACK_STAGING, sbox, "%s", id);
+		if (mkdir(staging, 0755) == 0 && (sfd = open(staging,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1 &&
+		    layer_staging_claim(sfd, staging) == 0)
+			break;
+		if (sfd != -1)
+			close(sfd);
+		sfd = -1;
+		free(staging);
+		staging = NULL;
+	}
 	dest = state_where(STATE_LAYERS, sbox, "%s", id);
 	meta = state_where(STATE_LAYERS, sbox, "%s.meta.json",
 	    id);
@@ -1031,10 +1049,7 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 	if ((md = EVP_MD_CTX_new()) == NULL ||
 	    EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
 		fatalx("%s: EVP_DigestInit_ex", __func__);
-	/* Locked until it is in place, or gone: a sweep leaves it be. */
-	if (mkdir(staging, 0755) != 0 || (sfd = open(staging, O_RDONLY |
-	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
-	    layer_staging_claim(sfd, staging) != 0) {
+	if (staging == NULL) {
 		xasprintf(&x->error, "cannot make the layer in staging: %s",
 		    strerror(errno));
 		EVP_MD_CTX_free(md);

@@ -293,7 +293,7 @@ struct util_jfield {
 	int		 escaped;	/* a string with a backslash in it */
 };
 int		 util_json_scan(const char *, size_t, struct util_jfield *,
-		     size_t);
+		     size_t, int);
 char		*util_jfield_string(const struct util_jfield *);
 int		 util_jfield_number(const struct util_jfield *, double *);
 
@@ -426,6 +426,8 @@ int		 cgroup_write(const char *, const char *, const char *);
 int		 cgroup_helper_prepare(const char *, char **);
 int		 cgroup_helper_join(const char *);
 char		**cgroup_helper_marked(size_t *);
+int		 cgroup_helper_ours(const char *);
+void		 cgroup_helper_unmark(const char *);
 int		 cgroup_helper_remove(const char *);
 char		*cgroup_freezer_of(pid_t);
 char		*cgroup_session_create(const char *, const char *, char **);

@@ -865,10 +865,9 @@ util_json_duplicate(const cJSON *j)
 
 /* ---- a scan of one JSON object's text, without building it ---- */
 
-#define UTIL_JSCAN_DEPTH	CJSON_NESTING_LIMIT	/* as cJSON's parse */
-
 static const char	*util_jscan_value(const char *, const char *, int,
-			    int *, int *);
+			    int, int *, int *);
+static const char	*util_jscan_number_text(const char *, const char *);
 
 static const char *
 util_jscan_blank(const char *p, const char *end)
@@ -878,11 +877,36 @@ util_jscan_blank(const char *p, const char *end)
 	return (p);
 }
 
-/* A string at p ('"'); past its closing quote, or NULL. */
+/* The code unit of a \\uXXXX escape whose u is at p, or -1. */
+static long
+util_jscan_unit(const char *p, const char *end)
+{
+	long	v = 0;
+	int	i, c;
+
+	if (end - p < 5)
+		return (-1);
+	for (i = 1; i <= 4; i++) {
+		c = (unsigned char)p[i];
+		if (c >= '0' && c <= '9')
+			v = v * 16 + (c - '0');
+		else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+			v = v * 16 + ((c | 0x20) - 'a' + 10);
+		else
+			return (-1);
+	}
+	return (v);
+}
+
+/*
+ * A string at p ('"'); past its closing quote, or NULL. Escapes that
+ * decoders read in different ways are refused too: \\u0000 (cJSON ends
+ * the string there) and a surrogate that is not one of a pair.
+ */
 static const char *
 util_jscan_string(const char *p, const char *end, int *escaped)
 {
-	int	i;
+	long	u, lo;
 
 	for (p++; p < end; p++) {
 		if ((unsigned char)*p < 0x20)
@@ -899,10 +923,16 @@ util_jscan_string(const char *p, const char *end, int *escaped)
 		case 'r': case 't':
 			break;
 		case 'u':
-			for (i = 0; i < 4; i++) {
-				if (++p == end || strchr("0123456789abcdefABCDEF",
-				    *p) == NULL || *p == '\0')
+			if ((u = util_jscan_unit(p, end)) <= 0 ||
+			    (u >= 0xdc00 && u <= 0xdfff))
+				return (NULL);
+			p += 4;
+			if (u >= 0xd800 && u <= 0xdbff) {
+				if (end - p < 3 || p[1] != '\\' || p[2] != 'u' ||
+				    (lo = util_jscan_unit(p + 2, end)) < 0xdc00 ||
+				    lo > 0xdfff)
 					return (NULL);
+				p += 6;
 			}
 			break;
 		default:
@@ -922,9 +952,30 @@ util_jscan_digits(const char *p, const char *end)
 	return (p > s ? p : NULL);
 }
 
-/* A number as JSON spells it; past it, or NULL. */
+/*
+ * A number as JSON spells it, and one a double holds (1e400 is refused:
+ * decoders make it infinity, or refuse it); past it, or NULL.
+ */
 static const char *
 util_jscan_number(const char *p, const char *end)
+{
+	const char	*s = p;
+	char		 num[400];
+
+	p = util_jscan_number_text(p, end);
+	if (p == NULL || (p - s <= 300 && memchr(s, 'e', p - s) == NULL &&
+	    memchr(s, 'E', p - s) == NULL))
+		return (p);
+	if (p - s >= (ptrdiff_t)sizeof num)
+		return (NULL);
+	memcpy(num, s, p - s);
+	num[p - s] = '\0';
+	return (isinf(strtod(num, NULL)) ? NULL : p);
+}
+
+/* The text of a number as JSON spells it; past it, or NULL. */
+static const char *
+util_jscan_number_text(const char *p, const char *end)
 {
 	if (p < end && *p == '-')
 		p++;
@@ -947,12 +998,12 @@ util_jscan_number(const char *p, const char *end)
 
 /* An object or array at p, its members' values scanned; past it. */
 static const char *
-util_jscan_container(const char *p, const char *end, int depth)
+util_jscan_container(const char *p, const char *end, int depth, int max)
 {
 	char	 close = *p == '{' ? '}' : ']';
 	int	 type, escaped;
 
-	if (depth >= UTIL_JSCAN_DEPTH)
+	if (depth >= max)
 		return (NULL);
 	p = util_jscan_blank(p + 1, end);
 	if (p < end && *p == close)
@@ -967,7 +1018,7 @@ util_jscan_container(const char *p, const char *end, int depth)
 				return (NULL);
 			p = util_jscan_blank(p + 1, end);
 		}
-		if ((p = util_jscan_value(p, end, depth + 1, &type,
+		if ((p = util_jscan_value(p, end, depth + 1, max, &type,
 		    &escaped)) == NULL)
 			return (NULL);
 		p = util_jscan_blank(p, end);
@@ -981,8 +1032,8 @@ util_jscan_container(const char *p, const char *end, int depth)
 
 /* Any value at p; past it, or NULL. */
 static const char *
-util_jscan_value(const char *p, const char *end, int depth, int *type,
-    int *escaped)
+util_jscan_value(const char *p, const char *end, int depth, int max,
+    int *type, int *escaped)
 {
 	*escaped = 0;
 	if (p == end)
@@ -993,10 +1044,10 @@ util_jscan_value(const char *p, const char *end, int depth, int *type,
 		return (util_jscan_string(p, end, escaped));
 	case '{':
 		*type = cJSON_Object;
-		return (util_jscan_container(p, end, depth));
+		return (util_jscan_container(p, end, depth, max));
 	case '[':
 		*type = cJSON_Array;
-		return (util_jscan_container(p, end, depth));
+		return (util_jscan_container(p, end, depth, max));
 	case 't':
 		*type = cJSON_True;
 		return (end - p >= 4 && memcmp(p, "true", 4) == 0 ? p + 4 :
@@ -1016,17 +1067,19 @@ util_jscan_value(const char *p, const char *end, int depth, int *type,
 }
 
 /*
- * Whether text[0..len) is one JSON object and nothing else (blanks
- * around it are spaces and tabs only, so it fits on one line of any
- * line-delimited stream as it is); each field's name found among its
- * own members (not deeper; the first of a name given twice) gets the
- * text of its value. 0 when it is, -1 when not: nested deeper than
- * cJSON parses, * a control character, a CR or an LF anywhere, or any other fault.
- * Nothing is built or copied.
+ * Whether text[0..len) is one JSON object of valid UTF-8 and nothing
+ * else (blanks around it are spaces and tabs only, so it fits on one
+ * line of any line-delimited stream as it is), that any decoder reads
+ * alike; each field's name found among its own members (not deeper)
+ * gets the text of its value. 0 when it is, -1 when not: nested deeper
+ * than max, a control character, a CR or an LF anywhere, a member name
+ * with an escape or a field's name given twice (decoders disagree on
+ * which one counts), \\u0000, a lone surrogate, a number no double
+ * holds, or any other fault. Nothing is built or copied.
  */
 int
 util_json_scan(const char *text, size_t len, struct util_jfield *fields,
-    size_t nfields)
+    size_t nfields, int max)
 {
 	const char	*p, *end = text + len, *name, *v;
 	size_t		 i, nlen;
@@ -1034,6 +1087,8 @@ util_json_scan(const char *text, size_t len, struct util_jfield *fields,
 
 	for (i = 0; i < nfields; i++)
 		fields[i].value = NULL;
+	if (!util_utf8_valid(text, len))
+		return (-1);
 	p = util_jscan_blank(text, end);
 	if (p == end || *p != '{')
 		return (-1);
@@ -1049,18 +1104,21 @@ util_json_scan(const char *text, size_t len, struct util_jfield *fields,
 		escaped = 0;
 		if ((p = util_jscan_string(p, end, &escaped)) == NULL)
 			return (-1);
-		nlen = escaped ? SIZE_MAX : (size_t)(p - 1 - name);
+		if (escaped)
+			return (-1);
+		nlen = (size_t)(p - 1 - name);
 		p = util_jscan_blank(p, end);
 		if (p == end || *p != ':')
 			return (-1);
 		v = p = util_jscan_blank(p + 1, end);
-		if ((p = util_jscan_value(p, end, 1, &type, &escaped)) ==
-		    NULL)
+		if ((p = util_jscan_value(p, end, 1, max, &type,
+		    &escaped)) == NULL)
 			return (-1);
 		for (i = 0; i < nfields; i++) {
-			if (fields[i].value == NULL &&
-			    strlen(fields[i].name) == nlen &&
+			if (strlen(fields[i].name) == nlen &&
 			    memcmp(fields[i].name, name, nlen) == 0) {
+				if (fields[i].value != NULL)
+					return (-1);
 				fields[i].value = v;
 				fields[i].len = (size_t)(p - v);
 				fields[i].type = type;

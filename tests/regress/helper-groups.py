@@ -9,7 +9,10 @@
 #     put in it), then kill -9 of the server: the group and its mark are
 #     left;
 #   - the next start removes that group and its mark, and keeps the
-#     group of a sandbox that still exists, which works on as before.
+#     group of a sandbox that still exists, which works on as before;
+#   - a start on another state directory whose mark names that group
+#     (empty, or with inodes that are not the group's) drops the mark
+#     and leaves the group.
 
 import os
 import signal
@@ -80,6 +83,28 @@ def test():
           "its mark is removed with it")
     check(helper_groups(kept) != [], "the kept sandbox's groups stay")
     check(os.path.exists(os.path.join(marks, kept)), "with their mark")
+    # A mark in another state directory naming the kept sandbox's group
+    # (made there by hand, or copied from here): that start leaves the
+    # group alone and drops the mark.
+    s2.kill()		# its forker goes with it: the group is empty
+    other = os.path.join(tmpdir(), "state")
+    os.makedirs(os.path.join(other, "helper-groups"))
+    for forged in ("", open(os.path.join(marks, kept)).read().replace(
+            " ", " 1")):
+        with open(os.path.join(other, "helper-groups", kept), "w") as f:
+            f.write(forged)
+        s3 = Server(sets=("management", "runtime"), config=conf,
+                    state=other)
+        s3.initialize()
+        ok_result(s3.call("list_sandboxes", {}), "the other server runs")
+        check(not os.path.exists(os.path.join(other, "helper-groups",
+                                              kept)),
+              "a mark that does not match is dropped (%r)" % forged[:40])
+        s3.kill()
+        check(helper_groups(kept) != [], "the kept sandbox's groups stay"
+              " when another state directory starts")
+    s2 = Server(sets=("management", "runtime"), config=conf, state=state)
+    s2.initialize()
     r = ok_result(s2.call("exec_command", {
         "sandbox_id": kept, "cmd": "echo again > again.txt",
         "yield_time_ms": 30000}, timeout=60), "publish after the start")

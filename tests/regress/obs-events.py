@@ -199,8 +199,11 @@ def test():
     h = "h" * 32
     t0 = ts[0] + 20000
     deep = {}
-    for _ in range(300):
+    for _ in range(100):
         deep = {"d": deep}
+    toodeep = deep
+    for _ in range(100):
+        toodeep = {"d": toodeep}
     recs = {
         "root": {"kind": "span", "ts": t0, "trace": h, "span": "root1",
                  "name": "tool.hand", "dur_ms": 9.5, "status": "completed",
@@ -219,11 +222,26 @@ def test():
         "bad": {"kind": "span", "ts": t0 + 4, "trace": h,
                 "span": "q\"uote", "parent": "root1", "name": "step.bad",
                 "dur_ms": 1, "status": "completed", "attrs": {}},
+        "toodeep": {"kind": "span", "ts": t0 + 5, "trace": h,
+                    "span": "c5", "parent": "root1", "name": "step.deeper",
+                    "dur_ms": 1, "status": "completed", "attrs": toodeep},
+        "c4": {"kind": "span", "ts": t0 + 4, "trace": h, "span": "c4",
+               "parent": "root1", "name": "step.odd", "dur_ms": 1,
+               "status": "completed", "attrs": {"s": "a?b"}},
     }
-    with open(log, "a") as f:
-        f.write(json.dumps(recs["c2"]).replace(", ", ",\r") + "\n")
-        for k in ("ev", "c1", "c3", "bad", "root"):
-            f.write(json.dumps(recs[k]) + "\n")
+    with open(log, "ab") as f:
+        f.write(json.dumps(recs["c2"]).replace(", ", ",\r").encode() +
+                b"\n")
+        for k in ("ev", "c1", "c3", "bad", "toodeep", "root"):
+            f.write(json.dumps(recs[k]).encode() + b"\n")
+        # An escaped member name and a byte that is not UTF-8: printed
+        # anew, the byte as '?'.
+        f.write(json.dumps(recs["c4"]).replace('"status"', '"st\\u0061tus"')
+                .replace("a?b", "a\x01b").encode().replace(b"\x01", b"\xff")
+                + b"\n")
+        # A member named twice: decoders differ on which counts.
+        f.write(json.dumps(recs["c1"])[:-1].encode() +
+                b', "span": "c9", "name": "twice"}\n')
     hand = ok_result(obs.call("trace", {"sandbox_id": sid,
                                         "trace_id": h}), "a hand trace")
     check_eq(len(hand["spans"]), 1, "one root")
@@ -231,8 +249,27 @@ def test():
     check_eq((root["span"], root["offset_ms"], root["events"]),
              (recs["root"], 0, []), "the root as written")
     check_eq([(c["span"], c["offset_ms"]) for c in root["children"]],
-             [(recs["c1"], 1), (recs["c2"], 2), (recs["c3"], 3)],
+             [(recs["c1"], 1), (recs["c2"], 2), (recs["c3"], 3),
+              (recs["c4"], 4)],
              "its children as written, oldest first")
+    check("truncated" not in hand, "nothing was cut")
+    # A chain of 70 spans: 64 levels below the root, and truncated.
+    c = "c" * 32
+    with open(log, "a") as f:
+        for i in range(71):
+            rec = {"kind": "span", "ts": t0 + 100 + i, "trace": c,
+                   "span": "n%d" % i, "name": "chain", "dur_ms": 0,
+                   "status": "completed", "attrs": {}}
+            if i > 0:
+                rec["parent"] = "n%d" % (i - 1)
+            f.write(json.dumps(rec) + "\n")
+    chain = ok_result(obs.call("trace", {"sandbox_id": sid,
+                                         "trace_id": c}), "a deep chain")
+    node, levels = chain["spans"][0], 0
+    while node["children"]:
+        node, levels = node["children"][0], levels + 1
+    check_eq((levels, chain.get("truncated")), (64, True),
+             "a chain cut 64 levels down says so")
     check_eq(root["children"][0]["events"], [recs["ev"]],
              "the event under its span")
     before = rss_kib(obs.proc.pid)

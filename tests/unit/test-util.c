@@ -201,7 +201,8 @@ test_json_scan(void)
 		"{}", " {\"kind\":\"span\",\"ts\":12}\t",
 		"{\"a\":[1,-2.5e3,true,false,null,{\"kind\":\"x\"}],"
 		    "\"kind\" : \"e\\\"v\\u00e9\"}",
-		"{\"ts\":0.001,\"kind\":\"a\",\"kind\":\"b\"}",
+		"{\"ts\":0.001,\"kind\":\"a\",\"x\":1,\"x\":2}",
+		"{\"a\":\"\\ud83d\\ude00\",\"b\":1e300,\"c\":\"\xc3\xa9\"}",
 	};
 	const char		*bad[] = {
 		"", "[]", "{", "{\"a\":}", "{\"a\":1,}", "{\"a\" 1}",
@@ -209,6 +210,11 @@ test_json_scan(void)
 		"{\"a\":\"x\ty\"}", "{\"a\":\"\\x\"}", "{\"a\":\"\\u12g4\"}",
 		"{\"a\":1}\r", "{\"a\":\n1}", "{\"a\":1} x", "{\"a\":1}{}",
 		"{\"a\":[1 2]}", "{\"a\":\"unended}",
+		/* What decoders read in different ways. */
+		"{\"kind\":1,\"kind\":2}", "{\"k\\u0061\":1}",
+		"{\"a\":\"\\u0000\"}", "{\"a\":\"\\ud800\"}",
+		"{\"a\":\"\\udc00\\ud800\"}", "{\"a\":\"\\ud800x\"}",
+		"{\"a\":1e400}", "{\"a\":-1E+999}", "{\"a\":\"\xff\"}",
 	};
 	char			 deep[2 * CJSON_NESTING_LIMIT + 8], text[64], *s;
 	cJSON			*j;
@@ -217,19 +223,23 @@ test_json_scan(void)
 	unsigned int		 seed = 7;
 
 	for (i = 0; i < sizeof good / sizeof good[0]; i++) {
-		CHECK(util_json_scan(good[i], strlen(good[i]), f, 3) == 0);
+		CHECK(util_json_scan(good[i], strlen(good[i]), f, 3,
+		    CJSON_NESTING_LIMIT) == 0);
 		CHECK((j = cJSON_Parse(good[i])) != NULL);
 		cJSON_Delete(j);
 	}
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		CHECK(util_json_scan(bad[i], strlen(bad[i]), f, 3) == -1);
+		CHECK(util_json_scan(bad[i], strlen(bad[i]), f, 3,
+		    CJSON_NESTING_LIMIT) == -1);
 	/* Fields: top-level only, the first of two, text as written. */
-	CHECK(util_json_scan(good[2], strlen(good[2]), f, 3) == 0);
+	CHECK(util_json_scan(good[2], strlen(good[2]), f, 3,
+	    CJSON_NESTING_LIMIT) == 0);
 	CHECK(f[0].type == cJSON_String && f[0].escaped);
 	CHECK(util_jfield_string(&f[0]) == NULL);	/* needs decoding */
 	CHECK(f[1].value == NULL);
 	CHECK(f[2].type == cJSON_Array && f[2].len == 39);
-	CHECK(util_json_scan(good[3], strlen(good[3]), f, 3) == 0);
+	CHECK(util_json_scan(good[3], strlen(good[3]), f, 3,
+	    CJSON_NESTING_LIMIT) == 0);
 	CHECK_STR(s = util_jfield_string(&f[0]), "a");
 	free(s);
 	CHECK(util_jfield_number(&f[1], &v) == 0 && v == 0.001);
@@ -246,7 +256,8 @@ test_json_scan(void)
 		j = cJSON_Parse(deep);
 		CHECK((j != NULL) == (n < CJSON_NESTING_LIMIT));
 		cJSON_Delete(j);
-		CHECK(util_json_scan(deep, strlen(deep), f, 3) ==
+		CHECK(util_json_scan(deep, strlen(deep), f, 3,
+		    CJSON_NESTING_LIMIT) ==
 		    (n < CJSON_NESTING_LIMIT ? 0 : -1));
 	}
 	/* Random texts: whatever the scan takes, cJSON takes too. */
@@ -258,7 +269,7 @@ test_json_scan(void)
 		for (k = 1; k < len; k++)
 			text[k] = alpha[rand_r(&seed) % (sizeof alpha - 1)];
 		text[len] = '\0';
-		if (util_json_scan(text, len, f, 3) != 0)
+		if (util_json_scan(text, len, f, 3, CJSON_NESTING_LIMIT) != 0)
 			continue;
 		CHECK((j = cJSON_Parse(text)) != NULL);
 		cJSON_Delete(j);
