@@ -65,6 +65,8 @@
 #include "sandbox-mcp.h"
 
 #define DISK_MOUNT_FLAGS	(MS_NOSUID | MS_NODEV | MS_NOATIME)
+#define DISK_COMPAT_HAS_JOURNAL	0x0004	/* ext4 s_feature_compat */
+#define DISK_COMPAT_FAST_COMMIT	0x0400
 /*
  * No discard: blocks the sandbox frees stay allocated in its image, so
  * that the cap reserved at its creation stays reserved.
@@ -136,6 +138,39 @@ disk_exists(const char *id)
 	r = lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 	free(path);
 	return (r);
+}
+
+/*
+ * Whether a sandbox's disk is ext4 with a journal and without fast
+ * commits, as we make it: then one fsync commits every change made on
+ * it before (publish.c). Read from the image's superblock (its
+ * s_feature_compat, at 0x5c of the superblock at byte 1024); 0 when
+ * there is no image or it cannot be read.
+ */
+int
+disk_journal_whole(const char *id)
+{
+	unsigned char	 sb[2];
+	unsigned char	 feat[4];
+	unsigned int	 compat;
+	char		*path;
+	int		 fd, ok = 0;
+
+	path = disk_image_path(id);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	free(path);
+	if (fd == -1)
+		return (0);
+	if (pread(fd, sb, sizeof sb, 1024 + 0x38) == (ssize_t)sizeof sb &&
+	    sb[0] == 0x53 && sb[1] == 0xef &&		/* the ext2 magic */
+	    pread(fd, feat, sizeof feat, 1024 + 0x5c) == (ssize_t)sizeof feat) {
+		compat = feat[0] | feat[1] << 8 | feat[2] << 16 |
+		    (unsigned int)feat[3] << 24;
+		ok = (compat & DISK_COMPAT_HAS_JOURNAL) &&
+		    !(compat & DISK_COMPAT_FAST_COMMIT);
+	}
+	close(fd);
+	return (ok);
 }
 
 /* Whether a sandbox's directory has its disk mounted on it. */
@@ -220,6 +255,7 @@ static int
 disk_mkfs(const char *image)
 {
 	const char	*argv[] = { NULL, "-q", "-F", "-t", "ext4", "-m", "0",
+	    "-O", "^fast_commit",	/* publish.c: one commit holds all */
 	    "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard,"
 	    "root_owner=0:0", image, NULL };
 	char		 said[512];

@@ -251,11 +251,13 @@ struct publish_args {
 	struct layer_stack	*base;
 	const char		*owner;
 	int			 copy;	/* copy files, never link them */
+	int			 journal; /* disk_journal_whole */
 };
 struct publish_file_args {
 	const char		*sandbox;
 	const char		*path;		/* normalized, relative */
 	const char		*owner;
+	int			 journal;	/* disk_journal_whole */
 	int			 kind;		/* FILES_WRITE or FILES_EDIT */
 	const char		*content;
 	size_t			 len;

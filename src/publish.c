@@ -79,6 +79,7 @@
 #define PUBLISH_ENTRIES_MAX	1000000
 #define PUBLISH_TRIES		3	/* optimistic commits before locking */
 #define PUBLISH_CLAIM_TRIES	3	/* staging directories made */
+#define PUBLISH_FLUSH_MAX	256	/* files written out one by one */
 #define PUBLISH_CHANGED		"the workspace changed while it was being" \
 				" published; publish again"
 
@@ -129,6 +130,9 @@ struct publish_ctx {
 	struct publish_audit	*audit;
 	size_t			 naudit;
 	struct layer_hold	 hold;		/* the head's layers */
+	int			*flush;		/* the layer's files' fds */
+	size_t			 nflush;
+	int			 flush_all;	/* too many: syncfs */
 };
 
 /* Confine the child to the sandbox's state and its base (read-only). */
@@ -762,6 +766,100 @@ publish_link_file(struct publish_ctx *x, const char *path, int dfd,
 }
 
 /*
+ * Durability, before the layer is renamed into place. The sandbox's disk
+ * is ext4 as we make it (data=ordered, barriers, no fast commit): a file
+ * of the layer (the session's inode, linked, or a copy) has its data
+ * written out, begun as it is linked and waited for before the records
+ * are; then one fsync of the next manifest commits the journal, whose
+ * commit flushes the device's cache first and holds every entry of the
+ * layer and both records, all made before it. Whatever else is dirty on
+ * the disk (other sessions' files, transcripts, telemetry) is not
+ * written for it, as syncfs would. A layer of more files than
+ * PUBLISH_FLUSH_MAX, or on a disk not made so (the server reads its
+ * superblock: disk_journal_whole), is made durable by syncfs.
+ */
+static void
+publish_flush_add(struct publish_ctx *x, int fd)
+{
+	if (x->flush_all || x->nflush == PUBLISH_FLUSH_MAX) {
+		x->flush_all = 1;
+		close(fd);
+		return;
+	}
+	if (x->flush == NULL)
+		x->flush = xcalloc(PUBLISH_FLUSH_MAX, sizeof *x->flush);
+	/* Its writeback begins now, beside the build. */
+	sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	x->flush[x->nflush++] = fd;
+}
+
+static void
+publish_flush_forget(struct publish_ctx *x)
+{
+	size_t	i;
+
+	for (i = 0; i < x->nflush; i++)
+		close(x->flush[i]);
+	x->nflush = 0;
+	x->flush_all = 0;
+}
+
+/* A record written whole in staging, where nobody else writes. */
+static int
+publish_record(const char *path, const char *text)
+{
+	int	fd;
+
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0644)) == -1)
+		return (-1);
+	if (job_write_all(fd, text, strlen(text)) != 0) {
+		close(fd);
+		return (-1);
+	}
+	return (fd);
+}
+
+/*
+ * Write the layer's records (meta, then the next manifest) beside it in
+ * staging and make the layer, its files' data and the records durable
+ * (see above). 0, or -1 with errno.
+ */
+static int
+publish_durable(struct publish_ctx *x, int sfd, const char *smeta,
+    const char *meta, const char *smanifest, const char *manifest)
+{
+	size_t	i;
+	int	mfd, nfd = -1, r = -1, save;
+
+	if ((mfd = publish_record(smeta, meta)) == -1 ||
+	    (nfd = publish_record(smanifest, manifest)) == -1)
+		goto out;
+	if (x->flush_all || !x->a->journal) {
+		r = syncfs(sfd);
+		goto out;
+	}
+	for (i = 0; i < x->nflush; i++) {
+		if (sync_file_range(x->flush[i], 0, 0,
+		    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+		    SYNC_FILE_RANGE_WAIT_AFTER) != 0)
+			goto out;
+	}
+	if (sync_file_range(mfd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE |
+	    SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0)
+		goto out;
+	r = fsync(nfd);
+out:
+	save = errno;
+	if (mfd != -1)
+		close(mfd);
+	if (nfd != -1)
+		close(nfd);
+	errno = save;
+	return (r);
+}
+
+/*
  * Build the layer in staging (a directory we made, open as sfd) from the
  * capture, every entry made beneath its parent's descriptor; feed the
  * layer's digest and prepare the blame records of the files written.
@@ -855,7 +953,7 @@ publish_build(struct publish_ctx *x, int sfd, const char *id,
 				x->audit[x->naudit].path = e->path;
 				x->audit[x->naudit++].line = line;
 			}
-			close(fd);
+			publish_flush_add(x, fd);
 			fd = -1;
 		} else if (kind[0] == 'l')
 			EVP_DigestUpdate(md, target, strlen(target) + 1);
@@ -1071,10 +1169,10 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 
 	/*
 	 * The meta file and the next manifest are written beside the layer
-	 * in staging/, so that one syncfs makes all three durable before any
-	 * is renamed into place; the fsync of the stack's directory after
-	 * the manifest's rename then commits the renames (the file systems
-	 * we run on journal them in order).
+	 * in staging/, so that one journal commit makes all three durable
+	 * before any is renamed into place (publish_durable); the fsync of
+	 * the stack's directory after the manifest's rename then commits
+	 * the renames (ext4 journals them in order).
 	 */
 	m = cJSON_CreateObject();
 	cJSON_AddStringToObject(m, "layer_id", id);
@@ -1098,13 +1196,10 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 		next->paths[i + 1] = xstrdup(x->head->paths[i]);
 	}
 	mtext = layer_stack_text(next);
-	cause = NULL;
-	if (!same && (util_write_file(smeta, text, strlen(text), 0,
-	    &cause) != 0 || util_write_file(smanifest, mtext, strlen(mtext), 0,
-	    &cause) != 0 || syncfs(sfd) != 0)) {
+	if (!same && publish_durable(x, sfd, smeta, text, smanifest,
+	    mtext) != 0) {
 		free(text);
 		free(mtext);
-		free(cause);
 		xasprintf(&x->error, "cannot write the layer's records: %s",
 		    strerror(errno));
 		r = publish_reject(fd, "storage_error", x->error, NULL);
@@ -1204,6 +1299,7 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 	free(staging);
 	staging = NULL;
 out:
+	publish_flush_forget(x);
 	if (staging != NULL)
 		publish_unstage(staging, smeta, smanifest);
 	if (sfd != -1)
@@ -1532,6 +1628,7 @@ publish_file_child(const struct publish_file_args *arg, int fd)
 	a.sandbox = f->sandbox;
 	a.upper = "";
 	a.owner = f->owner;
+	a.journal = f->journal;
 	x.a = &a;
 	x.upperfd = -1;
 	fa.f = f;
@@ -1569,6 +1666,7 @@ publish_child_msg(const char *msg, size_t len, int fd)
 	a.upper = cJSON_GetStringValue(cJSON_GetObjectItem(o, "upper"));
 	a.owner = cJSON_GetStringValue(cJSON_GetObjectItem(o, "owner"));
 	a.copy = cJSON_IsTrue(cJSON_GetObjectItem(o, "copy"));
+	a.journal = cJSON_IsTrue(cJSON_GetObjectItem(o, "journal"));
 	v = cJSON_GetObjectItem(o, "version");
 	if (a.sandbox == NULL || a.upper == NULL || a.owner == NULL ||
 	    !cJSON_IsNumber(v) || (a.base = layer_stack_from_json(
@@ -1592,6 +1690,7 @@ publish_file_child_msg(const char *msg, size_t len, int fd)
 	f.sandbox = cJSON_GetStringValue(cJSON_GetObjectItem(o, "sandbox"));
 	f.path = cJSON_GetStringValue(cJSON_GetObjectItem(o, "path"));
 	f.owner = cJSON_GetStringValue(cJSON_GetObjectItem(o, "owner"));
+	f.journal = cJSON_IsTrue(cJSON_GetObjectItem(o, "journal"));
 	v = cJSON_GetObjectItem(o, "kind");
 	f.edits = cJSON_GetObjectItem(o, "edits");
 	if (cJSON_IsNull(f.edits))
@@ -1795,6 +1894,7 @@ publish_session(const struct publish_args *a, const char *session,
 	cJSON_AddStringToObject(o, "upper", a->upper);
 	cJSON_AddStringToObject(o, "owner", a->owner);
 	cJSON_AddBoolToObject(o, "copy", a->copy);
+	cJSON_AddBoolToObject(o, "journal", disk_journal_whole(a->sandbox));
 	cJSON_AddNumberToObject(o, "version", a->base->version);
 	cJSON_AddItemToObject(o, "layers", layer_stack_json(a->base));
 	msg = util_json_print(o);
@@ -1827,6 +1927,7 @@ publish_file(const struct publish_file_args *f, const char *tenant,
 	cJSON_AddStringToObject(o, "sandbox", f->sandbox);
 	cJSON_AddStringToObject(o, "path", f->path);
 	cJSON_AddStringToObject(o, "owner", f->owner);
+	cJSON_AddBoolToObject(o, "journal", disk_journal_whole(f->sandbox));
 	cJSON_AddNumberToObject(o, "kind", f->kind);
 	cJSON_AddBoolToObject(o, "content", f->content != NULL);
 	cJSON_AddItemToObject(o, "edits", f->edits != NULL ?

@@ -462,6 +462,7 @@ int		 tree_size(const char *, unsigned long long *);
 typedef void (*disk_cb)(const struct cause *, void *);
 char		*disk_image_path(const char *);
 int		 disk_exists(const char *);
+int		 disk_journal_whole(const char *);
 int		 disk_mounted(const char *);
 int		 disk_present(const char *);
 void		 disk_create(const char *, long long, disk_cb, void *);

@@ -13,7 +13,7 @@
 # up; destroy_sandbox leaves no mount, no loop device and no image (its
 # answer does not wait for the unmount: a child takes the disk down
 # right after); the output of a command on a full disk costs the log
-# one line.
+# one line; the disk is journalled ext4 without fast commits.
 
 import os
 import subprocess
@@ -129,6 +129,16 @@ def test():
     check(os.path.isfile(image), "the image exists")
     check_eq(mounts_under(state), [mnt], "one mount: the sandbox's disk")
     check_eq(len(loops_of(image)), 1, "one loop device")
+    # Journalled, and without fast commits: a publish makes its layer
+    # durable with one commit of the whole journal (publish.c).
+    dev = "/dev/" + loops_of(image)[0]
+    feats = subprocess.run(["dumpe2fs", "-h", dev], capture_output=True,
+                           text=True).stdout
+    feats = [line.split(":", 1)[1].split() for line in feats.splitlines()
+             if line.startswith("Filesystem features:")]
+    check(feats and "has_journal" in feats[0] and
+          "fast_commit" not in feats[0],
+          "the disk's features: %r" % feats)
 
     def run(server, cmd, wsid=None, box=sid):
         args = {"sandbox_id": box, "cmd": cmd, "yield_time_ms": 60000}

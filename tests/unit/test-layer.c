@@ -411,7 +411,42 @@ test_layer_staging_sweep(void)
 	return (0);
 }
 
+/*
+ * A disk's superblock says whether one fsync commits all: ext4 with a
+ * journal and no fast commits, as disk.c makes it; not with fast
+ * commits, without a journal, or when it is no ext4 at all.
+ */
+static int
+test_disk_journal(void)
+{
+	const char	*id = "sbx-journal-001", *opts[] = { "^fast_commit",
+			    "fast_commit", "^has_journal" };
+	char		*path, cmd[1024], *cause = NULL;
+	int		 fd;
+	size_t		 i;
+
+	path = state_where(STATE_SANDBOXES, NULL, NULL);
+	CHECK(util_mkdir_p(path, 0700, &cause) == 0);
+	free(path);
+	path = state_where(STATE_IMAGE, id, NULL);
+	CHECK(disk_journal_whole(id) == 0);		/* none */
+	CHECK((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600)) != -1);
+	CHECK(ftruncate(fd, 64 * 1024 * 1024) == 0);
+	close(fd);
+	CHECK(disk_journal_whole(id) == 0);		/* not ext4 */
+	for (i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+		snprintf(cmd, sizeof cmd, "mkfs.ext4 -q -F -O %s %s"
+		    " >/dev/null 2>&1", opts[i], path);
+		CHECK(system(cmd) == 0);
+		CHECK_INT(disk_journal_whole(id), i == 0);
+	}
+	unlink(path);
+	free(path);
+	return (0);
+}
+
 const struct unit_case unit_layer_cases[] = {
+	{ "layer/disk-journal", test_disk_journal },
 	{ "layer/staging-sweep", test_layer_staging_sweep },
 	{ "layer/upper", test_layer_upper },
 	{ "layer/whiteout", test_layer_whiteout },
