@@ -335,6 +335,9 @@ box_install() {
 	chroot "$root" /sbin/setcap cap_setgid+ep /usr/bin/newgidmap ||
 	    die "setcap newgidmap"
 	find "$root" -xdev -perm /6000 -type f -exec chmod ug-s {} +
+	# podman's docker command, without its notice on every call.
+	mkdir -p "$root/etc/containers"
+	: >"$root/etc/containers/nodocker"
 	for m in dev sys proc; do
 		umount -l "$root/$m" 2>/dev/null || true
 	done
@@ -432,7 +435,7 @@ box_packages="curl nodejs npm golang-go build-essential xvfb x11vnc xdotool
 box_packages=$(echo $box_packages)
 case $variant in
 busybox) recipe=busybox-1 ;;
-box) recipe="box-1:$debian_packages,${box_packages// /,}" ;;
+box) recipe="box-2:$debian_packages,${box_packages// /,}" ;;
 *) recipe=debian-2:$debian_packages ;;
 esac
 

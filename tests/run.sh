@@ -150,6 +150,14 @@ elif ! bash "$srcdir/contrib/build-image.sh" --busybox \
 	failures="$failures test-image"
 	engine=0
 fi
+# The box image: built once (a few minutes, with no time limit of a
+# test), then found; a build that fails is one failure.
+if [ $engine -eq 1 ] && ! bash "$srcdir/contrib/build-image.sh" --box \
+    >"$logdir/box-image.log" 2>&1; then
+	tail -n 40 "$logdir/box-image.log" >&2
+	failed=$((failed + 1))
+	failures="$failures box-image"
+fi
 
 if [ $engine -eq 1 ]; then
 	for t in "$srcdir"/tests/regress/*.py "$srcdir"/tests/regress/*.sh; do
