@@ -38,7 +38,6 @@
 #include <sys/queue.h>
 #include <sys/stat.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -331,28 +330,7 @@ cgroup_helper_ours(const char *sbox)
 char **
 cgroup_helper_marked(size_t *n)
 {
-	struct dirent	 *de;
-	DIR		 *d;
-	char		**ids = NULL, *path;
-	size_t		  size = 0;
-
-	*n = 0;
-	path = state_path("helper-groups");
-	d = opendir(path);
-	free(path);
-	if (d == NULL)
-		return (NULL);
-	while ((de = readdir(d)) != NULL && *n < CGROUP_MARKS_MAX) {
-		if (!util_id_valid(de->d_name))
-			continue;
-		if (*n == size) {
-			size = size == 0 ? 16 : size * 2;
-			ids = xreallocarray(ids, size, sizeof *ids);
-		}
-		ids[(*n)++] = xstrdup(de->d_name);
-	}
-	closedir(d);
-	return (ids);
+	return (state_ids_in("helper-groups", "", CGROUP_MARKS_MAX, n));
 }
 
 /*

@@ -332,6 +332,7 @@ struct cJSON	*state_record_read(const char *);
 int		 state_record_write(const char *, struct cJSON *, char **);
 int		 state_sandbox_create(const char *, char **);
 char		*state_sandbox_trash(const char *, char **);
+char		**state_ids_in(const char *, const char *, size_t, size_t *);
 char		**state_sandbox_ids(size_t *);
 int		 state_sandbox_init(const char *, char **);
 int		 state_sandbox_forget(const char *, char **);

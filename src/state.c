@@ -572,27 +572,30 @@ state_trash_path(const char *id, const char *what)
 	return (state_path("sandboxes/%s/trash/%s-%s", id, what, rnd));
 }
 
-/* The ids of every sandbox record, in directory order. */
+/*
+ * The ids named by the entries of <state>/dir whose names end in suffix
+ * (taken off), in directory order, at most max of them; n is set.
+ */
 char **
-state_sandbox_ids(size_t *n)
+state_ids_in(const char *dir, const char *suffix, size_t max, size_t *n)
 {
 	char		**ids = NULL, *path;
-	size_t		 size = 0, len;
+	size_t		 size = 0, len, slen = strlen(suffix);
 	DIR		*d;
 	struct dirent	*de;
 
 	*n = 0;
-	path = state_path("sandboxes");
+	path = state_path("%s", dir);
 	d = opendir(path);
 	free(path);
 	if (d == NULL)
 		return (NULL);
-	while ((de = readdir(d)) != NULL) {
+	while ((de = readdir(d)) != NULL && *n < max) {
 		len = strlen(de->d_name);
-		if (de->d_name[0] == '.' || len <= 5 ||
-		    strcmp(de->d_name + len - 5, ".json") != 0)
+		if (de->d_name[0] == '.' || len <= slen ||
+		    strcmp(de->d_name + len - slen, suffix) != 0)
 			continue;
-		de->d_name[len - 5] = '\0';
+		de->d_name[len - slen] = '\0';
 		if (!util_id_valid(de->d_name))
 			continue;
 		if (*n == size) {
@@ -603,4 +606,11 @@ state_sandbox_ids(size_t *n)
 	}
 	closedir(d);
 	return (ids);
+}
+
+/* The ids of every sandbox record, in directory order. */
+char **
+state_sandbox_ids(size_t *n)
+{
+	return (state_ids_in("sandboxes", ".json", SIZE_MAX, n));
 }

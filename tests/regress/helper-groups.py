@@ -17,27 +17,14 @@
 import os
 import signal
 import subprocess
-import time
 
 from lib import (IMAGE, Server, check, check_eq, cleanup, helper_groups,
-                 main, ok_result, remove_our_containers, tmpdir)
-
-
-def wait_for(what, fn, timeout=10):
-    end = time.time() + timeout
-    while time.time() < end:
-        if fn():
-            return
-        time.sleep(0.02)
-    check(False, "timed out waiting for " + what)
+                 main, ok_result, remove_our_containers, tmpdir, wait_for,
+                 workspace_root)
 
 
 def test():
-    roots = tmpdir()
-    ws = os.path.join(roots, "ws")
-    os.makedirs(ws)
-    with open(os.path.join(ws, "a.txt"), "w") as f:
-        f.write("a\n")
+    roots, ws = workspace_root()
     conf = "workspace-root %s\n" % roots
     s = Server(sets=("management", "runtime"), config=conf)
     state = s.state

@@ -738,3 +738,25 @@ def remove_our_helper_groups(state):
                     if time.time() > end:
                         break
                     time.sleep(0.05)
+
+
+def workspace_root():
+    """A workspace root (a test directory) holding one workspace, ws,
+    with a.txt in it: (root, ws)."""
+    root = tmpdir()
+    ws = os.path.join(root, "ws")
+    os.makedirs(ws)
+    with open(os.path.join(ws, "a.txt"), "w") as f:
+        f.write("a\n")
+    return root, ws
+
+
+def wait_for(what, fn, timeout=10):
+    """Poll fn until it is true (its value), or fail after timeout."""
+    end = time.time() + timeout
+    while time.time() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.02)
+    fail("timed out waiting for " + what)

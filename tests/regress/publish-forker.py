@@ -22,7 +22,7 @@ import signal
 import time
 
 from lib import (IMAGE, Server, check, check_eq, cleanup, main, ok_result,
-                 remove_our_containers, tmpdir)
+                 remove_our_containers, tmpdir, wait_for)
 
 
 FILES = 3000
@@ -52,16 +52,6 @@ def forkers(server):
 def cgroups(pid):
     with open("/proc/%d/cgroup" % pid) as f:
         return [line.strip().split(":", 2) for line in f if line.strip()]
-
-
-def wait_for(what, fn, timeout=10):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.02)
-    check(False, "timed out waiting for " + what)
 
 
 def manifest_whole(state, sid, what):
