@@ -604,18 +604,22 @@ layer_staging_sweep(const char *id, int wait)
 	struct dirent	*de;
 	DIR		*d;
 	char		*dir, *to;
-	int		 lock, dfd, hold, n = 0;
+	int		 lock, dfd, dfd2 = -1, hold, n = 0;
 
 	if ((lock = wait ? layer_lock(id) : layer_lock_try(id)) == -1)
 		return (-1);
 	dir = state_where(STATE_STACK_STAGING, id, NULL);
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	free(dir);
-	if (dfd == -1 || (d = fdopendir(dup(dfd))) == NULL) {
+	if (dfd == -1 || (dfd2 = dup(dfd)) == -1 ||
+	    (d = fdopendir(dfd2)) == NULL) {
+		n = dfd == -1 && errno == ENOENT ? 0 : -1;
+		if (dfd2 != -1)
+			close(dfd2);
 		if (dfd != -1)
 			close(dfd);
 		layer_unlock(lock);
-		return (dfd == -1 && errno == ENOENT ? 0 : -1);
+		return (n);
 	}
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.' ||
