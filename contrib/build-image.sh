@@ -36,9 +36,11 @@ the root file system is made on this machine and loaded with 'docker import'.
                  tag sandbox-mcp/busybox:test
   --box          the box image: the Debian image plus curl, nodejs, npm,
                  golang, build-essential, Xvfb, x11vnc, xdotool, chromium,
-                 ffmpeg, fonts, rootless podman (uidmap, slirp4netns) with
-                 its docker command and docker-compose, and a box user
-                 (uid 1000, home /home/box); tag sandbox-mcp/box:SUITE
+                 ffmpeg, fonts, rootless podman (uidmap, slirp4netns;
+                 netavark, aardvark-dns and iptables for its networks and
+                 service names) with its docker command and
+                 docker-compose, and a box user (uid 1000, home
+                 /home/box); tag sandbox-mcp/box:SUITE
   --tag TAG      use TAG as the image name instead of the default
   --mirror URL   Debian mirror for debootstrap (default: the mirror named in
                  /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list,
@@ -335,9 +337,12 @@ box_install() {
 	chroot "$root" /sbin/setcap cap_setgid+ep /usr/bin/newgidmap ||
 	    die "setcap newgidmap"
 	find "$root" -xdev -perm /6000 -type f -exec chmod ug-s {} +
-	# podman's docker command, without its notice on every call.
+	# podman's docker command, without its notice on every call; its
+	# networks by netavark, whose aardvark-dns resolves service names.
 	mkdir -p "$root/etc/containers"
 	: >"$root/etc/containers/nodocker"
+	printf '[network]\nnetwork_backend = "netavark"\n' \
+	    >"$root/etc/containers/containers.conf"
 	for m in dev sys proc; do
 		umount -l "$root/$m" 2>/dev/null || true
 	done
@@ -431,11 +436,12 @@ check_docker
 debian_packages=bash,coreutils,git,python3,ca-certificates,procps
 box_packages="curl nodejs npm golang-go build-essential xvfb x11vnc xdotool
     chromium ffmpeg fonts-dejavu-core fonts-liberation podman podman-docker
-    docker-compose uidmap slirp4netns libcap2-bin iproute2 xz-utils"
+    docker-compose uidmap slirp4netns netavark aardvark-dns iptables libcap2-bin
+    iproute2 xz-utils"
 box_packages=$(echo $box_packages)
 case $variant in
 busybox) recipe=busybox-1 ;;
-box) recipe="box-2:$debian_packages,${box_packages// /,}" ;;
+box) recipe="box-4:$debian_packages,${box_packages// /,}" ;;
 *) recipe=debian-2:$debian_packages ;;
 esac
 

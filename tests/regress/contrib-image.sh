@@ -52,17 +52,21 @@ facts=$(docker run --rm --network none "$box" bash -c '
     id box; chromium --version; ffmpeg -version | head -1; podman --version
     docker --version; docker-compose --version; go version; node --version
     npm --version; gcc --version | head -1
-    for c in Xvfb x11vnc xdotool curl git python3 make; do
+    for c in Xvfb x11vnc xdotool curl git python3 make iptables; do
         command -v $c >/dev/null && echo "have $c"
     done
     getcap /usr/bin/newuidmap /usr/bin/newgidmap; grep ^box: /etc/subuid
+    command -v /usr/lib/podman/netavark /usr/lib/podman/aardvark-dns
+    grep -h network_backend /etc/containers/containers.conf
     echo "setuid: $(find / -xdev -perm /6000 -type f 2>/dev/null | wc -l)"') ||
     fail "the box image does not run"
 for want in "uid=1000(box)" "Chromium" "ffmpeg version" "podman version" \
     "docker-compose version" "go version" "gcc" "have Xvfb" "have x11vnc" \
     "have xdotool" "have curl" "have git" "have python3" "have make" \
+    "have iptables" \
     "newuidmap cap_setuid=ep" "newgidmap cap_setgid=ep" "box:100000:65536" \
-    "setuid: 0"; do
+    "setuid: 0" "/usr/lib/podman/netavark" "/usr/lib/podman/aardvark-dns" \
+    'network_backend = "netavark"'; do
 	case $facts in
 	*"$want"*) ;;
 	*) fail "the box image lacks $want: $facts" ;;
