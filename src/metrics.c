@@ -428,7 +428,6 @@ void
 metrics_render(struct evbuffer *out, const struct metrics_counts *mc)
 {
 	struct metrics_counts	 c = *mc;
-	struct metrics_kv	 kv[4];
 	size_t			 i;
 
 	metrics.scrapes++;
@@ -443,12 +442,10 @@ metrics_render(struct evbuffer *out, const struct metrics_counts *mc)
 
 	metrics_tools_render(out);
 
-	kv[0].value = "stdio";
-	kv[0].n = metrics.mcp_sessions[0];
-	kv[1].value = "http";
-	kv[1].n = metrics.mcp_sessions[1];
 	metrics_labelled(out, "mcp_sessions", "gauge",
-	    "MCP sessions open, by transport.", "transport", kv, 2);
+	    "MCP sessions open, by transport.", "transport",
+	    (struct metrics_kv[]){ { "stdio", metrics.mcp_sessions[0] },
+	    { "http", metrics.mcp_sessions[1] } }, 2);
 
 	metrics_one(out, "http_connections", "gauge",
 	    "HTTP connections open.",
@@ -469,27 +466,22 @@ metrics_render(struct evbuffer *out, const struct metrics_counts *mc)
 	metrics_sandboxes_render(out);
 
 	job_metrics(&c);
-	kv[0].value = "managed";
-	kv[0].n = c.sessions_managed;
-	kv[1].value = "automatic";
-	kv[1].n = c.sessions_automatic;
-	kv[2].value = "spare";
-	kv[2].n = c.sessions_spare;
 	metrics_labelled(out, "workspace_sessions", "gauge",
 	    "Workspace sessions of this process: managed (made by a tool),"
 	    " automatic (one per command or file change), spare (built"
-	    " ahead).", "kind", kv, 3);
+	    " ahead).", "kind", (struct metrics_kv[]){
+	    { "managed", c.sessions_managed },
+	    { "automatic", c.sessions_automatic },
+	    { "spare", c.sessions_spare } }, 3);
 	metrics_one(out, "commands_running", "gauge",
 	    "Commands running in sandboxes.",
 	    c.commands_running);
 
-	kv[0].value = "published";
-	kv[0].n = metrics_event_count("layer.published");
-	kv[1].value = "rejected";
-	kv[1].n = metrics_event_count("publish.rejected");
 	metrics_labelled(out, "publishes_total", "counter",
 	    "Workspace sessions and file changes published as a layer, or"
-	    " rejected whole.", "outcome", kv, 2);
+	    " rejected whole.", "outcome", (struct metrics_kv[]){
+	    { "published", metrics_event_count("layer.published") },
+	    { "rejected", metrics_event_count("publish.rejected") } }, 2);
 	metrics_one(out, "squashes_total", "counter",
 	    "Squash runs that folded layers (asked for or automatic).",
 	    metrics_event_count("layer.squashed"));
@@ -512,15 +504,11 @@ metrics_render(struct evbuffer *out, const struct metrics_counts *mc)
 	    "Requests to the Docker Engine under way.",
 	    (unsigned long long)docker_http_inflight());
 
-	kv[0].value = "running";
-	kv[0].n = c.helpers_running;
-	kv[1].value = "queued";
-	kv[1].n = c.helpers_queued;
-	kv[2].value = "forker";
-	kv[2].n = c.forkers;
 	metrics_labelled(out, "helper_processes", "gauge",
 	    "Helper children: running, queued for a slot, and forkers (one"
-	    " per sandbox that publishes).", "state", kv, 3);
+	    " per sandbox that publishes).", "state", (struct metrics_kv[]){
+	    { "running", c.helpers_running }, { "queued", c.helpers_queued },
+	    { "forker", c.forkers } }, 3);
 
 	metrics_head(out, "loop_delay_max_seconds", "gauge",
 	    "The longest the event loop ran past a due timer in the last"
