@@ -111,15 +111,20 @@ struct observe_rec {
 static void	observe_walk_done(const char *);
 
 static void
+observe_rec_clear(struct observe_rec *rec)
+{
+	free(rec->raw);
+	free(rec->span);
+	free(rec->parent);
+}
+
+static void
 observe_recs_free(struct observe_query *q)
 {
 	long long	i;
 
-	for (i = 0; q->recs != NULL && i < q->nrecords; i++) {
-		free(q->recs[i].raw);
-		free(q->recs[i].span);
-		free(q->recs[i].parent);
-	}
+	for (i = 0; q->recs != NULL && i < q->nrecords; i++)
+		observe_rec_clear(&q->recs[i]);
 	free(q->recs);
 	q->recs = NULL;
 	q->recs_max = 0;
@@ -642,7 +647,7 @@ observe_rec_take(const char *line, size_t len, const char *trace,
 		free(text);
 		return (rc);
 	}
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < 5; i++) {	/* kind to parent: need no decoding */
 		if (f[i].value != NULL && f[i].type == cJSON_String &&
 		    f[i].escaped)
 			return (-1);
@@ -680,9 +685,7 @@ observe_trace_line(struct observe_query *q, const char *line, size_t len)
 		    end < q->root_ms - OBSERVE_JITTER_MS);
 	}
 	if (q->root_ms > 0 && rec.end < q->root_ms - OBSERVE_JITTER_MS) {
-		free(rec.raw);
-		free(rec.span);
-		free(rec.parent);
+		observe_rec_clear(&rec);
 		return (1);
 	}
 	/*

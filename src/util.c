@@ -996,12 +996,44 @@ util_jscan_number_text(const char *p, const char *end)
 	return (p);
 }
 
-/* An object or array at p, its members' values scanned; past it. */
-static const char *
-util_jscan_container(const char *p, const char *end, int depth, int max)
+/*
+ * The fields named by an object's own member (name, nlen long) get its
+ * value [v, p) of type; -1 when a field is named twice.
+ */
+static int
+util_jscan_field(struct util_jfield *fields, size_t nfields,
+    const char *name, size_t nlen, const char *v, const char *p, int type,
+    int escaped)
 {
-	char	 close = *p == '{' ? '}' : ']';
-	int	 type, escaped;
+	size_t	i;
+
+	for (i = 0; i < nfields; i++) {
+		if (strlen(fields[i].name) != nlen ||
+		    memcmp(fields[i].name, name, nlen) != 0)
+			continue;
+		if (fields[i].value != NULL)
+			return (-1);
+		fields[i].value = v;
+		fields[i].len = (size_t)(p - v);
+		fields[i].type = type;
+		fields[i].escaped = escaped;
+	}
+	return (0);
+}
+
+/*
+ * An object or array at p, its members' values scanned; past it. At
+ * depth 0 (the object scanned) a member name may have no escape, and
+ * fields get their values.
+ */
+static const char *
+util_jscan_container(const char *p, const char *end, int depth, int max,
+    struct util_jfield *fields, size_t nfields)
+{
+	char		 close = *p == '{' ? '}' : ']';
+	const char	*name = NULL, *v;
+	size_t		 nlen = 0;
+	int		 type, escaped;
 
 	if (depth >= max)
 		return (NULL);
@@ -1010,16 +1042,24 @@ util_jscan_container(const char *p, const char *end, int depth, int max)
 		return (p + 1);
 	for (;;) {
 		if (close == '}') {
+			name = p + 1;
+			escaped = 0;
 			if (p == end || *p != '"' ||
-			    (p = util_jscan_string(p, end, &escaped)) == NULL)
+			    (p = util_jscan_string(p, end, &escaped)) == NULL ||
+			    (depth == 0 && escaped))
 				return (NULL);
+			nlen = (size_t)(p - 1 - name);
 			p = util_jscan_blank(p, end);
 			if (p == end || *p != ':')
 				return (NULL);
 			p = util_jscan_blank(p + 1, end);
 		}
+		v = p;
 		if ((p = util_jscan_value(p, end, depth + 1, max, &type,
 		    &escaped)) == NULL)
+			return (NULL);
+		if (depth == 0 && util_jscan_field(fields, nfields, name, nlen,
+		    v, p, type, escaped) != 0)
 			return (NULL);
 		p = util_jscan_blank(p, end);
 		if (p < end && *p == close)
@@ -1044,10 +1084,10 @@ util_jscan_value(const char *p, const char *end, int depth, int max,
 		return (util_jscan_string(p, end, escaped));
 	case '{':
 		*type = cJSON_Object;
-		return (util_jscan_container(p, end, depth, max));
+		return (util_jscan_container(p, end, depth, max, NULL, 0));
 	case '[':
 		*type = cJSON_Array;
-		return (util_jscan_container(p, end, depth, max));
+		return (util_jscan_container(p, end, depth, max, NULL, 0));
 	case 't':
 		*type = cJSON_True;
 		return (end - p >= 4 && memcmp(p, "true", 4) == 0 ? p + 4 :
@@ -1081,60 +1121,17 @@ int
 util_json_scan(const char *text, size_t len, struct util_jfield *fields,
     size_t nfields, int max)
 {
-	const char	*p, *end = text + len, *name, *v;
-	size_t		 i, nlen;
-	int		 type, escaped;
+	const char	*p, *end = text + len;
+	size_t		 i;
 
 	for (i = 0; i < nfields; i++)
 		fields[i].value = NULL;
 	if (!util_utf8_valid(text, len))
 		return (-1);
 	p = util_jscan_blank(text, end);
-	if (p == end || *p != '{')
+	if (p == end || *p != '{' || (p = util_jscan_container(p, end, 0,
+	    max, fields, nfields)) == NULL)
 		return (-1);
-	p = util_jscan_blank(p + 1, end);
-	if (p < end && *p == '}') {
-		p++;
-		goto done;
-	}
-	for (;;) {
-		if (p == end || *p != '"')
-			return (-1);
-		name = p + 1;
-		escaped = 0;
-		if ((p = util_jscan_string(p, end, &escaped)) == NULL)
-			return (-1);
-		if (escaped)
-			return (-1);
-		nlen = (size_t)(p - 1 - name);
-		p = util_jscan_blank(p, end);
-		if (p == end || *p != ':')
-			return (-1);
-		v = p = util_jscan_blank(p + 1, end);
-		if ((p = util_jscan_value(p, end, 1, max, &type,
-		    &escaped)) == NULL)
-			return (-1);
-		for (i = 0; i < nfields; i++) {
-			if (strlen(fields[i].name) == nlen &&
-			    memcmp(fields[i].name, name, nlen) == 0) {
-				if (fields[i].value != NULL)
-					return (-1);
-				fields[i].value = v;
-				fields[i].len = (size_t)(p - v);
-				fields[i].type = type;
-				fields[i].escaped = escaped;
-			}
-		}
-		p = util_jscan_blank(p, end);
-		if (p < end && *p == '}') {
-			p++;
-			break;
-		}
-		if (p == end || *p != ',')
-			return (-1);
-		p = util_jscan_blank(p + 1, end);
-	}
-done:
 	return (util_jscan_blank(p, end) == end ? 0 : -1);
 }
 
