@@ -73,6 +73,7 @@ static const int confine_caps[] = {
 };
 
 static struct sock_fprog	confine_filter;
+static int			confine_entered;	/* this process */
 
 /*
  * Build the helpers' filter once, in the server: EPERM for what file
@@ -343,9 +344,17 @@ confine_enter(const char *const *rw, size_t nrw, const char *const *ro,
 		    strerror(errno));
 		return (-1);
 	}
+	confine_entered = 1;
 	return (0);
 fail:
 	for (i = 0; i < n; i++)
 		close(trees[i]);
 	return (-1);
+}
+
+/* Whether this process (or the one it was forked from) is confined. */
+int
+confine_active(void)
+{
+	return (confine_entered);
 }

@@ -70,6 +70,7 @@ int		 layer_stack_write(const char *, struct layer_stack *, char **);
 char		*layer_stack_text(struct layer_stack *);
 char		*layer_manifest_path(const char *);
 int		 layer_stack_init(const char *, const char *, char **);
+int		 layer_confine(const char *, char **);
 int		 layer_lock(const char *);
 int		 layer_lock_try(const char *);
 void		 layer_unlock(int);

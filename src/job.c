@@ -46,8 +46,12 @@
  * run (an address in the image both share: the forker is a fork of the
  * server, never exec'd), the bytes in a memfd and the report pipe; the
  * forker answers each helper's exit status, which stands for the
- * helper's reaping. Helpers started this way are queued and counted as
- * any other. A forker idle for JOB_FORKER_IDLE_SECONDS, or whose sandbox
+ * helper's reaping. The forker confines itself once, when it starts, to
+ * the sandbox's state and its stack's base (layer_confine), so each
+ * helper is born confined, and it keeps one helper forked ahead (a
+ * spare, waiting on a socket of its own for the job it is to run), so
+ * that neither a fork nor the confinement is paid while a caller waits.
+ * Helpers started this way are queued and counted as any other. A forker idle for JOB_FORKER_IDLE_SECONDS, or whose sandbox
  * is gone, is told to exit; one that dies takes its helpers with it
  * (they die with their parent) and they end as killed.
  */
@@ -78,6 +82,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "engine.h"
 #include "sandbox-mcp.h"
 
 #define JOB_REPORT_MAX	(4 * 1024 * 1024)
@@ -759,8 +764,61 @@ job_forker_helper(pid_t forker, const struct job_forker_msg *m, int report,
 }
 
 /*
- * The forker: serve the server on fd (as 3) until it closes; fork each
- * helper asked for and report its exit status, or cancel it.
+ * A spare helper, forked by the forker ahead of need: it waits on sfd for
+ * the one helper it is to be, then runs it (so that no helper waits for
+ * a fork). The forker gone, it goes.
+ */
+static __dead void
+job_forker_spare(pid_t forker, int sfd)
+{
+	struct job_forker_msg	 m;
+	int			 fds[2], r;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != forker)
+		_exit(126);
+	prctl(PR_SET_NAME, "smcp-spare", 0, 0, 0);
+	close(3);	/* the server's socket is the forker's */
+	for (;;) {
+		if ((r = job_forker_recv(sfd, &m, fds)) == 0)
+			_exit(0);
+		if (r == 1 && m.type == JOB_FORKER_START && fds[0] != -1 &&
+		    fds[1] != -1)
+			job_forker_helper(forker, &m, fds[0], fds[1]);
+		if (fds[0] != -1)
+			close(fds[0]);
+		if (fds[1] != -1)
+			close(fds[1]);
+	}
+}
+
+/* Fork a spare helper; its socket in *sfd. Returns its pid or -1. */
+static pid_t
+job_forker_spare_new(pid_t self, int sigfd, int *sfd)
+{
+	pid_t	pid;
+	int	sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		return (-1);
+	if ((pid = fork()) == 0) {
+		close(sv[0]);
+		close(sigfd);
+		job_forker_spare(self, sv[1]);
+	}
+	close(sv[1]);
+	if (pid == -1) {
+		close(sv[0]);
+		return (-1);
+	}
+	*sfd = sv[0];
+	return (pid);
+}
+
+/*
+ * The forker: serve the server on fd (as 3) until it closes; hand each
+ * helper asked for to the spare (forking the next spare after) or fork
+ * it, report its exit status, or cancel it.
  */
 static __dead void
 job_forker_main(pid_t server)
@@ -774,8 +832,8 @@ job_forker_main(pid_t server)
 	}			 kids[JOB_FORKER_KIDS_MAX];
 	size_t			 nkids = 0, i;
 	sigset_t		 set;
-	pid_t			 pid, self = getpid();
-	int			 fds[2], status, r;
+	pid_t			 pid, self = getpid(), spare;
+	int			 fds[2], status, r, sfd = -1;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
@@ -786,6 +844,7 @@ job_forker_main(pid_t server)
 	    -1)
 		_exit(125);
 	pfd[1].events = POLLIN;
+	spare = job_forker_spare_new(self, pfd[1].fd, &sfd);
 	for (;;) {
 		if (getppid() != server)
 			_exit(0);
@@ -798,6 +857,12 @@ job_forker_main(pid_t server)
 			while (read(pfd[1].fd, &si, sizeof si) > 0)
 				;
 			while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+				if (pid == spare) {
+					/* Gone unused: forked again on use. */
+					close(sfd);
+					sfd = spare = -1;
+					continue;
+				}
 				for (i = 0; i < nkids; i++) {
 					if (kids[i].pid == pid)
 						break;
@@ -834,8 +899,17 @@ job_forker_main(pid_t server)
 				close(fds[1]);
 			continue;
 		}
-		pid = nkids < JOB_FORKER_KIDS_MAX ? fork() : -1;
-		if (pid == 0)
+		pid = -1;
+		if (nkids < JOB_FORKER_KIDS_MAX && spare != -1) {
+			if (job_forker_send(sfd, &m, fds, 2) == 0)
+				pid = spare;
+			else
+				kill(spare, SIGKILL);	/* reaped as unknown */
+			close(sfd);
+			sfd = spare = -1;
+		}
+		if (pid == -1 && nkids < JOB_FORKER_KIDS_MAX &&
+		    (pid = fork()) == 0)
 			job_forker_helper(self, &m, fds[0], fds[1]);
 		close(fds[0]);
 		close(fds[1]);
@@ -851,6 +925,8 @@ job_forker_main(pid_t server)
 		kids[nkids].pid = pid;
 		kids[nkids].id = m.id;
 		nkids++;
+		if (spare == -1 && nkids < JOB_FORKER_KIDS_MAX)
+			spare = job_forker_spare_new(self, pfd[1].fd, &sfd);
 	}
 }
 
@@ -974,6 +1050,7 @@ job_forker_get(const char *sandbox)
 	struct job_forker	*f;
 	sigset_t		 set, oset;
 	pid_t			 parent = getpid(), pid;
+	char			*cause;
 	int			 sv[2], fd;
 
 	if ((f = job_forker_find(sandbox)) != NULL && f->fd != -1)
@@ -997,11 +1074,17 @@ job_forker_get(const char *sandbox)
 		    dup2(fd, 3) == -1)
 			_exit(126);
 		closefrom(4);
-		if ((fd = open("/dev/null", O_RDWR)) != -1) {
-			dup2(fd, STDIN_FILENO);
-			dup2(fd, STDOUT_FILENO);
-			if (fd > 3)
-				close(fd);
+		if ((fd = open("/dev/null", O_RDWR)) == -1 ||
+		    dup2(fd, STDIN_FILENO) == -1 ||
+		    dup2(fd, STDOUT_FILENO) == -1)
+			_exit(126);
+		if (fd > 3)
+			close(fd);
+		/* After the descriptors: its view has no /dev. */
+		if (layer_confine(sandbox, &cause) != 0) {
+			log_warnx("forker of sandbox %s: cannot confine"
+			    " itself: %s", sandbox, cause);
+			_exit(125);
 		}
 		signal(SIGPIPE, SIG_IGN);
 		signal(SIGCHLD, SIG_DFL);

@@ -367,6 +367,30 @@ layer_stack_init(const char *sbox, const char *base, char **cause)
 	return (r);
 }
 
+/*
+ * Confine the calling helper to what work on sandbox sbox's stack needs:
+ * the sandbox's state read-write and the stack's base read-only (the
+ * base stays the bottom of the stack for the sandbox's life).
+ */
+int
+layer_confine(const char *sbox, char **cause)
+{
+	struct layer_stack	*ls;
+	const char		*rw[1], *ro[1];
+	char			*dir;
+	int			 r;
+
+	if ((ls = layer_stack_read(sbox, cause)) == NULL)
+		return (-1);
+	dir = state_where(STATE_SANDBOX, sbox, NULL);
+	rw[0] = dir;
+	ro[0] = ls->paths[ls->n - 1];
+	r = confine_enter(rw, 1, ro, 1, cause);
+	free(dir);
+	layer_stack_free(ls);
+	return (r);
+}
+
 /* Take the stack's writer lock (blocking: children only, or brief). */
 int
 layer_lock(const char *sbox)

@@ -135,20 +135,18 @@ struct publish_ctx {
 	int			 flush_all;	/* too many: syncfs */
 };
 
-/* Confine the child to the sandbox's state and its base (read-only). */
+/*
+ * A publishing helper is born confined: its sandbox's forker confined
+ * itself once to the sandbox's state and base (layer_confine) before it
+ * forked any (job.c). One that is not does nothing.
+ */
 static int
-publish_confine(const char *sbox, struct layer_stack *ls, char **cause)
+publish_confined(char **cause)
 {
-	const char	*rw[1], *ro[1];
-	char		*dir;
-	int		 r;
-
-	dir = state_where(STATE_SANDBOX, sbox, NULL);
-	rw[0] = dir;
-	ro[0] = ls->paths[ls->n - 1];
-	r = confine_enter(rw, 1, ro, 1, cause);
-	free(dir);
-	return (r);
+	if (confine_active())
+		return (0);
+	*cause = xstrdup("it was not confined by its forker");
+	return (-1);
 }
 
 /* The parent directory of a relative path ("" for the top) and its leaf. */
@@ -1425,7 +1423,7 @@ publish_child(const struct publish_args *arg, int fd)
 	x.a = a;
 	x.base = a->base;
 	x.upperfd = -1;
-	if (publish_confine(a->sandbox, a->base, &x.error) != 0) {
+	if (publish_confined(&x.error) != 0) {
 		xasprintf(&msg, "cannot confine the publishing process: %s",
 		    x.error);
 		return (publish_reject(fd, "storage_error", msg, NULL));
@@ -1617,9 +1615,7 @@ publish_file_child(const struct publish_file_args *arg, int fd)
 	struct publish_args		 a;
 	struct publish_ctx		 x;
 	struct cause		 err;
-	struct layer_stack		*ls;
 	char				*msg;
-	int				 r;
 
 	memset(&x, 0, sizeof x);
 	memset(&err, 0, sizeof err);
@@ -1634,11 +1630,7 @@ publish_file_child(const struct publish_file_args *arg, int fd)
 	fa.f = f;
 	if (f->kind == FILES_EDIT && files_edits_check(f->edits, &err) != 0)
 		return (publish_file_refuse(fd, &err));
-	if ((ls = layer_stack_read(f->sandbox, &x.error)) == NULL)
-		return (publish_reject(fd, "storage_error", x.error, NULL));
-	r = publish_confine(f->sandbox, ls, &x.error);
-	layer_stack_free(ls);
-	if (r != 0) {
+	if (publish_confined(&x.error) != 0) {
 		xasprintf(&msg, "cannot confine the publishing process: %s",
 		    x.error);
 		return (publish_reject(fd, "storage_error", msg, NULL));

@@ -444,6 +444,7 @@ void		*confine_filter_new(const char *const *, size_t);
 void		 confine_bpf(void *, struct sock_fprog *);
 int		 confine_enter(const char *const *, size_t,
 		     const char *const *, size_t, char **);
+int		 confine_active(void);
 
 /* tree.c */
 int		 tree_open(int, const char *, int);

@@ -4,8 +4,13 @@
 # cannot reach, and whose loss loses nothing.
 #
 #   - it is charged to the sandbox (its helper groups), and is in none of
-#     the container's groups, in the host's mount namespace, with no
-#     descriptor but its socket to the server and /dev/null, stderr;
+#     the container's groups, with no descriptor but its sockets (to the
+#     server, to its spare) and /dev/null, stderr;
+#   - it is confined once, as its helpers are: a mount namespace of its
+#     own where nothing but the sandbox's state and its base is mounted,
+#     no_new_privs, a seccomp filter, a cut capability set; its spare
+#     helper (forked ahead, waiting for a job) is confined the same way
+#     and charged to the sandbox too;
 #   - a process in the sandbox sees neither it nor its helpers;
 #   - kill -9 of the forker while publishes are under way (at whatever
 #     moment of them): each publish answers, a manifest is always whole,
@@ -100,11 +105,44 @@ def test():
                   % (ctrls, path))
         check("docker" not in path,
               "the forker is in no group of the container: %s" % path)
-    # The host's mount namespace, no descriptor into anything.
-    check_eq(os.readlink("/proc/%d/ns/mnt" % pid),
-             os.readlink("/proc/self/ns/mnt"), "the host's mounts")
+    # Confined: nothing of the host is mounted in its view but the
+    # sandbox's state and the base, and it cannot gain privileges.
+    with open(os.path.join(state, "sandboxes", sid, "stack",
+                           "manifest.json")) as f:
+        base = json.load(f)["layers"][-1]["path"]
+    sbdir = os.path.join(state, "sandboxes", sid)
+    spares = [c for c, comm in children(pid) if comm == "smcp-spare"]
+    check_eq(len(spares), 1, "the forker keeps one spare helper")
+    for who, p in (("the forker", pid), ("its spare", spares[0])):
+        check(os.readlink("/proc/%d/ns/mnt" % p) !=
+              os.readlink("/proc/self/ns/mnt"),
+              "%s has a mount namespace of its own" % who)
+        with open("/proc/%d/mountinfo" % p) as f:
+            points = [line.split()[4] for line in f]
+        check(points.count("/") == 1, "%s: a root: %r" % (who, points))
+        for mp in points:
+            check(mp in ("/", sbdir, base) or mp.startswith(sbdir + "/"),
+                  "%s: only the sandbox's state and its base are mounted,"
+                  " not %s" % (who, mp))
+        check(sbdir in points and base in points,
+              "%s: the sandbox's state and its base: %r" % (who, points))
+        with open("/proc/%d/status" % p) as f:
+            status = dict(line.rstrip("\n").split(":\t", 1) for line in f
+                          if ":\t" in line)
+        check_eq(status.get("NoNewPrivs"), "1", "%s: no_new_privs" % who)
+        check_eq(status.get("Seccomp"), "2", "%s: a seccomp filter" % who)
+        check(int(status.get("CapBnd", "0"), 16) & (1 << 12) == 0,
+              "%s: CAP_NET_ADMIN is out of its bounding set" % who)
+        for _, ctrls, path in cgroups(p):
+            if any(c in ctrls.split(",") for c in ("cpu", "memory",
+                                                   "pids")):
+                check(path.endswith("/sandbox-mcp/" + sid),
+                      "%s is in the sandbox's %s group: %s"
+                      % (who, ctrls, path))
     fds = sorted(int(x) for x in os.listdir("/proc/%d/fd" % pid))
-    check_eq(fds, [0, 1, 2, 3, 4], "the forker's descriptors")
+    check_eq(fds, [0, 1, 2, 3, 4, 5], "the forker's descriptors")
+    check(os.readlink("/proc/%d/fd/5" % pid).startswith("socket:"),
+          "descriptor 5 is its spare's socket")
     for fd in (0, 1):
         check_eq(os.readlink("/proc/%d/fd/%d" % (pid, fd)), "/dev/null",
                  "descriptor %d" % fd)
@@ -129,7 +167,8 @@ def test():
     for rnd in range(6):
         fk = wait_for("a forker", lambda: forkers(s))
         # The last publish's helper may still be going away.
-        old = set(c for p in fk for c, _ in children(p))
+        old = set(c for p in fk for c, comm in children(p)
+                  if comm != "smcp-spare")
         rid = 7000 + rnd
         s.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
                 "params": {"name": "exec_command", "arguments": {
@@ -140,7 +179,8 @@ def test():
         # Wait for the publish's helper to be born, then kill its forker
         # a little later each round.
         end = time.time() + 30
-        while not any(c not in old for p in fk for c, _ in children(p)):
+        while not any(c not in old for p in fk
+                      for c, comm in children(p) if comm != "smcp-spare"):
             check(time.time() < end, "round %d: the publish's helper" % rnd)
         time.sleep(0.003 * rnd)
         for p in fk:
@@ -200,7 +240,8 @@ def test():
             "params": {"name": "publish_workspace_session", "arguments": {
                 "sandbox_id": sid2, "workspace_session_id": ws2}}})
     wait_for("the publish's helper",
-             lambda: any(children(p) for p in forkers(s)), timeout=30)
+             lambda: any(comm != "smcp-spare" for p in forkers(s)
+                         for _, comm in children(p)), timeout=30)
     s.send({"jsonrpc": "2.0", "id": 9901, "method": "tools/call",
             "params": {"name": "destroy_sandbox",
                        "arguments": {"sandbox_id": sid2}}})
