@@ -119,11 +119,18 @@ struct session {
 	struct event		*freeze_ev;
 	int			 freeze_tries;
 	struct session_publish	*sealing;	/* waits for the seal */
+	int			 preseal;	/* asked with the finish */
+	int			 presealed;	/* and its answer */
 	int			 freeing;	/* to be freed from the loop */
 	void			(*gone_cb)(void *); /* its scratch removed */
 	void			*gone_arg;
 	LIST_ENTRY(session)	 entry;
 };
+
+/* A seal asked for along with the finish (session_when_dead). */
+#define SESSION_SEAL_NONE	0
+#define SESSION_SEAL_ASKED	1
+#define SESSION_SEAL_ANSWERED	2
 
 static const char *session_state_names[] = {
 	"starting", "live", "dead", "idle", "ended"
@@ -530,8 +537,9 @@ session_init_died(int status, void *arg)
 }
 
 /*
- * Kill every process of a session and call cb once they are gone (the
- * upper directory then no longer changes); the session is kept.
+ * Kill every process of a session, make its /workspace read-only for the
+ * publish that follows, and call cb once they are gone (the upper
+ * directory then no longer changes); the session is kept.
  */
 void
 session_when_dead(struct session *s, void (*cb)(struct session *, void *),
@@ -548,10 +556,31 @@ session_when_dead(struct session *s, void (*cb)(struct session *, void *),
 	/*
 	 * The init ends the others and answers "finished"; its own end (and
 	 * the namespaces' teardown) comes later, off the caller's path. If
-	 * it cannot be asked, kill it and wait for it.
+	 * it cannot be asked, kill it and wait for it. The seal a publish
+	 * needs next is asked for in the same breath (the init takes it
+	 * once the others are gone), so that its answer comes with the
+	 * finish's instead of a round trip later.
 	 */
-	if (session_send(s, NSEXEC_FINISH, NULL, 0, NULL, 0) != 0)
+	if (session_send(s, NSEXEC_FINISH, NULL, 0, NULL, 0) != 0) {
 		kill(s->init, SIGKILL);
+		return;
+	}
+	if (session_send(s, NSEXEC_SEAL, NULL, 0, NULL, 0) == 0)
+		s->preseal = SESSION_SEAL_ASKED;
+}
+
+/*
+ * The init's answer to a seal, or 0 when none will come (it is gone): to
+ * the publish waiting for it, or kept for the publish to come.
+ */
+static void
+session_seal_answer(struct session *s, int sealed)
+{
+	if (s->preseal == SESSION_SEAL_ASKED) {
+		s->preseal = SESSION_SEAL_ANSWERED;
+		s->presealed = sealed;
+	}
+	session_sealed(s, sealed);
 }
 
 /* The init reports every other process of the session gone. */
@@ -758,7 +787,7 @@ session_end_for(struct session *s, const char *why, const char *message)
 		s->ctl = -1;
 	}
 	/* A publish waiting for the seal goes on, copying. */
-	session_sealed(s, 0);
+	session_seal_answer(s, 0);
 	session_clients_gone(s, message);
 	if (s->init > 0) {
 		kill(s->init, SIGKILL);
@@ -856,7 +885,8 @@ session_ctl_cb(evutil_socket_t fd, short events, void *arg)
 					session_started(s);
 				break;
 			case NSEXEC_SEALED:
-				session_sealed(s, strcmp(m.f[0], "1") == 0);
+				session_seal_answer(s, strcmp(m.f[0], "1") ==
+				    0);
 				break;
 			case NSEXEC_FINISHED:
 				session_finished(s);
@@ -897,7 +927,7 @@ protocol:
 			break;
 		}
 		/* A publish waiting for the seal goes on, copying. */
-		session_sealed(s, 0);
+		session_seal_answer(s, 0);
 		session_clients_gone(s, NULL);
 		break;
 	}
@@ -1444,7 +1474,7 @@ session_publish(struct session *s, const char *owner, struct tspan *span,
 	struct dirent		*de;
 	DIR			*d;
 	char			*upper;
-	int			 empty = 1, fd, automatic;
+	int			 empty = 1, fd, automatic, answered;
 	cJSON			*rep;
 
 	xasprintf(&upper, "%s/upper", s->dir);
@@ -1488,13 +1518,19 @@ session_publish(struct session *s, const char *owner, struct tspan *span,
 	sp->a.base = s->lease;
 	sp->a.owner = sp->owner;
 	s->publishing = 1;
-	/* First /workspace read-only (see session_sealed), by its init. */
-	if (s->init > 0 && session_send(s, NSEXEC_SEAL, NULL, 0, NULL,
-	    0) == 0) {
-		s->sealing = sp;
+	s->sealing = sp;
+	/* Sealed along with the finish: its answer, now or to come. */
+	if (s->preseal != SESSION_SEAL_NONE) {
+		answered = s->preseal == SESSION_SEAL_ANSWERED;
+		s->preseal = SESSION_SEAL_NONE;
+		if (answered)
+			session_sealed(s, s->presealed);
 		return;
 	}
-	s->sealing = sp;
+	/* First /workspace read-only (see session_sealed), by its init. */
+	if (s->init > 0 && session_send(s, NSEXEC_SEAL, NULL, 0, NULL,
+	    0) == 0)
+		return;
 	session_sealed(s, 0);
 }
 
