@@ -49,8 +49,10 @@
  * helper's reaping. The forker confines itself once, when it starts, to
  * the sandbox's state and its stack's base (layer_confine), so each
  * helper is born confined, and it keeps one helper forked ahead (a
- * spare, waiting on a socket of its own for the job it is to run), so
- * that neither a fork nor the confinement is paid while a caller waits.
+ * spare), whose socket it hands to the server: the server sends the next
+ * helper's job to the spare itself and tells the forker after, so that
+ * neither a fork, nor the confinement, nor the forker's wake-up is paid
+ * while a caller waits.
  * Helpers started this way are queued and counted as any other. A forker idle for JOB_FORKER_IDLE_SECONDS, or whose sandbox
  * is gone, is told to exit; one that dies takes its helpers with it
  * (they die with their parent) and they end as killed.
@@ -95,11 +97,13 @@
 #define JOB_FORKER_START	1	/* with the report pipe and the memfd */
 #define JOB_FORKER_CANCEL	2
 #define JOB_FORKER_EXITED	3
+#define JOB_FORKER_SPARE	4	/* a spare's pid, with its socket */
+#define JOB_FORKER_ASSIGNED	5	/* id given to the spare pid */
 struct job_forker_msg {
 	uint32_t		 type;
 	uint32_t		 id;
 	int32_t			 status;
-	uint32_t		 pad;
+	int32_t			 pid;
 	uintptr_t		 fn;
 };
 
@@ -110,6 +114,8 @@ struct job_forker {
 	struct event		*ev;
 	struct event		*idle;
 	unsigned int		 njobs;		/* helpers through it */
+	int			 spare;		/* its spare's socket, or -1 */
+	pid_t			 spare_pid;
 	LIST_ENTRY(job_forker)	 entry;
 };
 static LIST_HEAD(, job_forker)	job_forkers =
@@ -765,8 +771,9 @@ job_forker_helper(pid_t forker, const struct job_forker_msg *m, int report,
 
 /*
  * A spare helper, forked by the forker ahead of need: it waits on sfd for
- * the one helper it is to be, then runs it (so that no helper waits for
- * a fork). The forker gone, it goes.
+ * the one helper it is to be (sent by the server itself), then runs it,
+ * so that no helper waits for a fork or for the forker to wake. Its
+ * socket closed (the server let it go), or the forker gone, it goes.
  */
 static __dead void
 job_forker_spare(pid_t forker, int sfd)
@@ -792,12 +799,16 @@ job_forker_spare(pid_t forker, int sfd)
 	}
 }
 
-/* Fork a spare helper; its socket in *sfd. Returns its pid or -1. */
+/*
+ * Fork a spare helper and hand its socket to the server (which sends it
+ * its job and says so, JOB_FORKER_ASSIGNED). Returns its pid or -1.
+ */
 static pid_t
-job_forker_spare_new(pid_t self, int sigfd, int *sfd)
+job_forker_spare_new(pid_t self, int sigfd)
 {
-	pid_t	pid;
-	int	sv[2];
+	struct job_forker_msg	 a;
+	pid_t			 pid;
+	int			 sv[2];
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
 		return (-1);
@@ -811,19 +822,39 @@ job_forker_spare_new(pid_t self, int sigfd, int *sfd)
 		close(sv[0]);
 		return (-1);
 	}
-	*sfd = sv[0];
+	memset(&a, 0, sizeof a);
+	a.type = JOB_FORKER_SPARE;
+	a.pid = pid;
+	if (job_forker_send(3, &a, &sv[0], 1) != 0)
+		_exit(0);
+	close(sv[0]);
 	return (pid);
 }
 
+/* Tell the server of a helper's end. */
+static void
+job_forker_exited(uint32_t id, int status)
+{
+	struct job_forker_msg	 a;
+
+	memset(&a, 0, sizeof a);
+	a.type = JOB_FORKER_EXITED;
+	a.id = id;
+	a.status = status;
+	if (job_forker_send(3, &a, NULL, 0) != 0)
+		_exit(0);
+}
+
 /*
- * The forker: serve the server on fd (as 3) until it closes; hand each
- * helper asked for to the spare (forking the next spare after) or fork
- * it, report its exit status, or cancel it.
+ * The forker: serve the server on fd (as 3) until it closes; keep one
+ * spare helper for the server to give a job to, and fork each helper
+ * asked for of the forker itself; report each one's exit status, or
+ * cancel it.
  */
 static __dead void
 job_forker_main(pid_t server)
 {
-	struct job_forker_msg	 m, a;
+	struct job_forker_msg	 m;
 	struct signalfd_siginfo	 si;
 	struct pollfd		 pfd[2];
 	struct {
@@ -832,8 +863,8 @@ job_forker_main(pid_t server)
 	}			 kids[JOB_FORKER_KIDS_MAX];
 	size_t			 nkids = 0, i;
 	sigset_t		 set;
-	pid_t			 pid, self = getpid(), spare;
-	int			 fds[2], status, r, sfd = -1;
+	pid_t			 pid, self = getpid(), spare, gone = -1;
+	int			 fds[2], status, r, gone_status = 0;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
@@ -844,7 +875,7 @@ job_forker_main(pid_t server)
 	    -1)
 		_exit(125);
 	pfd[1].events = POLLIN;
-	spare = job_forker_spare_new(self, pfd[1].fd, &sfd);
+	spare = job_forker_spare_new(self, pfd[1].fd);
 	for (;;) {
 		if (getppid() != server)
 			_exit(0);
@@ -858,9 +889,15 @@ job_forker_main(pid_t server)
 				;
 			while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 				if (pid == spare) {
-					/* Gone unused: forked again on use. */
-					close(sfd);
-					sfd = spare = -1;
+					/*
+					 * Ended before the server said what
+					 * it gave it, if anything: its
+					 * status kept for that word. The
+					 * next is forked when next asked.
+					 */
+					gone = spare;
+					gone_status = status;
+					spare = -1;
 					continue;
 				}
 				for (i = 0; i < nkids; i++) {
@@ -869,13 +906,8 @@ job_forker_main(pid_t server)
 				}
 				if (i == nkids)
 					continue;
-				memset(&a, 0, sizeof a);
-				a.type = JOB_FORKER_EXITED;
-				a.id = kids[i].id;
-				a.status = status;
+				job_forker_exited(kids[i].id, status);
 				kids[i] = kids[--nkids];
-				if (job_forker_send(3, &a, NULL, 0) != 0)
-					_exit(0);
 			}
 		}
 		if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -891,6 +923,31 @@ job_forker_main(pid_t server)
 			}
 			continue;
 		}
+		if (m.type == JOB_FORKER_ASSIGNED) {
+			/*
+			 * A spare this forker announced that is not the
+			 * live one has been reaped: it ended as it did,
+			 * or as killed when that is no longer known.
+			 */
+			if (m.pid != spare || spare == -1)
+				job_forker_exited(m.id, m.pid == gone &&
+				    gone != -1 ? gone_status : SIGKILL);
+			else if (nkids < JOB_FORKER_KIDS_MAX) {
+				kids[nkids].pid = spare;
+				kids[nkids].id = m.id;
+				nkids++;
+				spare = -1;
+			} else {
+				kill(spare, SIGKILL);	/* cannot be tracked */
+				job_forker_exited(m.id, SIGKILL);
+				spare = -1;
+			}
+			if (m.pid == gone)
+				gone = -1;
+			if (spare == -1 && nkids < JOB_FORKER_KIDS_MAX)
+				spare = job_forker_spare_new(self, pfd[1].fd);
+			continue;
+		}
 		if (m.type != JOB_FORKER_START || fds[0] == -1 ||
 		    fds[1] == -1) {
 			if (fds[0] != -1)
@@ -899,34 +956,20 @@ job_forker_main(pid_t server)
 				close(fds[1]);
 			continue;
 		}
-		pid = -1;
-		if (nkids < JOB_FORKER_KIDS_MAX && spare != -1) {
-			if (job_forker_send(sfd, &m, fds, 2) == 0)
-				pid = spare;
-			else
-				kill(spare, SIGKILL);	/* reaped as unknown */
-			close(sfd);
-			sfd = spare = -1;
-		}
-		if (pid == -1 && nkids < JOB_FORKER_KIDS_MAX &&
-		    (pid = fork()) == 0)
+		pid = nkids < JOB_FORKER_KIDS_MAX ? fork() : -1;
+		if (pid == 0)
 			job_forker_helper(self, &m, fds[0], fds[1]);
 		close(fds[0]);
 		close(fds[1]);
 		if (pid == -1) {
-			memset(&a, 0, sizeof a);
-			a.type = JOB_FORKER_EXITED;
-			a.id = m.id;
-			a.status = 126 << 8;	/* as an exit status */
-			if (job_forker_send(3, &a, NULL, 0) != 0)
-				_exit(0);
+			job_forker_exited(m.id, 126 << 8); /* as an exit status */
 			continue;
 		}
 		kids[nkids].pid = pid;
 		kids[nkids].id = m.id;
 		nkids++;
 		if (spare == -1 && nkids < JOB_FORKER_KIDS_MAX)
-			spare = job_forker_spare_new(self, pfd[1].fd, &sfd);
+			spare = job_forker_spare_new(self, pfd[1].fd);
 	}
 }
 
@@ -957,6 +1000,10 @@ job_forker_close(struct job_forker *f)
 	f->ev = NULL;
 	close(f->fd);
 	f->fd = -1;
+	if (f->spare != -1) {
+		close(f->spare);
+		f->spare = -1;
+	}
 	evtimer_del(f->idle);
 	LIST_FOREACH(j, &jobs, entry) {
 		if (j->forker != f || (j->flags & JOB_REAPED))
@@ -997,6 +1044,16 @@ job_forker_read_cb(evutil_socket_t fd, short events, void *arg)
 	for (;;) {
 		if ((r = job_forker_recv(f->fd, &m, fds)) == -1)
 			return;
+		if (r == 1 && m.type == JOB_FORKER_SPARE && fds[0] != -1 &&
+		    m.pid > 0) {
+			/* The next helper goes to it (job_start_forked). */
+			if (f->spare != -1)
+				close(f->spare);
+			f->spare = fds[0];
+			f->spare_pid = m.pid;
+			util_set_nonblock(f->spare);
+			fds[0] = -1;
+		}
 		if (fds[0] != -1)
 			close(fds[0]);
 		if (fds[1] != -1)
@@ -1105,6 +1162,7 @@ job_forker_get(const char *sandbox)
 	f->sandbox = xstrdup(sandbox);
 	f->pid = pid;
 	f->fd = sv[0];
+	f->spare = -1;
 	if ((f->ev = event_new(ev_base, f->fd, EV_READ | EV_PERSIST,
 	    job_forker_read_cb, f)) == NULL ||
 	    (f->idle = evtimer_new(ev_base, job_forker_idle_cb, f)) == NULL)
@@ -1146,7 +1204,7 @@ job_start_forked(struct job *j)
 {
 	struct job_forker_msg	 m;
 	struct job_forker	*f;
-	int			 fds[2], mfd, send[2];
+	int			 fds[2], mfd, send[2], r;
 	size_t			 off = 0;
 	ssize_t			 n;
 
@@ -1178,6 +1236,23 @@ job_start_forked(struct job *j)
 	m.fn = (uintptr_t)j->mfn;
 	send[0] = fds[1];
 	send[1] = mfd;
+	/*
+	 * To the forker's spare if it has one (the forker is told after),
+	 * else to the forker. A spare that cannot be written to is gone.
+	 */
+	if (f->spare != -1) {
+		r = job_forker_send(f->spare, &m, send, 2);
+		close(f->spare);
+		f->spare = -1;
+		if (r == 0) {
+			m.type = JOB_FORKER_ASSIGNED;
+			m.pid = f->spare_pid;
+			if (job_forker_send(f->fd, &m, NULL, 0) != 0)
+				log_warn("job %s: to the forker of %s",
+				    j->name, j->sandbox);
+			goto sent;
+		}
+	}
 	if (job_forker_send(f->fd, &m, send, 2) != 0) {
 		log_warn("job %s: to the forker of %s", j->name, j->sandbox);
 		close(fds[0]);
@@ -1187,6 +1262,7 @@ job_start_forked(struct job *j)
 		job_forker_close(f);
 		return (-1);
 	}
+sent:
 	close(fds[1]);
 	close(mfd);
 	free(j->msg);

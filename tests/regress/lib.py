@@ -204,6 +204,27 @@ def forkers_of(pid):
     return out
 
 
+def forker_sockets(pid):
+    """The server's sockets to its helper forkers (job.c): one to each
+    forker, and one to each forker's spare helper."""
+    n = 0
+    for f in forkers_of(pid):
+        n += 1
+        try:
+            with open("/proc/%d/task/%d/children" % (f, f)) as fh:
+                kids = fh.read().split()
+        except OSError:
+            continue
+        for k in kids:
+            try:
+                with open("/proc/%s/comm" % k) as fh:
+                    if fh.read().strip() == "smcp-spare":
+                        n += 1
+            except OSError:
+                pass
+    return n
+
+
 def free_bytes(path):
     """What an unprivileged writer may still write on path's file
     system."""

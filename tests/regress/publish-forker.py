@@ -4,13 +4,14 @@
 # cannot reach, and whose loss loses nothing.
 #
 #   - it is charged to the sandbox (its helper groups), and is in none of
-#     the container's groups, with no descriptor but its sockets (to the
-#     server, to its spare) and /dev/null, stderr;
+#     the container's groups, with no descriptor but its socket to the
+#     server and /dev/null, stderr;
 #   - it is confined once, as its helpers are: a mount namespace of its
 #     own where nothing but the sandbox's state and its base is mounted,
 #     no_new_privs, a seccomp filter, a cut capability set; its spare
 #     helper (forked ahead, waiting for a job) is confined the same way
-#     and charged to the sandbox too;
+#     and charged to the sandbox too; its only descriptors are its socket
+#     (whose other end the server holds) and /dev/null, stderr;
 #   - a process in the sandbox sees neither it nor its helpers;
 #   - kill -9 of the forker while publishes are under way (at whatever
 #     moment of them): each publish answers, a manifest is always whole,
@@ -140,9 +141,15 @@ def test():
                       "%s is in the sandbox's %s group: %s"
                       % (who, ctrls, path))
     fds = sorted(int(x) for x in os.listdir("/proc/%d/fd" % pid))
-    check_eq(fds, [0, 1, 2, 3, 4, 5], "the forker's descriptors")
-    check(os.readlink("/proc/%d/fd/5" % pid).startswith("socket:"),
-          "descriptor 5 is its spare's socket")
+    check_eq(fds, [0, 1, 2, 3, 4], "the forker's descriptors")
+    sfds = sorted(int(x) for x in os.listdir("/proc/%d/fd" % spares[0]))
+    check_eq(len(sfds), 4, "the spare's descriptors: %r" % sfds)
+    for fd in sfds[:2]:
+        check_eq(os.readlink("/proc/%d/fd/%d" % (spares[0], fd)),
+                 "/dev/null", "the spare's descriptor %d" % fd)
+    check(os.readlink("/proc/%d/fd/%d" % (spares[0], sfds[3]))
+          .startswith("socket:"), "the spare's last descriptor is its"
+          " socket")
     for fd in (0, 1):
         check_eq(os.readlink("/proc/%d/fd/%d" % (pid, fd)), "/dev/null",
                  "descriptor %d" % fd)

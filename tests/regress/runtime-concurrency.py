@@ -12,8 +12,9 @@ import random
 import signal
 import time
 
-from lib import (IMAGE, Server, check, check_eq, cleanup, docker, forkers_of,
-                 main, mounts_under, ok_result, remove_our_containers, tmpdir)
+from lib import (IMAGE, Server, check, check_eq, cleanup, docker,
+                 forker_sockets, forkers_of, main, mounts_under, ok_result,
+                 remove_our_containers, tmpdir)
 
 AGENTS = 10
 COMMANDS = 20
@@ -74,8 +75,9 @@ def test():
     ok_result(s.call("exec_command", {"sandbox_id": sid, "cmd": "true"}),
               "warm up")
     no_spares("after the warm-up")
-    # A sandbox's forker (job.c) holds one socket of the server's.
-    base_fds = fds(s.proc.pid) - len(forkers_of(s.proc.pid))
+    # A sandbox's forker (job.c) and its spare helper hold one socket of
+    # the server's each.
+    base_fds = fds(s.proc.pid) - forker_sockets(s.proc.pid)
     base_children = len(children(s.proc.pid)) - len(forkers_of(s.proc.pid))
     with open(pids_current) as f:
         base_pids = int(f.read())
@@ -131,7 +133,7 @@ def test():
 
     # Nothing left behind, once the spares built ahead have expired.
     no_spares("after the agents")
-    check_eq(fds(s.proc.pid) - len(forkers_of(s.proc.pid)), base_fds,
+    check_eq(fds(s.proc.pid) - forker_sockets(s.proc.pid), base_fds,
              "descriptors of the server, its forkers' sockets aside")
     check_eq(len(children(s.proc.pid)) - len(forkers_of(s.proc.pid)),
              base_children, "child processes, its forkers aside")
