@@ -71,6 +71,8 @@ char		*layer_stack_text(struct layer_stack *);
 char		*layer_manifest_path(const char *);
 int		 layer_stack_init(const char *, const char *, char **);
 int		 layer_confine(const char *, char **);
+char		*layer_next_path(const char *);
+int		 layer_roll_forward(const char *, int);
 int		 layer_lock(const char *);
 int		 layer_lock_try(const char *);
 void		 layer_unlock(int);

@@ -161,18 +161,40 @@ layer_stack_root_hash(struct layer_stack *ls, char out[72])
 	cJSON_Delete(a);
 }
 
+static struct layer_stack *layer_stack_read_file(const char *, char *,
+		    char **);
+
 char *
 layer_manifest_path(const char *sbox)
 {
 	return (state_where(STATE_STACK, sbox, "manifest.json"));
 }
 
+/*
+ * Where a publish puts the next manifest, made durable, before renaming
+ * it into place (publish.c); a crash between the two is finished at
+ * start (layer_roll_forward).
+ */
+char *
+layer_next_path(const char *sbox)
+{
+	return (state_where(STATE_STACK, sbox, "manifest.next"));
+}
+
 /* Read the current manifest of a sandbox's stack. */
 struct layer_stack *
 layer_stack_read(const char *sbox, char **cause)
 {
+	return (layer_stack_read_file(sbox, layer_manifest_path(sbox),
+	    cause));
+}
+
+/* Read a manifest of sandbox sbox from path (which it frees). */
+static struct layer_stack *
+layer_stack_read_file(const char *sbox, char *path, char **cause)
+{
 	struct stat	 st;
-	char		*path, *buf;
+	char		*buf;
 	cJSON		*m, *v;
 	ssize_t		 n;
 	int		 fd;
@@ -180,7 +202,6 @@ layer_stack_read(const char *sbox, char **cause)
 	ino_t		 mino;
 	struct layer_stack *ls;
 
-	path = layer_manifest_path(sbox);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
 		xasprintf(cause, "cannot read the layer stack's manifest of"
 		    " sandbox %s: %s", sbox, strerror(errno));
@@ -632,6 +653,8 @@ layer_staging_sweep(const char *id, int wait)
 
 	if ((lock = wait ? layer_lock(id) : layer_lock_try(id)) == -1)
 		return (-1);
+	/* A next manifest now is a dead publisher's, which answered none. */
+	layer_roll_forward(id, 0);
 	dir = state_where(STATE_STACK_STAGING, id, NULL);
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	free(dir);
@@ -672,7 +695,73 @@ layer_staging_sweep(const char *id, int wait)
 void
 layer_recover(const char *id)
 {
+	int	lock;
+
+	if ((lock = layer_lock_try(id)) != -1) {
+		layer_roll_forward(id, 1);
+		layer_unlock(lock);
+	}
 	layer_staging_sweep(id, 0);
+}
+
+/*
+ * Under the writer lock: a next manifest left by a publish (made
+ * durable, not yet renamed into place) is the head's successor on a
+ * restart after a crash, whose renames the journal may not have kept:
+ * renamed into place (forward), so that a publish that answered keeps
+ * its word. Otherwise (or when not forward: its publisher was killed
+ * and answered nothing) it goes. Returns whether one was put in place.
+ */
+int
+layer_roll_forward(const char *id, int forward)
+{
+	struct layer_stack	*cur, *next;
+	struct stat		 st;
+	char			*npath, *mpath, *dir, *cause = NULL;
+	size_t			 i;
+	int			 ok = 0, dfd;
+
+	npath = layer_next_path(id);
+	if (lstat(npath, &st) != 0) {
+		free(npath);
+		return (0);
+	}
+	cur = layer_stack_read(id, &cause);
+	free(cause);
+	cause = NULL;
+	next = layer_stack_read_file(id, xstrdup(npath), &cause);
+	free(cause);
+	if (forward && cur != NULL && next != NULL &&
+	    next->version == cur->version + 1 && next->n == cur->n + 1 &&
+	    lstat(next->paths[0], &st) == 0 && S_ISDIR(st.st_mode)) {
+		ok = 1;
+		for (i = 0; i < cur->n; i++) {
+			if (strcmp(next->ids[i + 1], cur->ids[i]) != 0 ||
+			    strcmp(next->paths[i + 1], cur->paths[i]) != 0)
+				ok = 0;
+		}
+	}
+	mpath = layer_manifest_path(id);
+	if (ok && rename(npath, mpath) == 0) {
+		log_info("sandbox %s: manifest version %d, made durable by a"
+		    " publish before a crash, put in place", id,
+		    next->version);
+		dir = state_where(STATE_STACK, id, NULL);
+		if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) !=
+		    -1) {
+			fsync(dfd);
+			close(dfd);
+		}
+		free(dir);
+	} else {
+		ok = 0;
+		unlink(npath);
+	}
+	free(mpath);
+	free(npath);
+	layer_stack_free(cur);
+	layer_stack_free(next);
+	return (ok);
 }
 
 /* ---- the sweep after a builder that is gone ---- */

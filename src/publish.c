@@ -764,18 +764,36 @@ publish_link_file(struct publish_ctx *x, const char *path, int dfd,
 }
 
 /*
- * Durability, before the layer is renamed into place. The sandbox's disk
- * is ext4 as we make it (data=ordered, barriers, no fast commit): a file
- * of the layer (the session's inode, linked, or a copy) has its data
- * written out, begun as it is linked and waited for before the records
- * are; then one fsync of the next manifest commits the journal, whose
- * commit flushes the device's cache first and holds every entry of the
- * layer and both records, all made before it. Whatever else is dirty on
- * the disk (other sessions' files, transcripts, telemetry) is not
- * written for it, as syncfs would. A layer of more files than
- * PUBLISH_FLUSH_MAX, or on a disk not made so (the server reads its
- * superblock: disk_journal_whole), is made durable by syncfs.
+ * Durability. The sandbox's disk is ext4 as we make it (data=ordered,
+ * barriers, no fast commit), whose journal commits every change to its
+ * names in order, all those made before a commit in it. So a layer costs
+ * one commit:
+ * - a file of the layer (the session's inode, linked, or a copy) has its
+ *   data written out, begun as it is linked and waited for, as are the
+ *   two records' (meta, next manifest) written beside it in staging;
+ * - under the writer lock the layer and its meta are renamed into
+ *   layers/ (where no manifest names them yet) and the next manifest to
+ *   stack/manifest.next, and one fsync of the stack's directory commits
+ *   the journal: its commit flushes the device's cache first and holds
+ *   all of it;
+ * - only then is manifest.next renamed over manifest.json, which makes
+ *   the layer visible, durable already. That rename is not waited for:
+ *   the next commit holds it, and a restart after a crash puts a
+ *   durable manifest.next that follows the head in place first
+ *   (layer_roll_forward), so the publish answered stays published.
+ * Whatever else is dirty on the disk (other sessions' files, transcripts,
+ * telemetry) is not written for it, as syncfs would. A layer of more
+ * files than PUBLISH_FLUSH_MAX, or on a disk not made so (the server
+ * reads its superblock: disk_journal_whole), is made durable by syncfs
+ * in staging, and its manifest's rename by an fsync of the stack's
+ * directory before it answers.
  */
+static int
+publish_journaled(struct publish_ctx *x)
+{
+	return (x->a->journal && !x->flush_all);
+}
+
 static void
 publish_flush_add(struct publish_ctx *x, int fd)
 {
@@ -833,7 +851,7 @@ publish_durable(struct publish_ctx *x, int sfd, const char *smeta,
 	if ((mfd = publish_record(smeta, meta)) == -1 ||
 	    (nfd = publish_record(smanifest, manifest)) == -1)
 		goto out;
-	if (x->flush_all || !x->a->journal) {
+	if (!publish_journaled(x)) {
 		r = syncfs(sfd);
 		goto out;
 	}
@@ -844,9 +862,11 @@ publish_durable(struct publish_ctx *x, int sfd, const char *smeta,
 			goto out;
 	}
 	if (sync_file_range(mfd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE |
+	    SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0 ||
+	    sync_file_range(nfd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE |
 	    SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0)
 		goto out;
-	r = fsync(nfd);
+	r = 0;
 out:
 	save = errno;
 	if (mfd != -1)
@@ -1107,7 +1127,7 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 	unsigned long long	 bytes = 0;
 	char			 id[20], digest[72], head_digest[72], *staging;
 	char			*dest, *meta, *smeta, *text, *mtext, *cause;
-	char			*smanifest, *manifest, *stack;
+	char			*smanifest, *manifest, *stack, *next_path;
 	cJSON			*rep, *list, *m;
 	size_t			 i;
 	int			 sfd = -1, r, same, moved;
@@ -1139,6 +1159,7 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 	smanifest = state_where(STATE_STACK_STAGING, sbox,
 	    "%s.manifest.json", id);
 	manifest = layer_manifest_path(sbox);
+	next_path = layer_next_path(sbox);
 	stack = state_where(STATE_STACK, sbox, NULL);
 	next = NULL;
 
@@ -1167,10 +1188,8 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 
 	/*
 	 * The meta file and the next manifest are written beside the layer
-	 * in staging/, so that one journal commit makes all three durable
-	 * before any is renamed into place (publish_durable); the fsync of
-	 * the stack's directory after the manifest's rename then commits
-	 * the renames (ext4 journals them in order).
+	 * in staging/, their data and the layer's written out before the
+	 * lock is taken (publish_durable, and see above).
 	 */
 	m = cJSON_CreateObject();
 	cJSON_AddStringToObject(m, "layer_id", id);
@@ -1245,18 +1264,32 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 		r = publish_reject(fd, "storage_error", x->error, NULL);
 		goto out;
 	}
-	if (rename(smanifest, manifest) != 0) {
+	close(sfd);
+	sfd = -1;
+	if (publish_journaled(x) && (rename(smanifest, next_path) != 0 ||
+	    (sfd = open(stack, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    fsync(sfd) != 0)) {
+		xasprintf(&x->error, "cannot make the layer durable: %s",
+		    strerror(errno));
+		unlink(next_path);
+		unlink(meta);
+		tree_remove_path(dest);
+		r = publish_reject(fd, "storage_error", x->error, NULL);
+		goto out;
+	}
+	if (rename(publish_journaled(x) ? next_path : smanifest,
+	    manifest) != 0) {
 		xasprintf(&x->error, "cannot commit the manifest: %s",
 		    strerror(errno));
+		unlink(next_path);
 		unlink(meta);
 		tree_remove_path(dest);
 		r = publish_reject(fd, "storage_error", x->error, NULL);
 		goto out;
 	}
 	/* Renamed, the manifest is what every reader sees: published. */
-	close(sfd);
-	if ((sfd = open(stack, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    fsync(sfd) != 0)
+	if (!publish_journaled(x) && ((sfd = open(stack, O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC)) == -1 || fsync(sfd) != 0))
 		log_warnx("sandbox %s: the publish of %s may not survive a"
 		    " crash", sbox, id);
 	for (i = 0; i < x->naudit; i++) {
@@ -1313,6 +1346,7 @@ out:
 	free(smeta);
 	free(smanifest);
 	free(manifest);
+	free(next_path);
 	free(stack);
 	return (r);
 }

@@ -411,6 +411,94 @@ test_layer_staging_sweep(void)
 	return (0);
 }
 
+/* Write sandbox id's manifest.next: version, over the given layers. */
+static int
+roll_next(const char *id, int version, const char *top, const char *base)
+{
+	struct layer_stack	 ls;
+	char			*ids[2], *paths[2], *text, *path;
+	int			 fd;
+
+	ids[0] = (char *)"L000002-roll";
+	paths[0] = (char *)top;
+	ids[1] = (char *)"B000001-base";
+	paths[1] = (char *)base;
+	ls.version = version;
+	ls.n = 2;
+	ls.ids = ids;
+	ls.paths = paths;
+	text = layer_stack_text(&ls);
+	path = layer_next_path(id);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	free(path);
+	if (fd == -1 || write(fd, text, strlen(text)) !=
+	    (ssize_t)strlen(text)) {
+		free(text);
+		return (-1);
+	}
+	close(fd);
+	free(text);
+	return (0);
+}
+
+/*
+ * A next manifest a publish made durable but whose rename a crash lost
+ * is put in place at start when it follows the head; any other goes, and
+ * so does one found by the sweep after a killed publisher (which
+ * answered nothing).
+ */
+static int
+test_layer_roll_forward(void)
+{
+	const char		*id = "sbx-roll-00001";
+	struct layer_stack	*ls;
+	struct stat		 st;
+	char			*base, *top, *next, *cause = NULL;
+
+	base = state_where(STATE_SANDBOX, id, "base");
+	top = state_where(STATE_LAYERS, id, "L000002-roll");
+	next = layer_next_path(id);
+	CHECK(util_mkdir_p(base, 0755, &cause) == 0);
+	CHECK(layer_stack_init(id, base, &cause) == 0);
+	CHECK(util_mkdir_p(top, 0755, &cause) == 0);
+
+	/* Not the head's successor (version), or another base: gone. */
+	CHECK(roll_next(id, 3, top, base) == 0);
+	layer_recover(id);
+	CHECK(lstat(next, &st) == -1 && errno == ENOENT);
+	CHECK(roll_next(id, 2, top, "/elsewhere") == 0);
+	layer_recover(id);
+	CHECK(lstat(next, &st) == -1 && errno == ENOENT);
+	CHECK((ls = layer_stack_read(id, &cause)) != NULL);
+	CHECK_INT(ls->version, 1);
+	layer_stack_free(ls);
+
+	/* The sweep after a killed publisher takes it, and keeps the head. */
+	CHECK(roll_next(id, 2, top, base) == 0);
+	CHECK(layer_staging_sweep(id, 1) >= 0);
+	CHECK(lstat(next, &st) == -1 && errno == ENOENT);
+	CHECK((ls = layer_stack_read(id, &cause)) != NULL);
+	CHECK_INT(ls->version, 1);
+	layer_stack_free(ls);
+
+	/* Its layer missing: gone. The successor, its layer there: kept. */
+	CHECK(roll_next(id, 2, "/nowhere/L000002-roll", base) == 0);
+	layer_recover(id);
+	CHECK(lstat(next, &st) == -1 && errno == ENOENT);
+	CHECK(roll_next(id, 2, top, base) == 0);
+	layer_recover(id);
+	CHECK(lstat(next, &st) == -1 && errno == ENOENT);
+	CHECK((ls = layer_stack_read(id, &cause)) != NULL);
+	CHECK_INT(ls->version, 2);
+	CHECK_INT((int)ls->n, 2);
+	CHECK(strcmp(ls->ids[0], "L000002-roll") == 0);
+	layer_stack_free(ls);
+	free(base);
+	free(top);
+	free(next);
+	return (0);
+}
+
 /*
  * A disk's superblock says whether one fsync commits all: ext4 with a
  * journal and no fast commits, as disk.c makes it; not with fast
@@ -448,6 +536,7 @@ test_disk_journal(void)
 const struct unit_case unit_layer_cases[] = {
 	{ "layer/disk-journal", test_disk_journal },
 	{ "layer/staging-sweep", test_layer_staging_sweep },
+	{ "layer/roll-forward", test_layer_roll_forward },
 	{ "layer/upper", test_layer_upper },
 	{ "layer/whiteout", test_layer_whiteout },
 	{ "layer/opaque", test_layer_opaque },
