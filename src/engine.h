@@ -41,6 +41,7 @@ struct layer_stack {
 };
 struct layer_hold {		/* a child's shared locks on layers */
 	int		 *fds;
+	char		**paths;	/* what each holds */
 	size_t		  n;
 };
 enum layer_kind {
@@ -80,6 +81,8 @@ void		 layer_new_id(int, char, char[20]);
 int		 layer_is_whiteout(const struct stat *);
 int		 layer_is_opaque(const char *);
 int		 layer_fd_opaque(int);
+void		 layer_dirs_keep(void);
+int		 layer_touches(struct layer_stack *, size_t, const char *);
 int		 layer_resolve(struct layer_stack *, const char *,
 		     struct layer_entry *, char **);
 int		 layer_hold(struct layer_stack *, struct layer_hold *,

@@ -1873,7 +1873,7 @@ export_child(void *arg, int fd)
 {
 	struct export_args	*a = arg;
 	struct export_ctx	 x;
-	struct layer_hold	 hold = { NULL, 0 };
+	struct layer_hold	 hold = { NULL, NULL, 0 };
 	struct layer_stack	*ls = NULL;
 	struct fold		 f;
 	const char		*leaf, *ro[2];

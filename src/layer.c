@@ -242,26 +242,35 @@ layer_stack_read_file(const char *sbox, char *path, char **cause)
 
 /*
  * In a child: hold the published layers of a stack (the base is never
- * reclaimed) against the reclaimer until layer_hold_release. Returns 0,
- * 1 when a layer was reclaimed since the stack was read (read the
- * manifest again), or -1 with a cause.
+ * reclaimed) against the reclaimer until layer_hold_release; layers h
+ * holds already (from a stack read before) are kept, not taken again.
+ * Returns 0, 1 when a layer was reclaimed since the stack was read (read
+ * the manifest again; h then holds nothing), or -1 with a cause.
  */
 int
 layer_hold(struct layer_stack *ls, struct layer_hold *h, char **cause)
 {
 	struct stat	 st, now;
-	size_t		 i;
+	size_t		 i, k;
 	int		 fd;
 
-	h->fds = xcalloc(ls->n, sizeof *h->fds);
-	h->n = 0;
 	for (i = 0; i + 1 < ls->n; i++) {
+		for (k = 0; k < h->n; k++) {
+			if (strcmp(h->paths[k], ls->paths[i]) == 0)
+				break;
+		}
+		if (k < h->n)
+			continue;
 		if ((fd = open(ls->paths[i], O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC)) == -1) {
 			if (errno == ENOENT)
 				goto stale;
 			goto fail;
 		}
+		h->fds = xreallocarray(h->fds, h->n + 1, sizeof *h->fds);
+		h->paths = xreallocarray(h->paths, h->n + 1,
+		    sizeof *h->paths);
+		h->paths[h->n] = xstrdup(ls->paths[i]);
 		h->fds[h->n++] = fd;
 		while (flock(fd, LOCK_SH) != 0) {
 			if (errno != EINTR)
@@ -293,10 +302,14 @@ layer_hold_release(struct layer_hold *h)
 {
 	size_t	i;
 
-	for (i = 0; i < h->n; i++)
+	for (i = 0; i < h->n; i++) {
 		close(h->fds[i]);
+		free(h->paths[i]);
+	}
 	free(h->fds);
+	free(h->paths);
 	h->fds = NULL;
+	h->paths = NULL;
 	h->n = 0;
 }
 
@@ -485,6 +498,110 @@ layer_is_opaque(const char *path)
 }
 
 /*
+ * In a helper that resolves many paths through a stack (a publish), the
+ * layers' directories are kept open, so that each lookup walks the path
+ * beneath its layer only, not the layer's own absolute path again. Only
+ * a helper turns it on (layer_dirs_keep): published layers never change
+ * and their names are never reused, and the helper is gone soon after.
+ */
+#define LAYER_DIRS_MAX		1024	/* a power of two */
+static struct layer_dir {
+	char	*path;
+	int	 fd;
+}			 layer_dirs[LAYER_DIRS_MAX];
+static size_t		 layer_ndirs;
+static int		 layer_dirs_on;
+
+void
+layer_dirs_keep(void)
+{
+	layer_dirs_on = 1;
+}
+
+/* A layer's directory open (path is absolute), or -1: use the path. */
+static int
+layer_dir(const char *path)
+{
+	struct layer_dir	*d;
+	uint32_t		 h = 2166136261U;
+	const char		*p;
+	size_t			 i;
+	int			 fd;
+
+	if (!layer_dirs_on)
+		return (-1);
+	for (p = path; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 16777619U;
+	for (i = 0; i < LAYER_DIRS_MAX; i++) {
+		d = &layer_dirs[(h + i) & (LAYER_DIRS_MAX - 1)];
+		if (d->path == NULL)
+			break;
+		if (strcmp(d->path, path) == 0)
+			return (d->fd);
+	}
+	/* Kept half full at most: past that, paths are used. */
+	if (i == LAYER_DIRS_MAX || layer_ndirs >= LAYER_DIRS_MAX / 2)
+		return (-1);
+	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return (-1);
+	d->path = xstrdup(path);
+	d->fd = fd;
+	layer_ndirs++;
+	return (fd);
+}
+
+/* lstat of rel in layer dir (absolute; full is dir/rel). */
+static int
+layer_lstat(const char *dir, const char *rel, const char *full,
+    struct stat *st)
+{
+	int	fd;
+
+	if ((fd = layer_dir(dir)) != -1)
+		return (fstatat(fd, rel, st, AT_SYMLINK_NOFOLLOW));
+	return (lstat(full, st));
+}
+
+/*
+ * Whether any of the top n layers of a stack holds an entry (of any
+ * kind: a whiteout, an opaque directory, a file) at rel or at one of its
+ * ancestors. When none does, rel resolves through the stack exactly as
+ * it does through the layers below them.
+ */
+int
+layer_touches(struct layer_stack *ls, size_t n, const char *rel)
+{
+	struct stat	 st;
+	char		 full[PATH_MAX];
+	const char	*p;
+	size_t		 i;
+	int		 len;
+
+	for (i = 0; i < n && i < ls->n; i++) {
+		for (p = rel;; p++) {
+			if (*p != '/' && *p != '\0')
+				continue;
+			len = snprintf(full, sizeof full, "%s/%.*s",
+			    ls->paths[i], (int)(p - rel), rel);
+			if (len < 0 || len >= (int)sizeof full)
+				return (1);	/* resolved the long way */
+			if (layer_lstat(ls->paths[i], full +
+			    strlen(ls->paths[i]) + 1, full, &st) != 0) {
+				if (errno != ENOENT && errno != ENOTDIR)
+					return (1);
+				break;	/* nothing here, nor below it */
+			}
+			/* The path itself, or a parent that is no plain one. */
+			if (*p == '\0' || !S_ISDIR(st.st_mode) ||
+			    layer_is_opaque(full))
+				return (1);
+		}
+	}
+	return (0);
+}
+
+/*
  * Resolve a relative path through a stack as overlayfs would. Fills e:
  * kind, the layer index it came from and its path there, and its stat.
  * When a parent component is not a directory, kind is absent and blocker
@@ -520,7 +637,7 @@ layer_resolve(struct layer_stack *ls, const char *rel,
 				free(copy);
 				return (-1);
 			}
-			if (lstat(full, &st) != 0) {
+			if (layer_lstat(ls->paths[i], copy, full, &st) != 0) {
 				if (errno == ENOENT || errno == ENOTDIR)
 					continue;
 				xasprintf(cause, "cannot read %s in layer %s:"

@@ -115,11 +115,36 @@ struct publish_audit {
 	char			*line;
 };
 
+/*
+ * What a helper keeps across its attempts (the base never changes): the
+ * states of paths in the base, and the directories whose .gitignore it
+ * has read; open addressing on the path, PUBLISH_MEMO_SLOTS slots, up to
+ * half of them used (past that, no more is kept).
+ */
+#define PUBLISH_MEMO_SLOTS	2048	/* a power of two */
+struct publish_memo {
+	char			*path;		/* NULL: a free slot */
+	int			 kind;
+	size_t			 layer;
+	mode_t			 mode;
+	off_t			 size;
+	dev_t			 dev;
+	ino_t			 ino;
+	char			*file;
+	char			*target;
+};
+
 struct publish_ctx {
 	const struct publish_args *a;
 	int			 upperfd;	/* -1: a sessionless write */
 	struct layer_stack	*base;
 	struct layer_stack	*head;
+	int			 fixed;		/* the base is the lease's */
+	ssize_t			 newer;		/* head: newer + base, or -1 */
+	struct publish_memo	*memo;		/* base states, by path */
+	size_t			 nmemo;
+	struct publish_memo	*gidirs;	/* .gitignore files read */
+	size_t			 ngidirs;
 	struct publish_capture	 cap;
 	cJSON			*conflicts;
 	struct gitignore	*gi;
@@ -327,6 +352,7 @@ struct publish_state {
 	char		 digest[65];
 	char		 target[PATH_MAX];
 	char		 file[PATH_MAX];	/* a layer's file, or "" */
+	size_t		 layer;			/* where it was found */
 	const char	*rel;			/* the path, relative */
 };
 
@@ -373,6 +399,7 @@ publish_state(struct layer_stack *ls, const char *path,
 	if (layer_resolve(ls, path, &le, error) != 0)
 		return (-1);
 	ps->kind = le.kind;
+	ps->layer = le.layer;
 	ps->mode = le.st.st_mode & 07777;
 	if (le.kind == LAYER_FILE) {
 		ps->size = le.st.st_size;
@@ -386,6 +413,112 @@ publish_state(struct layer_stack *ls, const char *path,
 		ps->target[n] = '\0';
 	}
 	return (0);
+}
+
+/* The slot of path in a memo table (allocated on first use), or NULL. */
+static struct publish_memo *
+publish_memo_slot(struct publish_memo **table, const char *path)
+{
+	struct publish_memo	*m;
+	uint32_t		 h = 2166136261U;
+	const char		*p;
+	size_t			 i;
+
+	if (*table == NULL)
+		*table = xcalloc(PUBLISH_MEMO_SLOTS, sizeof **table);
+	for (p = path; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 16777619U;
+	for (i = 0; i < PUBLISH_MEMO_SLOTS; i++) {
+		m = &(*table)[(h + i) & (PUBLISH_MEMO_SLOTS - 1)];
+		if (m->path == NULL || strcmp(m->path, path) == 0)
+			return (m);
+	}
+	return (NULL);
+}
+
+/* The state of a path in the base, resolved once per helper. */
+static int
+publish_base_state(struct publish_ctx *x, const char *path,
+    struct publish_state *ps, char **error)
+{
+	struct publish_memo	*m;
+
+	m = publish_memo_slot(&x->memo, path);
+	if (m != NULL && m->path != NULL) {
+		memset(ps, 0, sizeof *ps);
+		ps->rel = path;
+		ps->kind = m->kind;
+		ps->layer = m->layer;
+		ps->mode = m->mode;
+		ps->size = m->size;
+		ps->dev = m->dev;
+		ps->ino = m->ino;
+		strlcpy(ps->file, m->file, sizeof ps->file);
+		strlcpy(ps->target, m->target, sizeof ps->target);
+		return (0);
+	}
+	if (publish_state(x->base, path, ps, error) != 0)
+		return (-1);
+	if (m != NULL && x->nmemo < PUBLISH_MEMO_SLOTS / 2) {
+		m->path = xstrdup(path);
+		m->kind = ps->kind;
+		m->layer = ps->layer;
+		m->mode = ps->mode;
+		m->size = ps->size;
+		m->dev = ps->dev;
+		m->ino = ps->ino;
+		m->file = xstrdup(ps->file);
+		m->target = xstrdup(ps->target);
+		x->nmemo++;
+	}
+	return (0);
+}
+
+/*
+ * The state of a path in the head, b being its state in the base: the
+ * same when the head is the base with layers on top (x->newer of them)
+ * of which none holds anything at the path or above it, the common case;
+ * else resolved through the head's layers.
+ */
+static int
+publish_head_state(struct publish_ctx *x, const char *path,
+    struct publish_state *b, struct publish_state *h, char **error)
+{
+	if (x->newer >= 0 && !layer_touches(x->head, (size_t)x->newer,
+	    path)) {
+		*h = *b;
+		return (0);
+	}
+	return (publish_state(x->head, path, h, error));
+}
+
+/*
+ * What path was in the head before this publish, for its blame record
+ * (audit_prepare): through the base's states when the layers on top of
+ * it hold nothing there; NULL when it must be resolved through the head.
+ */
+static const struct layer_entry *
+publish_prev(struct publish_ctx *x, const char *path, struct layer_entry *le)
+{
+	struct publish_state	*b;
+	const struct layer_entry *r = NULL;
+
+	if (!x->fixed || x->newer < 0 || layer_touches(x->head,
+	    (size_t)x->newer, path))
+		return (NULL);
+	b = xmalloc(sizeof *b);
+	if (publish_base_state(x, path, b, &x->error) == 0) {
+		memset(le, 0, sizeof *le);
+		le->kind = b->kind;
+		le->layer = b->layer + (size_t)x->newer;
+		strlcpy(le->path, b->file, sizeof le->path);
+		r = le;
+	} else {
+		free(x->error);
+		x->error = NULL;
+	}
+	free(b);
+	return (r);
 }
 
 /* Read a symlink of the session's upper directory, beneath its top. */
@@ -577,6 +710,7 @@ publish_newer_below(struct publish_ctx *x, const char *dir)
 static void
 publish_gitignore_load(struct publish_ctx *x, const char *path)
 {
+	struct publish_memo	*m;
 	struct layer_entry	 le;
 	char			*dir, *slash, *gi, *text, *cause = NULL;
 	size_t			 len;
@@ -588,6 +722,14 @@ publish_gitignore_load(struct publish_ctx *x, const char *path)
 			dir[0] = '\0';
 		else
 			*slash = '\0';
+		/* Read already, and so are the ones above it. */
+		m = publish_memo_slot(&x->gidirs, dir);
+		if (m != NULL && m->path != NULL)
+			break;
+		if (m != NULL && x->ngidirs < PUBLISH_MEMO_SLOTS / 2) {
+			m->path = xstrdup(dir);
+			x->ngidirs++;
+		}
 		xasprintf(&gi, "%s%s.gitignore", dir, *dir ? "/" : "");
 		if (layer_resolve(x->base, gi, &le, &cause) == 0 &&
 		    le.kind == LAYER_FILE &&
@@ -625,8 +767,8 @@ publish_check(struct publish_ctx *x, struct publish_entry *e)
 	anc = xstrdup(e->path);
 	while ((slash = strrchr(anc, '/')) != NULL) {
 		*slash = '\0';
-		if (publish_state(x->base, anc, &b, &x->error) != 0 ||
-		    publish_state(x->head, anc, &h, &x->error) != 0) {
+		if (publish_base_state(x, anc, &b, &x->error) != 0 ||
+		    publish_head_state(x, anc, &b, &h, &x->error) != 0) {
 			free(anc);
 			return (-1);
 		}
@@ -653,8 +795,8 @@ publish_check(struct publish_ctx *x, struct publish_entry *e)
 		    NULL);
 		return (1);
 	}
-	if (publish_state(x->base, e->path, &b, &x->error) != 0 ||
-	    publish_state(x->head, e->path, &h, &x->error) != 0 ||
+	if (publish_base_state(x, e->path, &b, &x->error) != 0 ||
+	    publish_head_state(x, e->path, &b, &h, &x->error) != 0 ||
 	    publish_session_state(x, e, &s, &x->error) != 0)
 		return (-1);
 	if ((r = publish_state_eq(x, &b, &h)) != 0)
@@ -887,6 +1029,7 @@ publish_build(struct publish_ctx *x, int sfd, const char *id,
     const char *owner, EVP_MD_CTX *md, unsigned long long *bytes)
 {
 	struct publish_entry	*e;
+	struct layer_entry	 prev;
 	struct stat		 st;
 	char			 dir[PATH_MAX], last[PATH_MAX], target[PATH_MAX];
 	char			 kind[2], size[32], digest[65], *line, *cause;
@@ -961,7 +1104,8 @@ publish_build(struct publish_ctx *x, int sfd, const char *id,
 			x->allocated += (unsigned long long)st.st_blocks * 512;
 			cause = NULL;
 			line = audit_prepare(x->a->sandbox, x->head, e->path,
-			    e->prev, id, owner, fd, &cause);
+			    e->prev != NULL ? e->prev : publish_prev(x,
+			    e->path, &prev), id, owner, fd, &cause);
 			if (line == NULL) {
 				log_warnx("blame of %s: %s", e->path, cause);
 				free(cause);
@@ -1351,6 +1495,8 @@ out:
 	return (r);
 }
 
+static void	publish_newer(struct publish_ctx *);
+
 /*
  * Commit on the head as it is now, and again each time another publish
  * commits first; from the PUBLISH_TRIES'th attempt on, the writer lock
@@ -1371,7 +1517,7 @@ publish_attempts(struct publish_ctx *x, int fd, int (*prepare)(struct
 			return (publish_reject(fd, "storage_error", "cannot"
 			    " take the stack's writer lock", NULL));
 		publish_attempt_clear(x);
-		layer_hold_release(&x->hold);
+		/* What was held stays held (layer_hold). */
 		layer_stack_free(x->head);
 		if ((x->head = layer_stack_read(sbox, &x->error)) == NULL) {
 			layer_unlock(lock);
@@ -1385,6 +1531,7 @@ publish_attempts(struct publish_ctx *x, int fd, int (*prepare)(struct
 		 */
 		if ((r = layer_hold(x->head, &x->hold, &x->error)) == 1)
 			continue;
+		publish_newer(x);
 		if (r == -1) {
 			layer_unlock(lock);
 			return (publish_reject(fd, "storage_error", x->error,
@@ -1396,6 +1543,26 @@ publish_attempts(struct publish_ctx *x, int fd, int (*prepare)(struct
 		}
 		if ((r = publish_commit(x, &lock, fd)) != PUBLISH_RETRY)
 			return (r);
+	}
+}
+
+/* Whether the head is the base with layers on top, and how many. */
+static void
+publish_newer(struct publish_ctx *x)
+{
+	size_t	i;
+
+	x->newer = -1;
+	if (!x->fixed || x->head->n < x->base->n)
+		return;
+	x->newer = (ssize_t)(x->head->n - x->base->n);
+	for (i = 0; i < x->base->n; i++) {
+		if (strcmp(x->head->ids[x->newer + i], x->base->ids[i]) != 0 ||
+		    strcmp(x->head->paths[x->newer + i],
+		    x->base->paths[i]) != 0) {
+			x->newer = -1;
+			return;
+		}
 	}
 }
 
@@ -1456,12 +1623,14 @@ publish_child(const struct publish_args *arg, int fd)
 	memset(&x, 0, sizeof x);
 	x.a = a;
 	x.base = a->base;
+	x.fixed = 1;	/* base states and holds kept across attempts */
 	x.upperfd = -1;
 	if (publish_confined(&x.error) != 0) {
 		xasprintf(&msg, "cannot confine the publishing process: %s",
 		    x.error);
 		return (publish_reject(fd, "storage_error", msg, NULL));
 	}
+	layer_dirs_keep();
 	if ((x.upperfd = open(a->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1) {
 		xasprintf(&msg, "cannot read the session's changes: %s",
@@ -1669,6 +1838,7 @@ publish_file_child(const struct publish_file_args *arg, int fd)
 		    x.error);
 		return (publish_reject(fd, "storage_error", msg, NULL));
 	}
+	layer_dirs_keep();
 	return (publish_attempts(&x, fd, publish_file_prepare, &fa));
 }
 

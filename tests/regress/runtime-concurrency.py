@@ -174,24 +174,29 @@ def test():
             "params": {"name": "exec_command", "arguments": {
                 "sandbox_id": sid, "yield_time_ms": 60000,
                 "cmd": "head -c 50000000 /dev/urandom > huge"}}})
+    # The publish's helper: a child of the sandbox's forker that is not
+    # its spare, killed once the layer it builds is in staging.
     killed = False
     end = time.time() + 30
     while time.time() < end and not killed:
-        for c in children(s.proc.pid):
-            try:
-                with open("/proc/%s/cmdline" % c, "rb") as f:
-                    cmdline = f.read()
-                with open("/proc/%s/status" % c) as f:
-                    st = f.read()
-            except OSError:
-                continue
-            staging = glob.glob(os.path.join(state, "sandboxes", sid,
-                                             "stack", "staging", "*"))
-            if staging:
-                os.kill(int(c), signal.SIGKILL)
-                killed = True
-                break
+        staging = glob.glob(os.path.join(state, "sandboxes", sid, "stack",
+                                         "staging", "L*"))
+        helpers = []
+        for f in forkers_of(s.proc.pid):
+            for c in children(f):
+                try:
+                    with open("/proc/%s/comm" % c) as fh:
+                        if fh.read().strip() != "smcp-spare":
+                            helpers.append(int(c))
+                except OSError:
+                    continue
+        if staging and helpers:
+            for c in helpers:
+                os.kill(c, signal.SIGKILL)
+            killed = True
+            break
         time.sleep(0.001)
+    check(killed, "the publish's helper was seen building its layer")
     r = s.wait(6000, timeout=60)["result"]["structuredContent"]
     check(r.get("publish") is not None or r.get("publish_rejected"),
           "the command answered with the publish's fate: %r" % (
