@@ -77,13 +77,17 @@ runtime_lost(const char *id, const char *cid, const char *reason,
 		sweep_start(id, cid, procs, n);
 }
 
-/* At start, inside a sandbox's directory: sessions, commands, staging. */
+/*
+ * At start, inside a sandbox's directory: the stack first (a publish a
+ * crash cut is put in place before anything reads the manifest), then
+ * sessions, commands, staging.
+ */
 void
 runtime_recover(const char *id)
 {
+	layer_recover(id);
 	session_recover(id);
 	command_recover(id);
-	layer_recover(id);
 	squash_reclaim(id, NULL, 1);	/* what a squash left behind */
 }
 
