@@ -523,15 +523,13 @@ static int
 layer_dir(const char *path)
 {
 	struct layer_dir	*d;
-	uint32_t		 h = 2166136261U;
-	const char		*p;
+	uint32_t		 h;
 	size_t			 i;
 	int			 fd;
 
 	if (!layer_dirs_on)
 		return (-1);
-	for (p = path; *p != '\0'; p++)
-		h = (h ^ (unsigned char)*p) * 16777619U;
+	h = util_hash(path, 0);
 	for (i = 0; i < LAYER_DIRS_MAX; i++) {
 		d = &layer_dirs[(h + i) & (LAYER_DIRS_MAX - 1)];
 		if (d->path == NULL)

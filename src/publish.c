@@ -420,14 +420,12 @@ static struct publish_memo *
 publish_memo_slot(struct publish_memo **table, const char *path)
 {
 	struct publish_memo	*m;
-	uint32_t		 h = 2166136261U;
-	const char		*p;
+	uint32_t		 h;
 	size_t			 i;
 
 	if (*table == NULL)
 		*table = xcalloc(PUBLISH_MEMO_SLOTS, sizeof **table);
-	for (p = path; *p != '\0'; p++)
-		h = (h ^ (unsigned char)*p) * 16777619U;
+	h = util_hash(path, 0);
 	for (i = 0; i < PUBLISH_MEMO_SLOTS; i++) {
 		m = &(*table)[(h + i) & (PUBLISH_MEMO_SLOTS - 1)];
 		if (m->path == NULL || strcmp(m->path, path) == 0)

@@ -262,6 +262,7 @@ char		*util_utf8_scrub(char *);
 int		 util_id_valid(const char *);
 int		 util_id_valid_layer(const char *);
 void		 util_sha256(const void *, size_t, unsigned char[32]);
+uint32_t	 util_hash(const char *, uint32_t);
 int		 util_base64url(const unsigned char *, size_t, char *, size_t);
 int		 util_set_nonblock(int);
 int		 util_tcp_nodelay(int);

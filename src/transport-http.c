@@ -212,13 +212,8 @@ transport_http_listen_update(void)
 static struct http_clients *
 transport_http_client_bucket(const char *name)
 {
-	uint32_t	h = 2166136261U ^ http.client_seed;
-
-	for (; *name != '\0'; name++) {
-		h ^= (unsigned char)*name;
-		h *= 16777619U;
-	}
-	return (&http.clients[h % HTTP_CLIENT_BUCKETS]);
+	return (&http.clients[util_hash(name, http.client_seed) %
+	    HTTP_CLIENT_BUCKETS]);
 }
 
 static struct http_client *

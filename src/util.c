@@ -167,6 +167,19 @@ util_id_valid(const char *id)
 	    '\0');
 }
 
+/* FNV-1a of a string, from a seed (0, or a secret of the caller's). */
+uint32_t
+util_hash(const char *s, uint32_t seed)
+{
+	uint32_t	h = 2166136261U ^ seed;
+
+	for (; *s != '\0'; s++) {
+		h ^= (unsigned char)*s;
+		h *= 16777619U;
+	}
+	return (h);
+}
+
 /* Whether a layer id is well formed: [A-Za-z0-9_-], 1 to 64 bytes. */
 int
 util_id_valid_layer(const char *id)
