@@ -1270,6 +1270,7 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 	char			 id[20], digest[72], head_digest[72], *staging;
 	char			*dest, *meta, *smeta, *text, *mtext, *cause;
 	char			*smanifest, *manifest, *stack, *next_path;
+	const char		*what;
 	cJSON			*rep, *list, *m;
 	size_t			 i;
 	int			 sfd = -1, r, same, moved;
@@ -1398,31 +1399,23 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 		r = 1;
 		goto out;
 	}
-	if (rename(staging, dest) != 0 || rename(smeta, meta) != 0) {
-		xasprintf(&x->error, "cannot move the layer into place: %s",
-		    strerror(errno));
-		unlink(meta);
-		tree_remove_path(dest);
-		r = publish_reject(fd, "storage_error", x->error, NULL);
-		goto out;
+	what = NULL;
+	if (rename(staging, dest) != 0 || rename(smeta, meta) != 0)
+		what = "cannot move the layer into place";
+	else {
+		close(sfd);
+		sfd = -1;
 	}
-	close(sfd);
-	sfd = -1;
-	if (publish_journaled(x) && (rename(smanifest, next_path) != 0 ||
-	    (sfd = open(stack, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    fsync(sfd) != 0)) {
-		xasprintf(&x->error, "cannot make the layer durable: %s",
-		    strerror(errno));
-		unlink(next_path);
-		unlink(meta);
-		tree_remove_path(dest);
-		r = publish_reject(fd, "storage_error", x->error, NULL);
-		goto out;
-	}
-	if (rename(publish_journaled(x) ? next_path : smanifest,
-	    manifest) != 0) {
-		xasprintf(&x->error, "cannot commit the manifest: %s",
-		    strerror(errno));
+	if (what == NULL && publish_journaled(x) &&
+	    (rename(smanifest, next_path) != 0 || (sfd = open(stack,
+	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 || fsync(sfd) != 0))
+		what = "cannot make the layer durable";
+	if (what == NULL && rename(publish_journaled(x) ? next_path :
+	    smanifest, manifest) != 0)
+		what = "cannot commit the manifest";
+	if (what != NULL) {
+		/* Nothing of it is visible: what was moved goes. */
+		xasprintf(&x->error, "%s: %s", what, strerror(errno));
 		unlink(next_path);
 		unlink(meta);
 		tree_remove_path(dest);

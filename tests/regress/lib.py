@@ -181,8 +181,8 @@ def readers_of(path):
     return False
 
 
-def forkers_of(pid):
-    """The helper forkers (job.c) among the children of pid."""
+def children_named(pid, comm):
+    """The children of pid whose command name is comm."""
     out = []
     try:
         tasks = os.listdir("/proc/%d/task" % pid)
@@ -197,32 +197,23 @@ def forkers_of(pid):
         for k in kids:
             try:
                 with open("/proc/%d/comm" % k) as f:
-                    if f.read().strip() == "smcp-forker":
+                    if f.read().strip() == comm:
                         out.append(k)
             except OSError:
                 pass
     return out
 
 
+def forkers_of(pid):
+    """The helper forkers (job.c) among the children of pid."""
+    return children_named(pid, "smcp-forker")
+
+
 def forker_sockets(pid):
     """The server's sockets to its helper forkers (job.c): one to each
     forker, and one to each forker's spare helper."""
-    n = 0
-    for f in forkers_of(pid):
-        n += 1
-        try:
-            with open("/proc/%d/task/%d/children" % (f, f)) as fh:
-                kids = fh.read().split()
-        except OSError:
-            continue
-        for k in kids:
-            try:
-                with open("/proc/%s/comm" % k) as fh:
-                    if fh.read().strip() == "smcp-spare":
-                        n += 1
-            except OSError:
-                pass
-    return n
+    return sum(1 + len(children_named(f, "smcp-spare"))
+               for f in forkers_of(pid))
 
 
 def free_bytes(path):
