@@ -52,10 +52,11 @@
  * spare), whose socket it hands to the server: the server sends the next
  * helper's job to the spare itself and tells the forker after, so that
  * neither a fork, nor the confinement, nor the forker's wake-up is paid
- * while a caller waits.
- * Helpers started this way are queued and counted as any other. A forker idle for JOB_FORKER_IDLE_SECONDS, or whose sandbox
- * is gone, is told to exit; one that dies takes its helpers with it
- * (they die with their parent) and they end as killed.
+ * while a caller waits. Helpers started this way are queued and counted
+ * as any other. A forker idle for JOB_FORKER_IDLE_SECONDS, or whose
+ * sandbox is gone, is told to exit; one that dies takes its helpers (and
+ * its spare) with it (they die with their parent) and they end as
+ * killed.
  */
 
 #include "config.h"
