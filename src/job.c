@@ -46,8 +46,9 @@
  * run (an address in the image both share: the forker is a fork of the
  * server, never exec'd), the bytes in a memfd and the report pipe; the
  * forker answers each helper's exit status, which stands for the
- * helper's reaping. The forker confines itself once, when it starts, to
- * the sandbox's state and its stack's base (layer_confine), so each
+ * helper's reaping. The forker confines itself once, when it starts, as
+ * the engine says (job_forker_view: to the sandbox's state and its
+ * stack's base, layer_confine), so each
  * helper is born confined, and it keeps one helper forked ahead (a
  * spare), whose socket it hands to the server: the server sends the next
  * helper's job to the spare itself and tells the forker after, so that
@@ -85,7 +86,6 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "engine.h"
 #include "sandbox-mcp.h"
 
 #define JOB_REPORT_MAX	(4 * 1024 * 1024)
@@ -122,6 +122,7 @@ struct job_forker {
 static LIST_HEAD(, job_forker)	job_forkers =
     LIST_HEAD_INITIALIZER(job_forkers);
 static char			job_comm[17];	/* in a forker */
+static int			(*job_forker_confine)(const char *, char **);
 
 #define JOB_REAPED	0x1
 #define JOB_EOF		0x2
@@ -1139,9 +1140,12 @@ job_forker_get(const char *sandbox)
 		if (fd > 3)
 			close(fd);
 		/* After the descriptors: its view has no /dev. */
-		if (layer_confine(sandbox, &cause) != 0) {
+		cause = NULL;
+		if (job_forker_confine == NULL ||
+		    job_forker_confine(sandbox, &cause) != 0) {
 			log_warnx("forker of sandbox %s: cannot confine"
-			    " itself: %s", sandbox, cause);
+			    " itself: %s", sandbox, cause != NULL ? cause :
+			    "no confinement was given");
 			_exit(125);
 		}
 		signal(SIGPIPE, SIG_IGN);
@@ -1280,6 +1284,16 @@ sent:
 	log_trace(TRACE_JOB, "job %u %s started by the forker of %s", j->id,
 	    j->name, j->sandbox);
 	return (0);
+}
+
+/*
+ * How a forker confines itself when it starts, before it forks any
+ * helper: fn(sandbox, &cause), 0 or -1. Without it no forker starts.
+ */
+void
+job_forker_view(int (*fn)(const char *, char **))
+{
+	job_forker_confine = fn;
 }
 
 /*

@@ -135,6 +135,8 @@ runtime_init(void)
 {
 	struct timeval	tv = { RUNTIME_SWEEP_SECONDS, 0 };
 
+	/* Publishing helpers are born confined to their sandbox's stack. */
+	job_forker_view(layer_confine);
 	squash_init();
 	if (runtime_sweep_ev != NULL)
 		return;

@@ -403,6 +403,7 @@ struct job	*job_helper(const char *, const char *, const char *,
 		     int (*)(void *, int), void *, const int *, int, job_cb,
 		     void *);
 typedef int (*job_msg_fn)(const char *, size_t, int);
+void		 job_forker_view(int (*)(const char *, char **));
 struct job	*job_helper_msg(const char *, const char *, const char *,
 		     job_msg_fn, const void *, size_t, job_cb, void *);
 void		 job_sandbox_gone(const char *);
