@@ -1209,7 +1209,7 @@ job_start_forked(struct job *j)
 {
 	struct job_forker_msg	 m;
 	struct job_forker	*f;
-	int			 fds[2], mfd, send[2], r;
+	int			 fds[2], mfd, send[2], r, lost = 0;
 	size_t			 off = 0;
 	ssize_t			 n;
 
@@ -1252,9 +1252,15 @@ job_start_forked(struct job *j)
 		if (r == 0) {
 			m.type = JOB_FORKER_ASSIGNED;
 			m.pid = f->spare_pid;
-			if (job_forker_send(f->fd, &m, NULL, 0) != 0)
+			if (job_forker_send(f->fd, &m, NULL, 0) != 0) {
+				/*
+				 * The forker would never report this one:
+				 * not used again (its helpers end killed).
+				 */
 				log_warn("job %s: to the forker of %s",
 				    j->name, j->sandbox);
+				lost = 1;
+			}
 			goto sent;
 		}
 	}
@@ -1283,6 +1289,8 @@ sent:
 	bufferevent_enable(j->bev, EV_READ);
 	log_trace(TRACE_JOB, "job %u %s started by the forker of %s", j->id,
 	    j->name, j->sandbox);
+	if (lost)
+		job_forker_close(f);
 	return (0);
 }
 

@@ -500,21 +500,20 @@ publish_prev(struct publish_ctx *x, const char *path, struct layer_entry *le)
 {
 	struct publish_state	*b;
 	const struct layer_entry *r = NULL;
+	char			*error = NULL;
 
 	if (!x->fixed || x->newer < 0 || layer_touches(x->head,
 	    (size_t)x->newer, path))
 		return (NULL);
 	b = xmalloc(sizeof *b);
-	if (publish_base_state(x, path, b, &x->error) == 0) {
+	if (publish_base_state(x, path, b, &error) == 0) {
 		memset(le, 0, sizeof *le);
 		le->kind = b->kind;
 		le->layer = b->layer + (size_t)x->newer;
 		strlcpy(le->path, b->file, sizeof le->path);
 		r = le;
-	} else {
-		free(x->error);
-		x->error = NULL;
 	}
+	free(error);	/* resolved the long way, then */
 	free(b);
 	return (r);
 }
@@ -1414,9 +1413,14 @@ publish_commit(struct publish_ctx *x, int *lockp, int fd)
 	    smanifest, manifest) != 0)
 		what = "cannot commit the manifest";
 	if (what != NULL) {
-		/* Nothing of it is visible: what was moved goes. */
+		/*
+		 * Nothing of it is visible: what was moved goes, and a next
+		 * manifest made durable goes durably, so that no restart
+		 * puts in place a publish that answered an error.
+		 */
 		xasprintf(&x->error, "%s: %s", what, strerror(errno));
-		unlink(next_path);
+		if (unlink(next_path) == 0 && sfd != -1)
+			fsync(sfd);
 		unlink(meta);
 		tree_remove_path(dest);
 		r = publish_reject(fd, "storage_error", x->error, NULL);
