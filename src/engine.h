@@ -73,6 +73,8 @@ char		*layer_manifest_path(const char *);
 int		 layer_stack_init(const char *, const char *, char **);
 int		 layer_confine(const char *, char **);
 char		*layer_next_path(const char *);
+ssize_t		 layer_stack_above(const struct layer_stack *,
+		     const struct layer_stack *);
 int		 layer_roll_forward(const char *, int);
 int		 layer_lock(const char *);
 int		 layer_lock_try(const char *);

@@ -189,6 +189,27 @@ layer_stack_read(const char *sbox, char **cause)
 	    cause));
 }
 
+/*
+ * How many layers top has above below when it is below with layers on
+ * top (the same ids at the same paths under them), else -1.
+ */
+ssize_t
+layer_stack_above(const struct layer_stack *top,
+    const struct layer_stack *below)
+{
+	size_t	i, k;
+
+	if (top->n < below->n)
+		return (-1);
+	k = top->n - below->n;
+	for (i = 0; i < below->n; i++) {
+		if (strcmp(top->ids[k + i], below->ids[i]) != 0 ||
+		    strcmp(top->paths[k + i], below->paths[i]) != 0)
+			return (-1);
+	}
+	return ((ssize_t)k);
+}
+
 /* Read a manifest of sandbox sbox from path (which it frees). */
 static struct layer_stack *
 layer_stack_read_file(const char *sbox, char *path, char **cause)
@@ -833,8 +854,7 @@ layer_roll_forward(const char *id, int forward)
 	struct layer_stack	*cur, *next;
 	struct stat		 st;
 	char			*npath, *mpath, *dir, *cause = NULL;
-	size_t			 i;
-	int			 ok = 0, dfd;
+	int			 ok = 0;
 
 	npath = layer_next_path(id);
 	if (lstat(npath, &st) != 0) {
@@ -846,27 +866,17 @@ layer_roll_forward(const char *id, int forward)
 	cause = NULL;
 	next = layer_stack_read_file(id, xstrdup(npath), &cause);
 	free(cause);
-	if (forward && cur != NULL && next != NULL &&
-	    next->version == cur->version + 1 && next->n == cur->n + 1 &&
-	    lstat(next->paths[0], &st) == 0 && S_ISDIR(st.st_mode)) {
-		ok = 1;
-		for (i = 0; i < cur->n; i++) {
-			if (strcmp(next->ids[i + 1], cur->ids[i]) != 0 ||
-			    strcmp(next->paths[i + 1], cur->paths[i]) != 0)
-				ok = 0;
-		}
-	}
+	ok = forward && cur != NULL && next != NULL &&
+	    next->version == cur->version + 1 &&
+	    layer_stack_above(next, cur) == 1 &&
+	    lstat(next->paths[0], &st) == 0 && S_ISDIR(st.st_mode);
 	mpath = layer_manifest_path(id);
 	if (ok && rename(npath, mpath) == 0) {
 		log_info("sandbox %s: manifest version %d, made durable by a"
 		    " publish before a crash, put in place", id,
 		    next->version);
 		dir = state_where(STATE_STACK, id, NULL);
-		if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) !=
-		    -1) {
-			fsync(dfd);
-			close(dfd);
-		}
+		util_fsync_dir(dir);
 		free(dir);
 	} else {
 		ok = 0;

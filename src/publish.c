@@ -502,8 +502,7 @@ publish_prev(struct publish_ctx *x, const char *path, struct layer_entry *le)
 	const struct layer_entry *r = NULL;
 	char			*error = NULL;
 
-	if (!x->fixed || x->newer < 0 || layer_touches(x->head,
-	    (size_t)x->newer, path))
+	if (x->newer < 0 || layer_touches(x->head, (size_t)x->newer, path))
 		return (NULL);
 	b = xmalloc(sizeof *b);
 	if (publish_base_state(x, path, b, &error) == 0) {
@@ -1490,8 +1489,6 @@ out:
 	return (r);
 }
 
-static void	publish_newer(struct publish_ctx *);
-
 /*
  * Commit on the head as it is now, and again each time another publish
  * commits first; from the PUBLISH_TRIES'th attempt on, the writer lock
@@ -1526,7 +1523,9 @@ publish_attempts(struct publish_ctx *x, int fd, int (*prepare)(struct
 		 */
 		if ((r = layer_hold(x->head, &x->hold, &x->error)) == 1)
 			continue;
-		publish_newer(x);
+		/* The head as the base with layers on top: how many. */
+		x->newer = x->fixed ? layer_stack_above(x->head, x->base) :
+		    -1;
 		if (r == -1) {
 			layer_unlock(lock);
 			return (publish_reject(fd, "storage_error", x->error,
@@ -1538,26 +1537,6 @@ publish_attempts(struct publish_ctx *x, int fd, int (*prepare)(struct
 		}
 		if ((r = publish_commit(x, &lock, fd)) != PUBLISH_RETRY)
 			return (r);
-	}
-}
-
-/* Whether the head is the base with layers on top, and how many. */
-static void
-publish_newer(struct publish_ctx *x)
-{
-	size_t	i;
-
-	x->newer = -1;
-	if (!x->fixed || x->head->n < x->base->n)
-		return;
-	x->newer = (ssize_t)(x->head->n - x->base->n);
-	for (i = 0; i < x->base->n; i++) {
-		if (strcmp(x->head->ids[x->newer + i], x->base->ids[i]) != 0 ||
-		    strcmp(x->head->paths[x->newer + i],
-		    x->base->paths[i]) != 0) {
-			x->newer = -1;
-			return;
-		}
 	}
 }
 
@@ -1618,7 +1597,7 @@ publish_child(const struct publish_args *arg, int fd)
 	memset(&x, 0, sizeof x);
 	x.a = a;
 	x.base = a->base;
-	x.fixed = 1;	/* base states and holds kept across attempts */
+	x.fixed = 1;	/* its base states are kept across attempts */
 	x.upperfd = -1;
 	if (publish_confined(&x.error) != 0) {
 		xasprintf(&msg, "cannot confine the publishing process: %s",

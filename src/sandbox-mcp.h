@@ -269,6 +269,7 @@ int		 util_tcp_nodelay(int);
 int		 util_set_cloexec(int);
 char		*util_json_print(struct cJSON *);
 int		 util_mkdir_p(const char *, mode_t, char **);
+void		 util_fsync_dir(const char *);
 int		 util_lock_try(const char *);
 int		 util_write_atomic(const char *, const void *, size_t, char **);
 char		*util_read_file(const char *, size_t, size_t *);

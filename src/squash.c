@@ -563,7 +563,7 @@ squash_commit(struct squash_ctx *x, struct squash_run *runs, size_t nruns,
 	struct layer_stack	*now, *next;
 	char			*from, *to, *cause = NULL;
 	size_t			 i;
-	int			 lock, sfd, lfd, r = -1;
+	int			 lock, sfd, r = -1;
 
 	from = state_where(STATE_STACK_STAGING, x->sbox, NULL);
 	sfd = open(from, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -615,10 +615,7 @@ squash_commit(struct squash_ctx *x, struct squash_run *runs, size_t nruns,
 		free(to);
 	}
 	to = state_where(STATE_LAYERS, x->sbox, NULL);
-	if ((lfd = open(to, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
-		fsync(lfd);
-		close(lfd);
-	}
+	util_fsync_dir(to);
 	free(to);
 	/* A layer in place that no manifest names is reclaimed: no harm. */
 	if (layer_stack_write(x->sbox, next, &cause) != 0) {

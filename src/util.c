@@ -601,6 +601,18 @@ util_write_atomic(const char *path, const void *data, size_t len,
 	return (util_write_file(path, data, len, 1, cause));
 }
 
+/* Commit a directory's entries (renames into it): best effort. */
+void
+util_fsync_dir(const char *dir)
+{
+	int	dfd;
+
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		(void)fsync(dfd);
+		close(dfd);
+	}
+}
+
 /*
  * Replace a file atomically (temporary file and rename); with sync, also
  * durably (fsync the file and the directory). Without, a crash may leave
@@ -615,7 +627,7 @@ util_write_file(const char *path, const void *data, size_t len, int sync,
 	char		 rnd[13];
 	const char	*p = data;
 	ssize_t		 n;
-	int		 fd, dfd;
+	int		 fd;
 
 	util_random_hex(rnd, 12);
 	xasprintf(&tmp, "%s.tmp-%s", path, rnd);
@@ -650,10 +662,7 @@ util_write_file(const char *path, const void *data, size_t len, int sync,
 	}
 	dcopy = xstrdup(path);
 	dir = dirname(dcopy);
-	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
-		(void)fsync(dfd);
-		close(dfd);
-	}
+	util_fsync_dir(dir);
 	free(dcopy);
 	free(tmp);
 	return (0);
