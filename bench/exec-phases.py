@@ -25,16 +25,16 @@
 # CLOCK_MONOTONIC is the client's clock too (time.perf_counter), so the
 # client's request write and answer read fall on the same time line.  For
 # each exec the events between the two are matched to the processes of
-# that exec (the zygote's builder, the builder's child that becomes the
-# session's init, the init's child that runs the shell, the server's
+# that exec (the zygote's builder, which becomes the session's init, the
+# init's child that runs the shell, the server's
 # publishing process when the session changed something) and cut into
 # phases; the table gives each phase's median and mean in ms.  CMD may hold $i, replaced by the run's number
 # (e.g. --cmd 'head -c 4096 /dev/urandom > f$i').
 #
 # With --conc C it sends C exec_command at once, --runs times, and tells
 # how the sandbox's zygote serves them: the round's length, the builders'
-# part of it, the gap between two builder forks, and how many builders
-# were ever alive at once.
+# part of it, the gap between two builder forks, and how many builds were
+# ever under way at once (a builder's fork to its answer).
 
 import argparse
 import os
@@ -62,8 +62,7 @@ from lifecycle import cleanup  # noqa: E402
 PHASES = [
     ("request", "request written -> session sent to the zygote"),
     ("zygote", "-> the zygote's fork of a builder returned"),
-    ("builder", "-> builder forks the init (dirs, lease, mounts)"),
-    ("init_ready", "-> the init's /proc is up, the builder answers"),
+    ("builder", "-> builder answers (dirs, lease, mounts, /proc)"),
     ("exec_sent", "-> the init forks the shell (exec sent)"),
     ("shell_start", "-> the shell execs (setsid, seccomp, caps)"),
     ("shell_run", "-> the shell exits (the command itself)"),
@@ -189,9 +188,8 @@ def main():
         try:
             sm = first(lambda x: x[1] == sp and "sendmsg" in x[2])
             bf = first(lambda x: x[1] == zp and x[2].endswith("fork"))
-            builder = child_of(bf[3])
-            inf = first(lambda x: x[1] == builder and x[2].endswith("fork"))
-            init = child_of(inf[3])
+            # The builder becomes the session's init.
+            init = builder = child_of(bf[3])
             ba = first(lambda x: x[1] == builder and "sendmsg" in x[2])
             shf = first(lambda x: x[1] == init and x[2].endswith("fork"))
             shell = child_of(shf[3])
@@ -212,7 +210,7 @@ def main():
                   "fd: 0x00000001" in x[3]][-1]
         except (TypeError, IndexError, AttributeError):
             continue
-        pts = [t0, sm[0], bf[0], inf[0], ba[0], shf[0], shx[0], she[0],
+        pts = [t0, sm[0], bf[0], ba[0], shf[0], shx[0], she[0],
                er[0], fin[0], fd[0], pub_end, aw[0], t1]
         if pts != sorted(pts):
             continue
@@ -245,7 +243,9 @@ def report_conc(opt, b, ev, reqs, sp, zp):
         builders = [child_of(x[3]) for x in forks]
         ends = []
         for bpid, f in zip(builders, forks):
-            e = [x for x in w if x[1] == bpid and x[2].endswith("exit")]
+            # A build ends with its answer (the builder lives on as the
+            # session's init).
+            e = [x for x in w if x[1] == bpid and "sendmsg" in x[2]]
             if not e:
                 break
             ends.append(e[0][0])
@@ -253,7 +253,7 @@ def report_conc(opt, b, ev, reqs, sp, zp):
         else:
             starts = [f[0] for f in forks]
             gaps += [(y - x) * 1000 for x, y in zip(starts, starts[1:])]
-            # builders alive at once: a fork before the previous exit
+            # builds under way at once: a fork before an earlier answer
             overlap.append(max(sum(1 for s, e in zip(starts, ends)
                                    if s <= t < e) for t in starts))
             answers = [x for x in w if x[1] in builders and
@@ -275,8 +275,8 @@ def report_conc(opt, b, ev, reqs, sp, zp):
     print("  builders, first fork to last answer               %7.2f ms"
           % med(zbusy))
     print("  from one builder fork to the next                 %7.2f ms"
-          " (builder fork to exit %.2f)" % (med(gaps), med(lives)))
-    print("  most builders alive at once                       %7d"
+          " (builder fork to answer %.2f)" % (med(gaps), med(lives)))
+    print("  most builds under way at once                     %7d"
           % max(overlap))
     print("  the last builder answer to the last answer read   %7.2f ms"
           % med(tail))

@@ -26,17 +26,19 @@
  * descriptor of its mount namespace and of the state directory. On a
  * "session" message the zygote forks a builder (and goes back to its
  * requests: builders, as many at once as there are CPUs, answer
- * themselves), which makes the session's directory and lease and the
+ * themselves). The builder is born in a PID namespace of its own, as its
+ * pid 1, and as a child of the server rather than of the zygote
+ * (CLONE_PARENT): it makes the session's directory and lease and the
  * session's overlay with the new mount API from paths relative to the
  * state directory (fsopen, fsconfig lowerdir+ per layer, fsmount; the
  * kernel wants the layers in the builder's mount namespace, so this
  * happens first), enters the container's mount namespace, unshares a
  * private copy of it (an isolated session also gets its own IPC
  * namespace and a root of its own, see nsexec_isolate), moves the
- * overlay onto /workspace, mounts
- * a private /tmp, unshares a network namespace with loopback only when
- * the session is isolated, unshares a PID namespace and forks its first
- * process: the session init.
+ * overlay onto /workspace, mounts a private /tmp, unshares a network
+ * namespace with loopback only when the session is isolated, mounts the
+ * session's /proc, answers, and goes on as the session init: one process
+ * forked per session, one address space copied and torn down.
  *
  * The init (pid 1 of the session) mounts /proc for its namespace, with
  * the container's read-only and masked paths moved onto it, blanks
@@ -431,18 +433,19 @@ nsexec_rename(const struct nsexec_zygote *z, const char *name)
 	prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
-/* Join the container's cgroups: our pid into each cgroup.procs. */
+/*
+ * Join cgroups: "0" (the writer, whatever its pid namespace calls it)
+ * into each cgroup.procs.
+ */
 static int
 nsexec_cgroups(char **procs, size_t n, char *err, size_t errlen)
 {
-	char	pid[32];
 	size_t	i;
 	int	fd;
 
-	snprintf(pid, sizeof pid, "%ld", (long)getpid());
 	for (i = 0; i < n; i++) {
 		if ((fd = open(procs[i], O_WRONLY | O_CLOEXEC)) == -1 ||
-		    write(fd, pid, strlen(pid)) == -1) {
+		    write(fd, "0", 1) == -1) {
 			snprintf(err, errlen, "cannot join the cgroup %s: %s",
 			    procs[i], strerror(errno));
 			if (fd != -1)
@@ -1935,21 +1938,17 @@ stale:
 }
 
 /*
- * The builder: make the session (a build message: ID ISOLATED CGROUP
- * DIR LEASE LOWER..., paths relative to the state directory, fd 4;
- * CGROUP is the cgroup.procs of the session's freezer group, joined
- * before this, or "") and fork its init, which keeps ctl as its control
- * socket. Returns the init's pid, or -1 with err.
+ * Make the session (a build message: ID ISOLATED CGROUP DIR LEASE
+ * LOWER..., paths relative to the state directory, fd 4) in this
+ * process, which is pid 1 of the session's PID namespace already: its
+ * overlay, its mounts and its /proc. Returns 0, or -1 with err.
  */
-static pid_t
-nsexec_build(const struct nsexec_zygote *z, const struct nsexec_msg *m,
-    int ctl, char *err, size_t errlen)
+static int
+nsexec_build(const struct nsexec_msg *m, char *err, size_t errlen)
 {
-	int		 fs, mfd, ready[2], i, held[NSEXEC_FIELDS_MAX];
+	int		 fs, mfd, i, held[NSEXEC_FIELDS_MAX];
 	int		 adopt, isolated, scratch = -1;
 	char		 upper[PATH_MAX], work[PATH_MAX];
-	pid_t		 init;
-	ssize_t		 n;
 
 	/* Its kind: "0" or "1" (isolated), after an "a" to take it up. */
 	adopt = m->f[1][0] == 'a';
@@ -2032,50 +2031,80 @@ nsexec_build(const struct nsexec_zygote *z, const struct nsexec_msg *m,
 		snprintf(err, errlen, "isolated network: %s", strerror(errno));
 		return (-1);
 	}
-	if (unshare(CLONE_NEWPID) != 0) {
-		snprintf(err, errlen, "unshare pid: %s", strerror(errno));
-		return (-1);
-	}
-	if (pipe2(ready, O_CLOEXEC) != 0) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		return (-1);
-	}
-	if ((init = fork()) == -1) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
-		return (-1);
-	}
-	if (init == 0) {
-		/* "r", or why not. */
-		close(ready[0]);
-		if (nsexec_proc(err, errlen) != 0 ||
-		    (dup2(ctl, 3) == -1 && snprintf(err, errlen, "dup2: %s",
-		    strerror(errno)) > 0)) {
-			if (write(ready[1], err, strlen(err)) == -1)
-				_exit(124);
-			_exit(124);
-		}
-		if (write(ready[1], "r", 1) != 1)
-			_exit(124);
-		closefrom(4);
-		nsexec_init_main(z);
-	}
-	close(ready[1]);
-	n = read(ready[0], err, errlen - 1);
-	close(ready[0]);
-	if (n != 1 || err[0] != 'r') {
-		kill(init, SIGKILL);
-		if (n > 0)
-			err[n] = '\0';
-		else
-			snprintf(err, errlen, "the session's init did not"
-			    " start");
-		return (-1);
-	}
-	return (init);
+	return (nsexec_proc(err, errlen));
 overlay:
 	snprintf(err, errlen, "the session's overlay: %s", strerror(errno));
 	close(fs);
 	return (-1);
+}
+
+/*
+ * A builder: born in a PID namespace of its own (pid 1 there), a child
+ * of the server, not of the zygote (CLONE_PARENT), so that it can build
+ * the session and then be its init, with no second process to fork and
+ * no page table to copy again; the server reaps it like any child.
+ * Holds the write end of its "done" pipe until it has answered, which is
+ * how the zygote counts the builds under way.
+ */
+struct nsexec_builder {
+	const struct nsexec_zygote	*z;
+	struct nsexec_msg		*m;
+};
+
+/* Its stack, and the init's after it (copied on write, per builder). */
+static char	nsexec_build_stack[1024 * 1024] __attribute__((aligned(16)));
+
+static int
+nsexec_builder(void *arg)
+{
+	struct nsexec_builder	*b = arg;
+	struct nsexec_msg	*m = b->m;
+	const char		*out[2], *errstr;
+	char			 err[512], num[32];
+	ssize_t			 n;
+	long long		 pid;
+
+	/* Our pid as the server sees it: /proc is still the zygote's. */
+	out[0] = m->f[0];
+	if ((n = readlink("/proc/self", num, sizeof num - 1)) <= 0) {
+		snprintf(err, sizeof err, "reading /proc/self: %s",
+		    strerror(errno));
+		goto refuse;
+	}
+	num[n] = '\0';
+	pid = strtonum(num, 2, INT_MAX, &errstr);
+	if (errstr != NULL) {
+		snprintf(err, sizeof err, "/proc/self is %s", num);
+		goto refuse;
+	}
+	if (dup2(m->fds[0], 7) == -1) {
+		snprintf(err, sizeof err, "dup2: %s", strerror(errno));
+		goto refuse;
+	}
+	/*
+	 * Into the session's freezer group first: everything the init
+	 * starts is born there.
+	 */
+	if (*m->f[2] != '\0' && nsexec_cgroups(&m->f[2], 1, err,
+	    sizeof err) != 0)
+		goto refuse;
+	if (nsexec_build(m, err, sizeof err) != 0)
+		goto refuse;
+	if (dup2(7, 3) == -1) {
+		snprintf(err, sizeof err, "dup2: %s", strerror(errno));
+		goto refuse;
+	}
+	snprintf(num, sizeof num, "%lld", pid);
+	out[1] = num;
+	if (nsexec_msg_send(5, NSEXEC_BUILT, out, 2, NULL, 0) != 0)
+		_exit(1);
+	/* The zygote's socket, the done pipe and the rest go. */
+	closefrom(4);
+	nsexec_init_main(b->z);
+refuse:
+	out[1] = err;
+	nsexec_msg_send(5, NSEXEC_REFUSED, out, 2, NULL, 0);
+	_exit(0);
 }
 
 /* The zygote could not stand in the container: say why, and end. */
@@ -2102,15 +2131,17 @@ nsexec_zygote(void *arg, int report)
 	static const int	 types[] = { CLONE_NEWUTS, CLONE_NEWIPC,
 	    CLONE_NEWNET };
 	struct nsexec_msg	 m;
+	struct nsexec_builder	 b;
 	struct sigaction	 sa;
-	struct pollfd		 pfd;
+	struct pollfd		 pfd[NSEXEC_BUILDERS_MAX + 1];
 	sigset_t		 block, empty;
 	char			*buf, err[512];
-	char			 path[64], num[32];
+	char			 path[64];
 	const char		*out[2];
-	int			 fds[4], i, r;
+	int			 fds[4], i, r, np, done[2];
+	int			 building[NSEXEC_BUILDERS_MAX];
 	int			 nbuild = 0, maxbuild;
-	pid_t			 builder, init;
+	pid_t			 builder;
 
 	close(report);
 	signal(SIGPIPE, SIG_IGN);
@@ -2155,8 +2186,8 @@ nsexec_zygote(void *arg, int report)
 		maxbuild = NSEXEC_BUILDERS_MAX;
 
 	/*
-	 * Builders are reaped as they end (a zombie holds a pid of the
-	 * container's): SIGCHLD is taken only while waiting for a request.
+	 * Anything that does end up our child is reaped (a zombie holds a
+	 * pid of the container's): SIGCHLD is taken only while waiting.
 	 */
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = nsexec_sigchld;
@@ -2165,19 +2196,45 @@ nsexec_zygote(void *arg, int report)
 	sigaddset(&block, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &block, NULL);
 	sigemptyset(&empty);
-	pfd.fd = 5;
-	pfd.events = POLLIN;
 
 	buf = xmalloc(NSEXEC_MSG_MAX);
 	for (;;) {
-		while ((builder = waitpid(-1, NULL, WNOHANG)) > 0)
-			nbuild--;
-		pfd.revents = 0;
-		if (ppoll(&pfd, 1, NULL, &empty) == -1) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		/*
+		 * A build is under way while its builder holds the write
+		 * end of its done pipe; requests wait while the builders
+		 * are as many as the CPUs: more than that only fight over
+		 * the kernel's mount lock (held by whoever the scheduler
+		 * has just put aside) and finish later all together.
+		 */
+		for (np = 0; np < nbuild; np++) {
+			pfd[np].fd = building[np];
+			pfd[np].events = POLLIN;
+			pfd[np].revents = 0;
+		}
+		if (nbuild < maxbuild) {
+			pfd[np].fd = 5;
+			pfd[np].events = POLLIN;
+			pfd[np++].revents = 0;
+		}
+		if (ppoll(pfd, np, NULL, &empty) == -1) {
 			if (errno == EINTR)
 				continue;
 			_exit(0);
 		}
+		r = 0;
+		for (i = 0; i < nbuild; i++) {
+			if (pfd[i].revents == 0)
+				building[r++] = building[i];
+			else
+				close(building[i]);
+		}
+		if (nbuild == maxbuild || pfd[nbuild].revents == 0) {
+			nbuild = r;
+			continue;
+		}
+		nbuild = r;
 		r = nsexec_msg_recv(5, buf, NSEXEC_MSG_MAX, &m);
 		if (r == -1 && errno == EAGAIN)
 			continue;
@@ -2188,49 +2245,29 @@ nsexec_zygote(void *arg, int report)
 		 * The builder answers on our control socket itself (a
 		 * datagram each, so answers never mix), and the zygote goes
 		 * back to its requests at once: sessions asked for together
-		 * are built side by side. A few at a time: more builders than
-		 * CPUs only fight over the kernel's mount lock (held by
-		 * whoever the scheduler has just put aside) and finish later
-		 * all together.
+		 * are built side by side.
 		 */
-		while (nbuild >= maxbuild && ((builder = waitpid(-1, NULL,
-		    0)) > 0 || (builder == -1 && errno == EINTR))) {
-			if (builder > 0)
-				nbuild--;
-		}
 		out[0] = m.f[0];
-		if ((builder = fork()) == 0) {
-			if (dup2(m.fds[0], 7) == -1)
-				_exit(1);
-			/*
-			 * Into the session's freezer group first: the init
-			 * and everything it starts are born there.
-			 */
-			if (*m.f[2] != '\0' && nsexec_cgroups(&m.f[2], 1, err,
-			    sizeof err) != 0) {
-				out[1] = err;
-				nsexec_msg_send(5, NSEXEC_REFUSED, out, 2,
-				    NULL, 0);
-				_exit(0);
-			}
-			init = nsexec_build(z, &m, 7, err, sizeof err);
-			if (init == -1) {
-				out[1] = err;
-				nsexec_msg_send(5, NSEXEC_REFUSED, out, 2,
-				    NULL, 0);
-			} else {
-				snprintf(num, sizeof num, "%ld", (long)init);
-				out[1] = num;
-				nsexec_msg_send(5, NSEXEC_BUILT, out, 2, NULL,
-				    0);
-			}
-			_exit(0);
+		if (pipe2(done, O_CLOEXEC) != 0) {
+			snprintf(err, sizeof err, "cannot make a builder: %s",
+			    strerror(errno));
+			out[1] = err;
+			nsexec_msg_send(5, NSEXEC_REFUSED, out, 2, NULL, 0);
+			nsexec_msg_close(&m);
+			continue;
 		}
+		b.z = z;
+		b.m = &m;
+		builder = clone(nsexec_builder, nsexec_build_stack +
+		    sizeof nsexec_build_stack, CLONE_NEWPID | CLONE_PARENT |
+		    SIGCHLD, &b);
+		close(done[1]);
 		nsexec_msg_close(&m);
 		if (builder != -1)
-			nbuild++;
+			building[nbuild++] = done[0];
 		else {
-			snprintf(err, sizeof err, "cannot fork a builder: %s",
+			close(done[0]);
+			snprintf(err, sizeof err, "cannot make a builder: %s",
 			    strerror(errno));
 			out[1] = err;
 			nsexec_msg_send(5, NSEXEC_REFUSED, out, 2, NULL, 0);
