@@ -487,6 +487,7 @@ void		 notice(const char *, int, const char *, const char *,
 
 /* telemetry.c */
 void		 telemetry_init(void);
+void		 telemetry_release(void);
 struct tspan	*telemetry_span_begin(const char *, struct tspan *,
 		     const char *, const char *);
 void		 telemetry_span_attr_str(struct tspan *, const char *,

@@ -634,9 +634,12 @@ session_pool_max(void)
 static unsigned int
 session_build_max(void)
 {
-	long	n = sysconf(_SC_NPROCESSORS_ONLN);
+	static long	n;
 
-	return (n < 1 ? 1 : (unsigned int)n);
+	/* Read once: sysconf reads a file of /sys each time. */
+	if (n == 0 && (n = sysconf(_SC_NPROCESSORS_ONLN)) < 1)
+		n = 1;
+	return ((unsigned int)n);
 }
 
 /* Into the pool, for SESSION_KEEP_SECONDS. */

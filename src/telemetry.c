@@ -203,15 +203,113 @@ telemetry_rotate(const char *path, int fd)
 	return (nfd);
 }
 
+/*
+ * Descriptors kept open on the sandboxes' logs, so that a line costs an
+ * lstat and a write rather than an open and a close too. One is used
+ * only while the path still names its inode (a rotation by any process
+ * renames it away), by the process that opened it (a forked child
+ * forgets the table, whose numbers are not its own), and all are closed
+ * after each run of the trash (telemetry_release), so that none holds a
+ * sandbox's file system once it is taken down.
+ */
+#define TELEMETRY_KEPT	16
+
+struct telemetry_kept {
+	char	*path;
+	int	 fd;
+	dev_t	 dev;
+	ino_t	 ino;
+};
+static struct telemetry_kept	 telemetry_kept[TELEMETRY_KEPT];
+static unsigned int		 telemetry_kept_next;
+static pid_t			 telemetry_kept_pid;
+
+static void
+telemetry_kept_drop(struct telemetry_kept *k, int closeit)
+{
+	if (k->path == NULL)
+		return;
+	if (closeit)
+		close(k->fd);
+	free(k->path);
+	k->path = NULL;
+	k->fd = -1;
+}
+
+/* Close every kept descriptor. */
+void
+telemetry_release(void)
+{
+	unsigned int	i;
+
+	for (i = 0; i < TELEMETRY_KEPT; i++)
+		telemetry_kept_drop(&telemetry_kept[i],
+		    telemetry_kept_pid == getpid());
+}
+
+/*
+ * A kept descriptor on path (an existing log of a sandbox), with what
+ * lstat says of it in st; NULL when there is none to be had.
+ */
+static struct telemetry_kept *
+telemetry_keep(const char *path, struct stat *st)
+{
+	struct telemetry_kept	*slot = NULL;
+	struct stat		 fst;
+	unsigned int		 i;
+	pid_t			 self = getpid();
+	int			 fd;
+
+	if (telemetry_kept_pid != self) {
+		for (i = 0; i < TELEMETRY_KEPT; i++)
+			telemetry_kept_drop(&telemetry_kept[i], 0);
+		telemetry_kept_pid = self;
+	}
+	for (i = 0; i < TELEMETRY_KEPT; i++) {
+		if (telemetry_kept[i].path != NULL &&
+		    strcmp(telemetry_kept[i].path, path) == 0) {
+			slot = &telemetry_kept[i];
+			break;
+		}
+	}
+	if (lstat(path, st) != 0 || !S_ISREG(st->st_mode)) {
+		if (slot != NULL)
+			telemetry_kept_drop(slot, 1);
+		return (NULL);
+	}
+	if (slot != NULL && slot->dev == st->st_dev && slot->ino == st->st_ino)
+		return (slot);
+	if (slot != NULL)
+		telemetry_kept_drop(slot, 1);
+	fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1)
+		return (NULL);
+	if (fstat(fd, &fst) != 0 || fst.st_dev != st->st_dev ||
+	    fst.st_ino != st->st_ino) {
+		close(fd);
+		return (NULL);
+	}
+	if (slot == NULL) {
+		slot = &telemetry_kept[telemetry_kept_next++ % TELEMETRY_KEPT];
+		telemetry_kept_drop(slot, 1);
+	}
+	slot->path = xstrdup(path);
+	slot->fd = fd;
+	slot->dev = fst.st_dev;
+	slot->ino = fst.st_ino;
+	return (slot);
+}
+
 /* Append one record as a line to file, cutting it to the line limit. */
 static void
 telemetry_append(const char *sandbox_id, const char *file, int shared,
     cJSON *rec)
 {
-	struct stat	 st;
-	char		*path, *text;
-	size_t		 len;
-	int		 fd;
+	struct telemetry_kept	*k = NULL;
+	struct stat		 st;
+	char			*path, *text;
+	size_t			 len;
+	int			 fd;
 
 	text = util_json_print(rec);
 	len = strlen(text);
@@ -228,6 +326,21 @@ telemetry_append(const char *sandbox_id, const char *file, int shared,
 	text[len++] = '\n';
 	text[len] = '\0';
 
+	/* The sandbox's log as it was last time: one lstat to be sure. */
+	if (sandbox_id != NULL && util_id_valid(sandbox_id)) {
+		xasprintf(&path, "%s/sandboxes/%s/telemetry/%s",
+		    cfg->state_dir, sandbox_id, file);
+		if ((k = telemetry_keep(path, &st)) != NULL &&
+		    st.st_size < TELEMETRY_ROTATE) {
+			if (write(k->fd, text, len) != (ssize_t)len &&
+			    !telemetry_warned++)
+				log_warn("telemetry: cannot write %s", path);
+			goto out;
+		}
+		if (k != NULL)
+			telemetry_kept_drop(k, 1);
+		free(path);
+	}
 	if ((path = telemetry_path(sandbox_id, file, shared)) == NULL) {
 		free(text);
 		return;

@@ -408,6 +408,8 @@ trash_done(cJSON *result, const struct cause *cause, void *arg)
 			    " problems", n - TRASH_PROBLEMS_MAX);
 	}
 	trash_running = 0;
+	/* No log of a sandbox taken down is held open any more. */
+	telemetry_release();
 	while ((w = TAILQ_FIRST(&trash_now)) != NULL) {
 		TAILQ_REMOVE(&trash_now, w, entry);
 		w->cb(w->arg);

@@ -316,6 +316,99 @@ test_json_number(void)
 	return (0);
 }
 
+
+/* A whole file's text (at most 64 KiB), or "" when there is none. */
+static char *
+test_slurp(const char *path)
+{
+	static char	buf[65536];
+	ssize_t		n;
+	int		fd;
+
+	buf[0] = '\0';
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return (buf);
+	n = read(fd, buf, sizeof buf - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	close(fd);
+	return (buf);
+}
+
+static int
+test_fd_count(void)
+{
+	char	path[64];
+	int	fd, n = 0;
+
+	for (fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+		n += access(path, F_OK) == 0;
+	}
+	return (n);
+}
+
+/*
+ * A sandbox's log is appended through a kept descriptor: a rotation by
+ * another process (a rename) is seen at the next line, which goes to
+ * the new file; a file removed is let go; the kept descriptors are few
+ * and telemetry_release closes them.
+ */
+static int
+test_telemetry_kept(void)
+{
+	const char	*id = "sbox-0123456789ab";
+	char		*dir, *file, *old;
+	cJSON		*rec;
+	int		 fd, before, i;
+
+	xasprintf(&dir, "%s/sandboxes/%s/telemetry", cfg->state_dir, id);
+	CHECK(util_mkdir_p(dir, 0700, NULL) == 0);
+	xasprintf(&file, "%s/resources.ndjson", dir);
+	xasprintf(&old, "%s/resources.ndjson.1", dir);
+	before = test_fd_count();
+
+	rec = cJSON_CreateObject();
+	cJSON_AddStringToObject(rec, "n", "a");
+	telemetry_resources(id, rec);		/* made, not kept yet */
+	cJSON_ReplaceItemInObject(rec, "n", cJSON_CreateString("b"));
+	telemetry_resources(id, rec);		/* kept from now on */
+	CHECK_STR(test_slurp(file), "{\"n\":\"a\"}\n{\"n\":\"b\"}\n");
+	CHECK_INT(test_fd_count(), before + 1);
+
+	/* Rotated away by someone else: the next line starts a new file. */
+	CHECK(rename(file, old) == 0);
+	cJSON_ReplaceItemInObject(rec, "n", cJSON_CreateString("c"));
+	telemetry_resources(id, rec);
+	cJSON_ReplaceItemInObject(rec, "n", cJSON_CreateString("d"));
+	telemetry_resources(id, rec);
+	CHECK_STR(test_slurp(old), "{\"n\":\"a\"}\n{\"n\":\"b\"}\n");
+	CHECK_STR(test_slurp(file), "{\"n\":\"c\"}\n{\"n\":\"d\"}\n");
+	CHECK_INT(test_fd_count(), before + 1);
+
+	/* A symlink put in its place is not followed, and nothing kept. */
+	CHECK(unlink(file) == 0);
+	CHECK(symlink(old, file) == 0);
+	telemetry_resources(id, rec);
+	CHECK_STR(test_slurp(old), "{\"n\":\"a\"}\n{\"n\":\"b\"}\n");
+	CHECK_INT(test_fd_count(), before);
+	CHECK(unlink(file) == 0);
+
+	/* Many lines, one descriptor; none after a release. */
+	for (i = 0; i < 100; i++)
+		telemetry_resources(id, rec);
+	CHECK_INT(test_fd_count(), before + 1);
+	telemetry_release();
+	CHECK_INT(test_fd_count(), before);
+	CHECK((fd = open(file, O_RDONLY)) != -1);
+	close(fd);
+
+	cJSON_Delete(rec);
+	free(old);
+	free(file);
+	free(dir);
+	return (0);
+}
+
 const struct unit_case unit_util_cases[] = {
 	{ "util/json-scan", test_json_scan },
 	{ "util/json-number", test_json_number },
@@ -325,5 +418,6 @@ const struct unit_case unit_util_cases[] = {
 	{ "util/encodings", test_encodings },
 	{ "util/atomic-write", test_atomic_write },
 	{ "util/tree-remove", test_tree_remove },
+	{ "util/telemetry-kept", test_telemetry_kept },
 	{ NULL, NULL }
 };
