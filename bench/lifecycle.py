@@ -284,6 +284,15 @@ class Docker:
                            urlquote(f))
         return [c["Id"] for c in lst]
 
+    def remove_networks(self, state):
+        """Remove the tenants' networks of a state directory (the
+        server removes one with its last sandbox, but not when it is
+        stopped first); Docker's address pools run out otherwise."""
+        f = json.dumps({"label": ["%s=%s" % (LABEL, state)]})
+        _, lst = self.call("GET", "/networks?filters=" + urlquote(f))
+        for n in lst:
+            self.call("DELETE", "/networks/" + n["Id"])
+
 
 def urlquote(s):
     return urllib.parse.quote(s, safe="")
@@ -863,8 +872,9 @@ def cleanup(b, say=say):
                     for c in ids:
                         b.docker.remove(c)
             left = len(b.docker.ours(b.state))
+            b.docker.remove_networks(b.state)
         except Exception as e:  # noqa: BLE001 - cleanup goes on
-            say("cannot list or remove containers: %s" % e)
+            say("cannot list or remove containers or networks: %s" % e)
         if not b.opt.keep:
             # The sandboxes' disks are mounted under it: unmount them
             # (lazily) first, or they outlive the directory.
