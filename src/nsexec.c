@@ -19,7 +19,9 @@
  * build workspace sessions and run commands. The server never changes its
  * own namespaces.
  *
- * For each sandbox the server forks one zygote, which joins the
+ * For each sandbox the server forks one zygote, which runs the zygote
+ * program (nsexec-main.c: this file's zygote half, linked statically,
+ * run from a sealed memfd; see nsexec_zygote_exec), joins the
  * container's cgroups (once: moving a process between cgroup v1
  * hierarchies costs an RCU grace period, milliseconds, so nothing else
  * does it again) and its UTS, IPC and network namespaces, and keeps a
@@ -70,6 +72,7 @@
 
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -96,7 +99,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifndef NSEXEC_HELPER
 #include <seccomp.h>
+#endif
 
 #include "nsexec.h"
 #include "sandbox-mcp.h"
@@ -118,8 +123,98 @@ static const int nsexec_caps_kept[] = {
 };
 
 static struct sock_fprog	nsexec_filter;
+#ifndef NSEXEC_HELPER
 static char			*nsexec_argv0;
 static size_t			 nsexec_argv_len;
+#endif
+
+#ifdef NSEXEC_HELPER
+/*
+ * The zygote program: the command filter comes from the server, as the
+ * BPF program's instructions in a memfd (fd).
+ */
+int
+nsexec_filter_read(int fd)
+{
+	struct stat		 st;
+	struct sock_filter	*f;
+	ssize_t			 n;
+
+	if (fstat(fd, &st) != 0 || st.st_size <= 0 ||
+	    st.st_size % sizeof *f != 0 || st.st_size > 65536)
+		return (-1);
+	f = xmalloc(st.st_size);
+	if ((n = pread(fd, f, st.st_size, 0)) != st.st_size) {
+		free(f);
+		return (-1);
+	}
+	nsexec_filter.filter = f;
+	nsexec_filter.len = st.st_size / sizeof *f;
+	return (0);
+}
+#else
+/*
+ * The zygote program (sandbox-mcp-nsexec, built from this file and
+ * linked statically, its image part of our own): what a zygote forks
+ * for each session copies its few mappings rather than the server's
+ * libraries (some forty, two hundred mappings), and the session's init,
+ * its fork, tears down as few when it ends. Kept in a sealed memfd, with
+ * the command filter in another, both made once at start.
+ */
+#ifndef MFD_EXEC
+#define NSEXEC_MFD_EXEC		0x0010U
+#else
+#define NSEXEC_MFD_EXEC		MFD_EXEC
+#endif
+
+extern const char	nsexec_image[], nsexec_image_end[];
+static int		nsexec_image_fd = -1;
+static int		nsexec_filter_fd = -1;
+
+/* A sealed memfd holding len bytes of buf, or -1. */
+static int
+nsexec_memfd(const char *name, const void *buf, size_t len)
+{
+	size_t	off = 0;
+	ssize_t	n;
+	int	fd;
+
+	/*
+	 * Executable said out loud where the kernel knows the flag (where
+	 * vm.memfd_noexec would seal it otherwise); older ones refuse it.
+	 */
+	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING |
+	    NSEXEC_MFD_EXEC);
+	if (fd == -1 && errno == EINVAL)
+		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd == -1)
+		return (-1);
+	while (off < len) {
+		if ((n = write(fd, (const char *)buf + off, len - off)) <= 0) {
+			close(fd);
+			return (-1);
+		}
+		off += n;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+	    F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+		close(fd);
+		return (-1);
+	}
+	return (fd);
+}
+
+static void
+nsexec_program_init(void)
+{
+	nsexec_image_fd = nsexec_memfd("sandbox-mcp-nsexec", nsexec_image,
+	    nsexec_image_end - nsexec_image);
+	nsexec_filter_fd = nsexec_memfd("sandbox-mcp-filter",
+	    nsexec_filter.filter, nsexec_filter.len *
+	    sizeof *nsexec_filter.filter);
+	if (nsexec_image_fd == -1 || nsexec_filter_fd == -1)
+		log_warn("the zygote program");
+}
 
 /*
  * Build the command filter once (in the server): EPERM for mounting,
@@ -196,6 +291,7 @@ nsexec_init(int argc, char **argv)
 			fatalx("seccomp_rule_add socket failed");
 	}
 	confine_bpf(ctx, &nsexec_filter);
+	nsexec_program_init();
 
 	/* The arguments lie end to end from argv[0]. */
 	nsexec_argv0 = argv[0];
@@ -210,6 +306,8 @@ nsexec_argv(size_t *len)
 	*len = nsexec_argv_len;
 	return (nsexec_argv0);
 }
+
+#endif /* !NSEXEC_HELPER */
 
 /* The shape of each message: its name and its fields and descriptors. */
 static const struct {
@@ -547,7 +645,10 @@ nsexec_spawn_child(void *arg)
 	    dup2(sp->fds[1], STDERR_FILENO) == -1)
 		goto fail;
 	closefrom(3);
+#ifndef NSEXEC_HELPER
+	/* (The zygote program runs with the usual limit already.) */
 	proc_nofile_restore();
+#endif
 	signal(SIGCHLD, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
 	sigemptyset(&none);
@@ -1871,6 +1972,7 @@ out:
 	return (rv);
 }
 
+#ifndef NSEXEC_HELPER
 /*
  * A job (a create's): make the sandbox's root before anything runs in
  * its container. Keeps fd 4, the state directory.
@@ -1895,6 +1997,7 @@ nsexec_root_child(void *arg, int fd)
 	}
 	return (job_answer(fd, NULL, NULL));
 }
+#endif
 
 /*
  * Hold the published layers a session is built on against the reclaim
@@ -2274,3 +2377,56 @@ nsexec_zygote(void *arg, int report)
 		}
 	}
 }
+
+#ifndef NSEXEC_HELPER
+/*
+ * The descriptors a zygote job keeps after the state directory and its
+ * control socket (as fds 6 and 7): the filter's and the program's. None
+ * when there is no program to run.
+ */
+int
+nsexec_program_fds(int *fds)
+{
+	if (nsexec_image_fd == -1 || nsexec_filter_fd == -1)
+		return (0);
+	fds[0] = nsexec_filter_fd;
+	fds[1] = nsexec_image_fd;
+	return (2);
+}
+
+/*
+ * A job (the zygote's): exec the zygote program (fd 7) with the zygote's
+ * arguments (NAME PID ROOT NCGROUP CGROUP... NLOWER LOWER...), the
+ * filter at fd 6, an empty environment and the usual descriptor limit;
+ * where the program cannot be run (no memfd, or exec refused), be the
+ * zygote in this process. Keeps fd 4 (the state directory) and 5 (the
+ * control socket).
+ */
+int
+nsexec_zygote_exec(void *arg, int report)
+{
+	const struct nsexec_zygote *z = arg;
+	char		**argv, *envp[1] = { NULL };
+	size_t		  i, n = 0;
+
+	if (nsexec_image_fd == -1 || nsexec_filter_fd == -1)
+		return (nsexec_zygote(arg, report));
+	argv = xcalloc(6 + z->ncgroup + z->nroot_lower, sizeof *argv);
+	argv[n++] = xstrdup(NSEXEC_ZYGOTE_NAME);
+	xasprintf(&argv[n++], "%ld", (long)z->container_pid);
+	argv[n++] = xstrdup(z->root != NULL ? z->root : "");
+	xasprintf(&argv[n++], "%zu", z->ncgroup);
+	for (i = 0; i < z->ncgroup; i++)
+		argv[n++] = z->cgroup_procs[i];
+	xasprintf(&argv[n++], "%zu", z->nroot_lower);
+	for (i = 0; i < z->nroot_lower; i++)
+		argv[n++] = z->root_lower[i];
+	argv[n] = NULL;
+	proc_nofile_restore();
+	syscall(SYS_execveat, 7, "", argv, envp, AT_EMPTY_PATH);
+	log_warn("the zygote program (the zygote runs as a fork instead)");
+	close(6);
+	close(7);
+	return (nsexec_zygote(arg, report));
+}
+#endif

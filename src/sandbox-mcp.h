@@ -391,6 +391,9 @@ struct nsexec_zygote {
 void		 nsexec_init(int, char **);
 char		*nsexec_argv(size_t *);
 int		 nsexec_zygote(void *, int);
+int		 nsexec_zygote_exec(void *, int);
+int		 nsexec_program_fds(int *);
+int		 nsexec_filter_read(int);
 int		 nsexec_root_child(void *, int);
 
 /* job.c */

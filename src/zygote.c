@@ -491,7 +491,8 @@ static int
 zygote_start(struct rt_sandbox *sb, char **cause)
 {
 	struct nsexec_zygote	 z;
-	int			 sv[2], keep[2], sndbuf = NSEXEC_MSG_MAX * 4;
+	int			 sv[2], keep[4], nkeep;
+	int			 sndbuf = NSEXEC_MSG_MAX * 4;
 
 	if (zygote_state_dir() == -1) {
 		xasprintf(cause, "cannot open %s: %s", cfg->state_dir,
@@ -513,7 +514,8 @@ zygote_start(struct rt_sandbox *sb, char **cause)
 	z.nroot_lower = sb->root.nlower;
 	keep[0] = zygote_state_dir();
 	keep[1] = sv[1];
-	sb->zjob = job_fork_keep("zygote", nsexec_zygote, &z, keep, 2,
+	nkeep = 2 + nsexec_program_fds(&keep[2]);
+	sb->zjob = job_fork_keep("zygote", nsexec_zygote_exec, &z, keep, nkeep,
 	    zygote_done, sb);
 	close(sv[1]);
 	sb->zctl = sv[0];

@@ -30,8 +30,9 @@ FLOORS = {
     "door": "op op-files op-layer op-obs op-runtime op-sandbox",
     "surface": "auth forward jsonrpc mcp mcp-http mcp-tools rest"
         " transport-http transport-stdio",
-    "main": "sandbox-mcp",
+    "main": "sandbox-mcp nsexec-main",
 }
+OBJECT = {"nsexec-main": "sandbox_mcp_nsexec-nsexec-main"}
 RANK = {"base": 0, "engine": 1, "door": 2, "surface": 3, "main": 4}
 
 # The headers of each floor, and which floors may include them.
@@ -121,7 +122,8 @@ def test():
     # The link graph of the built objects.
     defs, uses = {}, collections.defaultdict(set)
     for n in sources:
-        obj = os.path.join(BUILD, n + ".o")
+        # The zygote program's objects carry its name (per-program flags).
+        obj = os.path.join(BUILD, OBJECT.get(n, n) + ".o")
         if not os.path.exists(obj):
             fail("no %s: build first" % obj)
         out = subprocess.run(["nm", obj], capture_output=True, text=True,
