@@ -491,8 +491,12 @@ command_set_state(struct command *c, enum command_state state)
 		    names[c->state], names[state]);
 	else
 		log_trace(TRACE_JOB, "command %s %s", c->id, names[state]);
-	c->state = state;
-	command_count_write(c);	/* only STARTING is never set */
+	/* The count of running commands changes only into or out of it. */
+	if (c->state == COMMAND_RUNNING || state == COMMAND_RUNNING) {
+		c->state = state;
+		command_count_write(c);
+	} else
+		c->state = state;
 	if (state == COMMAND_DONE && c->span != NULL)
 		command_span_end(c);
 }
