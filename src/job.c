@@ -1488,7 +1488,9 @@ job_reap_pid(pid_t pid)
  * A process that is not a job but ends up our child (an orphan adopted
  * because we are a subreaper, such as a session's init): cb(status, arg)
  * runs once when it is reaped. A process reaped before it was watched is
- * remembered for a while, so the order of the two does not matter.
+ * remembered for a while, so the order of the two does not matter; one
+ * reaped before since (ms, 0: any time), when the process watched was
+ * not born yet, was another that had its pid, and is forgotten.
  */
 #define JOB_WATCH_KEEP_MS	10000
 
@@ -1506,13 +1508,21 @@ static LIST_HEAD(, job_watch)	job_watches = LIST_HEAD_INITIALIZER(job_watches);
 void
 job_watch(pid_t pid, void (*cb)(int, void *), void *arg)
 {
+	job_watch_since(pid, 0, cb, arg);
+}
+
+void
+job_watch_since(pid_t pid, uint64_t since, void (*cb)(int, void *),
+    void *arg)
+{
 	struct job_watch	*w, *w1;
 	uint64_t		 now = now_ms();
 
 	LIST_FOREACH_SAFE(w, &job_watches, entry, w1) {
 		if (!w->reaped || w->cb != NULL)
 			continue;
-		if (now - w->reaped_ms > JOB_WATCH_KEEP_MS) {
+		if (now - w->reaped_ms > JOB_WATCH_KEEP_MS ||
+		    (w->pid == pid && w->reaped_ms < since)) {
 			/* Too old to be this process: its pid was reused. */
 			LIST_REMOVE(w, entry);
 			free(w);

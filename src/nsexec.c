@@ -42,9 +42,10 @@
  * session's /proc, answers, and goes on as the session init: one process
  * forked per session, one address space copied and torn down.
  *
- * The init (pid 1 of the session) mounts /proc for its namespace, with
- * the container's read-only and masked paths moved onto it, blanks
- * its command line and environment, and serves its control socket: an
+ * The session's /proc is its PID namespace's, with the container's
+ * read-only and masked paths moved onto it. The init (pid 1 of the
+ * session) blanks its command line and environment (the zygote
+ * program's), and serves its control socket: an
  * "exec" message with the command's stdin and output descriptors forks
  * the shell; a "kill" message signals a command's process group; every
  * exit it reaps is reported back; "finish" kills and reaps every other
@@ -2154,8 +2155,11 @@ struct nsexec_builder {
 	struct nsexec_msg		*m;
 };
 
-/* Its stack, and the init's after it (copied on write, per builder). */
-static char	nsexec_build_stack[1024 * 1024] __attribute__((aligned(16)));
+/*
+ * Its stack, and the init's after it (copied on write, per builder):
+ * mapped once by the zygote, with an inaccessible page below it.
+ */
+#define NSEXEC_BUILD_STACK	(1024 * 1024)
 
 static int
 nsexec_builder(void *arg)
@@ -2243,6 +2247,8 @@ nsexec_zygote(void *arg, int report)
 	const char		*out[2];
 	int			 fds[4], i, r, np, done[2];
 	int			 building[NSEXEC_BUILDERS_MAX];
+	char			*stack;
+	long			 guard;
 	int			 nbuild = 0, maxbuild;
 	pid_t			 builder;
 
@@ -2300,6 +2306,11 @@ nsexec_zygote(void *arg, int report)
 	sigprocmask(SIG_BLOCK, &block, NULL);
 	sigemptyset(&empty);
 
+	guard = sysconf(_SC_PAGESIZE);
+	stack = mmap(NULL, guard + NSEXEC_BUILD_STACK, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED || mprotect(stack, guard, PROT_NONE) != 0)
+		return (nsexec_zygote_fail("cannot map the builders' stack"));
 	buf = xmalloc(NSEXEC_MSG_MAX);
 	for (;;) {
 		while (waitpid(-1, NULL, WNOHANG) > 0)
@@ -2361,9 +2372,9 @@ nsexec_zygote(void *arg, int report)
 		}
 		b.z = z;
 		b.m = &m;
-		builder = clone(nsexec_builder, nsexec_build_stack +
-		    sizeof nsexec_build_stack, CLONE_NEWPID | CLONE_PARENT |
-		    SIGCHLD, &b);
+		builder = clone(nsexec_builder, stack + guard +
+		    NSEXEC_BUILD_STACK, CLONE_NEWPID | CLONE_PARENT | SIGCHLD,
+		    &b);
 		close(done[1]);
 		nsexec_msg_close(&m);
 		if (builder != -1)
@@ -2423,6 +2434,17 @@ nsexec_zygote_exec(void *arg, int report)
 		argv[n++] = z->root_lower[i];
 	argv[n] = NULL;
 	proc_nofile_restore();
+	/*
+	 * Neither the report pipe (the zygote says nothing on it: its end
+	 * is the job's) nor the program itself goes on into the zygote; the
+	 * filter does, for the program to read.
+	 */
+	if (fcntl(report, F_SETFD, FD_CLOEXEC) == -1 ||
+	    fcntl(7, F_SETFD, FD_CLOEXEC) == -1) {
+		close(6);
+		close(7);
+		return (nsexec_zygote(arg, report));
+	}
 	syscall(SYS_execveat, 7, "", argv, envp, AT_EMPTY_PATH);
 	log_warn("the zygote program (the zygote runs as a fork instead)");
 	close(6);

@@ -418,6 +418,8 @@ int		 job_parent_alive(void);
 void		 job_reap(void);
 int		 job_reap_pid(pid_t);
 void		 job_watch(pid_t, void (*)(int, void *), void *);
+void		 job_watch_since(pid_t, uint64_t, void (*)(int, void *),
+		     void *);
 void		 job_unwatch(pid_t);
 pid_t		 job_pid(struct job *);
 void		 job_cancel(struct job *);

@@ -102,6 +102,7 @@ struct session {
 	int			 rootfd;	/* its /workspace (O_PATH) */
 	struct event		*ctl_ev;
 	struct zygote_req	*req;		/* the build under way */
+	uint64_t		 asked_ms;	/* when it was asked for */
 	session_cb		 start_cb;
 	void			*start_arg;
 	struct session_clients	 clients;	/* its running commands */
@@ -1008,7 +1009,11 @@ session_live(struct session *s)
 static void
 session_started(struct session *s)
 {
-	job_watch(s->init, session_init_died, s);
+	/*
+	 * A failed builder of an earlier session is reaped by us too: one
+	 * reaped before this session was asked for is not its init.
+	 */
+	job_watch_since(s->init, s->asked_ms, session_init_died, s);
 	if (s->spare) {
 		/* Built ahead of need and not asked for yet: kept. */
 		s->spare = 0;
@@ -1334,6 +1339,7 @@ session_build(struct rt_sandbox *sb, const char *id, int adopt, int automatic,
 	event_add(s->ctl_ev, NULL);
 	if (s->cgroup != NULL)
 		xasprintf(&procs, "%s/cgroup.procs", s->cgroup);
+	s->asked_ms = now_ms();
 	s->req = zygote_build(sb, s->id, s->isolated, s->adopting,
 	    procs != NULL ? procs : "", s->dir, s->lease_text, s->lease, sv[1],
 	    session_built, s);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # The zygote and the session inits run the zygote program (a small static
 # program the server keeps in a sealed memfd), not a fork of the server:
-# they map none of the server's libraries and hold none of its memory.
+# they map none of the server's libraries, hold none of its memory and
+# none of its descriptors.
 # A distinctive string of the server's configuration (the name of its
 # workspace root) is found in the server's memory, and in neither the
 # zygote's nor a session init's, so a command that could read its init
@@ -19,6 +20,10 @@ SERVER_LIBS = ("libgit2", "libarchive", "libcrypto", "libevent", "libcjson")
 
 def exe(pid):
     return os.readlink("/proc/%d/exe" % pid)
+
+
+def fds(pid):
+    return sorted(int(fd) for fd in os.listdir("/proc/%d/fd" % pid))
 
 
 def maps(pid):
@@ -72,6 +77,12 @@ def test():
     inits = children_named(server, "sandbox-mcp: se")
     check_eq(len(zygotes), 1, "one zygote")
     check(len(inits) >= 1, "a session init: %r" % inits)
+    # Nothing of the job's or the program's own goes on: the zygote
+    # keeps the state directory, its socket and the container's mount
+    # namespace; an init, its control socket.
+    check_eq(fds(zygotes[0]), [0, 1, 2, 4, 5, 6], "the zygote's descriptors")
+    for p in inits:
+        check_eq(fds(p), [0, 1, 2, 3], "an init's descriptors")
     for what, pid in [("zygote", zygotes[0])] + [("init", p) for p in inits]:
         check(exe(pid).startswith("/memfd:sandbox-mcp-nsexec"),
               "the %s runs the zygote program: %s" % (what, exe(pid)))

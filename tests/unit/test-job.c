@@ -24,6 +24,8 @@
 
 #include "config.h"
 
+#include <sys/wait.h>
+
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,9 +228,56 @@ test_job_no_answer(void)
 	return (0);
 }
 
+
+static void
+watch_cb(int status, void *arg)
+{
+	*(int *)arg = status;
+}
+
+/* A child of ours that has exited and been reaped as no job's. */
+static pid_t
+reaped_child(void)
+{
+	siginfo_t	si;
+	pid_t		pid;
+
+	if ((pid = fork()) == 0)
+		_exit(7);
+	if (pid == -1 || waitid(P_PID, pid, &si, WEXITED | WNOWAIT) != 0)
+		return (-1);
+	job_reap();
+	return (pid);
+}
+
+/*
+ * A process reaped before it was watched is told of when it is watched;
+ * one reaped before the watched process was born (since) was another
+ * process of that pid, and is not.
+ */
+static int
+test_job_watch_since(void)
+{
+	pid_t	pid;
+	int	seen;
+
+	CHECK((pid = reaped_child()) > 0);
+	seen = -1;
+	job_watch_since(pid, now_ms() + 1, watch_cb, &seen);
+	CHECK_INT(seen, -1);
+	job_unwatch(pid);
+
+	CHECK((pid = reaped_child()) > 0);
+	seen = -1;
+	job_watch_since(pid, now_ms() - 1000, watch_cb, &seen);
+	CHECK(seen != -1 && WIFEXITED(seen) && WEXITSTATUS(seen) == 7);
+	return (0);
+}
+
 const struct unit_case unit_job_cases[] = {
 	{ "job_result", test_job_result },
 	{ "job_cause", test_job_cause },
 	{ "job_no_answer", test_job_no_answer },
+	{ "job_watch_since", test_job_watch_since },
 	{ NULL, NULL }
 };
