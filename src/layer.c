@@ -93,6 +93,70 @@ layer_stack_free(struct layer_stack *ls)
 	free(ls);
 }
 
+/* A copy of a stack. */
+static struct layer_stack *
+layer_stack_dup(const struct layer_stack *ls)
+{
+	struct layer_stack	*c;
+	size_t			 i;
+
+	c = xcalloc(1, sizeof *c);
+	*c = *ls;
+	c->ids = xcalloc(ls->n + 1, sizeof *c->ids);
+	c->paths = xcalloc(ls->n + 1, sizeof *c->paths);
+	for (i = 0; i < ls->n; i++) {
+		c->ids[i] = xstrdup(ls->ids[i]);
+		c->paths[i] = xstrdup(ls->paths[i]);
+	}
+	return (c);
+}
+
+/*
+ * The manifests read last, by sandbox: a manifest is only ever replaced
+ * whole (a rename), so while the file at its path is the same one (the
+ * same inode, size and times) a read is a copy of what was read, not an
+ * open, a read and a parse. The loop reads one at every session start.
+ */
+#define LAYER_READ_KEPT	8
+
+static struct {
+	char			*sbox;
+	struct stat		 st;
+	struct layer_stack	*ls;
+} layer_read_kept[LAYER_READ_KEPT];
+static unsigned int	layer_read_next;
+
+static int
+layer_same_file(const struct stat *a, const struct stat *b)
+{
+	return (a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	    a->st_size == b->st_size &&
+	    a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	    a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	    a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	    a->st_ctim.tv_nsec == b->st_ctim.tv_nsec);
+}
+
+static void
+layer_read_keep(const char *sbox, const struct stat *st,
+    const struct layer_stack *ls)
+{
+	size_t	i;
+
+	for (i = 0; i < LAYER_READ_KEPT; i++) {
+		if (layer_read_kept[i].sbox != NULL &&
+		    strcmp(layer_read_kept[i].sbox, sbox) == 0)
+			break;
+	}
+	if (i == LAYER_READ_KEPT)
+		i = layer_read_next++ % LAYER_READ_KEPT;
+	free(layer_read_kept[i].sbox);
+	layer_stack_free(layer_read_kept[i].ls);
+	layer_read_kept[i].sbox = xstrdup(sbox);
+	layer_read_kept[i].st = *st;
+	layer_read_kept[i].ls = layer_stack_dup(ls);
+}
+
 /* A stack from a JSON layers array (and its version). */
 struct layer_stack *
 layer_stack_from_json(int version, cJSON *layers, char **cause)
@@ -162,7 +226,7 @@ layer_stack_root_hash(struct layer_stack *ls, char out[72])
 }
 
 static struct layer_stack *layer_stack_read_file(const char *, char *,
-		    char **);
+		    struct stat *, char **);
 
 char *
 layer_manifest_path(const char *sbox)
@@ -185,8 +249,26 @@ layer_next_path(const char *sbox)
 struct layer_stack *
 layer_stack_read(const char *sbox, char **cause)
 {
-	return (layer_stack_read_file(sbox, layer_manifest_path(sbox),
-	    cause));
+	struct layer_stack	*ls;
+	struct stat		 st;
+	char			*path;
+	size_t			 i;
+
+	path = layer_manifest_path(sbox);
+	if (stat(path, &st) == 0) {
+		for (i = 0; i < LAYER_READ_KEPT; i++) {
+			if (layer_read_kept[i].sbox != NULL &&
+			    strcmp(layer_read_kept[i].sbox, sbox) == 0 &&
+			    layer_same_file(&layer_read_kept[i].st, &st)) {
+				free(path);
+				return (layer_stack_dup(
+				    layer_read_kept[i].ls));
+			}
+		}
+	}
+	if ((ls = layer_stack_read_file(sbox, path, &st, cause)) != NULL)
+		layer_read_keep(sbox, &st, ls);
+	return (ls);
 }
 
 /*
@@ -210,9 +292,13 @@ layer_stack_above(const struct layer_stack *top,
 	return ((ssize_t)k);
 }
 
-/* Read a manifest of sandbox sbox from path (which it frees). */
+/*
+ * Read a manifest of sandbox sbox from path (which it frees); what fstat
+ * said of the file read in *stp when not NULL.
+ */
 static struct layer_stack *
-layer_stack_read_file(const char *sbox, char *path, char **cause)
+layer_stack_read_file(const char *sbox, char *path, struct stat *stp,
+    char **cause)
 {
 	struct stat	 st;
 	char		*buf;
@@ -256,6 +342,8 @@ layer_stack_read_file(const char *sbox, char *path, char **cause)
 		ls->mdev = mdev;
 		ls->mino = mino;
 	}
+	if (stp != NULL)
+		*stp = st;
 	cJSON_Delete(m);
 	free(path);
 	return (ls);
@@ -864,7 +952,7 @@ layer_roll_forward(const char *id, int forward)
 	cur = layer_stack_read(id, &cause);
 	free(cause);
 	cause = NULL;
-	next = layer_stack_read_file(id, xstrdup(npath), &cause);
+	next = layer_stack_read_file(id, xstrdup(npath), NULL, &cause);
 	free(cause);
 	ok = forward && cur != NULL && next != NULL &&
 	    next->version == cur->version + 1 &&

@@ -533,10 +533,67 @@ test_disk_journal(void)
 	return (0);
 }
 
+
+/*
+ * A manifest read again while its file is the same is the same stack,
+ * and a copy of its own; one replaced (a rename, as every writer does)
+ * is read anew, even with the same size.
+ */
+static int
+test_layer_read_kept(void)
+{
+	const char		*id = "sbx-kept-00001";
+	struct layer_stack	*ls, *again;
+	char			*base, *top, *next, *manifest, *cause = NULL;
+
+	base = state_where(STATE_SANDBOX, id, "base");
+	top = state_where(STATE_LAYERS, id, "L000002-roll");
+	next = layer_next_path(id);
+	manifest = layer_manifest_path(id);
+	CHECK(util_mkdir_p(base, 0755, &cause) == 0);
+	CHECK(layer_stack_init(id, base, &cause) == 0);
+	CHECK(util_mkdir_p(top, 0755, &cause) == 0);
+
+	CHECK((ls = layer_stack_read(id, &cause)) != NULL);
+	CHECK_INT(ls->version, 1);
+	CHECK_INT((int)ls->n, 1);
+	free(ls->ids[0]);
+	ls->ids[0] = xstrdup("changed by its reader");
+	layer_stack_free(ls);
+	CHECK((again = layer_stack_read(id, &cause)) != NULL);
+	CHECK_INT(again->version, 1);
+	CHECK_STR(again->ids[0], "B000001-base");
+	layer_stack_free(again);
+
+	/* Replaced: version 2, then version 3 of the same size. */
+	CHECK(roll_next(id, 2, top, base) == 0);
+	CHECK(rename(next, manifest) == 0);
+	CHECK((ls = layer_stack_read(id, &cause)) != NULL);
+	CHECK_INT(ls->version, 2);
+	CHECK_INT((int)ls->n, 2);
+	layer_stack_free(ls);
+	CHECK(roll_next(id, 3, top, base) == 0);
+	CHECK(rename(next, manifest) == 0);
+	CHECK((ls = layer_stack_read(id, &cause)) != NULL);
+	CHECK_INT(ls->version, 3);
+	layer_stack_free(ls);
+
+	/* Gone: an error, not what was read before. */
+	CHECK(unlink(manifest) == 0);
+	CHECK(layer_stack_read(id, &cause) == NULL);
+	free(cause);
+	free(manifest);
+	free(base);
+	free(top);
+	free(next);
+	return (0);
+}
+
 const struct unit_case unit_layer_cases[] = {
 	{ "layer/disk-journal", test_disk_journal },
 	{ "layer/staging-sweep", test_layer_staging_sweep },
 	{ "layer/roll-forward", test_layer_roll_forward },
+	{ "layer/read-kept", test_layer_read_kept },
 	{ "layer/upper", test_layer_upper },
 	{ "layer/whiteout", test_layer_whiteout },
 	{ "layer/opaque", test_layer_opaque },
