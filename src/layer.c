@@ -137,9 +137,9 @@ layer_same_file(const struct stat *a, const struct stat *b)
 	    a->st_ctim.tv_nsec == b->st_ctim.tv_nsec);
 }
 
-static void
-layer_read_keep(const char *sbox, const struct stat *st,
-    const struct layer_stack *ls)
+/* The slot of sandbox sbox's manifest, or LAYER_READ_KEPT. */
+static size_t
+layer_read_slot(const char *sbox)
 {
 	size_t	i;
 
@@ -148,7 +148,16 @@ layer_read_keep(const char *sbox, const struct stat *st,
 		    strcmp(layer_read_kept[i].sbox, sbox) == 0)
 			break;
 	}
-	if (i == LAYER_READ_KEPT)
+	return (i);
+}
+
+static void
+layer_read_keep(const char *sbox, const struct stat *st,
+    const struct layer_stack *ls)
+{
+	size_t	i;
+
+	if ((i = layer_read_slot(sbox)) == LAYER_READ_KEPT)
 		i = layer_read_next++ % LAYER_READ_KEPT;
 	free(layer_read_kept[i].sbox);
 	layer_stack_free(layer_read_kept[i].ls);
@@ -255,16 +264,11 @@ layer_stack_read(const char *sbox, char **cause)
 	size_t			 i;
 
 	path = layer_manifest_path(sbox);
-	if (stat(path, &st) == 0) {
-		for (i = 0; i < LAYER_READ_KEPT; i++) {
-			if (layer_read_kept[i].sbox != NULL &&
-			    strcmp(layer_read_kept[i].sbox, sbox) == 0 &&
-			    layer_same_file(&layer_read_kept[i].st, &st)) {
-				free(path);
-				return (layer_stack_dup(
-				    layer_read_kept[i].ls));
-			}
-		}
+	if (stat(path, &st) == 0 &&
+	    (i = layer_read_slot(sbox)) < LAYER_READ_KEPT &&
+	    layer_same_file(&layer_read_kept[i].st, &st)) {
+		free(path);
+		return (layer_stack_dup(layer_read_kept[i].ls));
 	}
 	if ((ls = layer_stack_read_file(sbox, path, &st, cause)) != NULL)
 		layer_read_keep(sbox, &st, ls);

@@ -2239,9 +2239,7 @@ nsexec_zygote(void *arg, int report)
 	    CLONE_NEWNET };
 	struct nsexec_msg	 m;
 	struct nsexec_builder	 b;
-	struct sigaction	 sa;
 	struct pollfd		 pfd[NSEXEC_BUILDERS_MAX + 1];
-	sigset_t		 block, empty;
 	char			*buf, err[512];
 	char			 path[64];
 	const char		*out[2];
@@ -2295,17 +2293,9 @@ nsexec_zygote(void *arg, int report)
 		maxbuild = NSEXEC_BUILDERS_MAX;
 
 	/*
-	 * Anything that does end up our child is reaped (a zombie holds a
-	 * pid of the container's): SIGCHLD is taken only while waiting.
+	 * The zygote has no children to reap: its builders are the
+	 * server's (CLONE_PARENT).
 	 */
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = nsexec_sigchld;
-	sigaction(SIGCHLD, &sa, NULL);
-	sigemptyset(&block);
-	sigaddset(&block, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &block, NULL);
-	sigemptyset(&empty);
-
 	guard = sysconf(_SC_PAGESIZE);
 	stack = mmap(NULL, guard + NSEXEC_BUILD_STACK, PROT_READ | PROT_WRITE,
 	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -2313,8 +2303,6 @@ nsexec_zygote(void *arg, int report)
 		return (nsexec_zygote_fail("cannot map the builders' stack"));
 	buf = xmalloc(NSEXEC_MSG_MAX);
 	for (;;) {
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
 		/*
 		 * A build is under way while its builder holds the write
 		 * end of its done pipe; requests wait while the builders
@@ -2332,7 +2320,7 @@ nsexec_zygote(void *arg, int report)
 			pfd[np].events = POLLIN;
 			pfd[np++].revents = 0;
 		}
-		if (ppoll(pfd, np, NULL, &empty) == -1) {
+		if (poll(pfd, np, -1) == -1) {
 			if (errno == EINTR)
 				continue;
 			_exit(0);
