@@ -45,7 +45,8 @@
  * (SESSION_IDLE) for up to SESSION_KEEP_SECONDS, taken by the next
  * automatic sessions. A sandbox wants as many spares as its automatic
  * sessions recently needed (one more each time one had to be built on
- * demand, one fewer each time a spare expires unused), at most the pool
+ * demand, one fewer each time a spare expires unused or goes stale; one
+ * at least after an automatic session's publish), at most the pool
  * (limit session-pool, and a quarter of the profile's pids). Spares are
  * in the sandbox's list but not found by id.
  *
@@ -146,7 +147,7 @@ static void	session_started(struct session *);
 static void	session_unpark(struct session *);
 static void	session_keep(struct session *);
 static unsigned int session_pool_max(void);
-static void	session_prepare(struct rt_sandbox *);
+static void	session_prepare(struct rt_sandbox *, int);
 static void	session_new(struct rt_sandbox *, int, int, session_cb, void *,
 		    struct layer_stack *, int);
 static void	session_build(struct rt_sandbox *, const char *, int, int, int,
@@ -660,17 +661,20 @@ session_keep(struct session *s)
 /*
  * Build spares on the stack as it is now until the sandbox has as many
  * as it wants (kept ones and ones on their way); spares on an older
- * stack are let go.
+ * stack are let go. After an automatic session's publish (next), one
+ * spare at least is built on the stack it left: the agent that ran it
+ * most often runs the next command at once, and that command must see
+ * the layer (a spare of the stack before is no use to it).
  */
 static void
-session_prepare(struct rt_sandbox *sb)
+session_prepare(struct rt_sandbox *sb, int next)
 {
 	struct session		*s, *s1;
 	struct layer_stack	*head;
 	unsigned int		 have = 0, want, building = 0;
 	char			*cause = NULL;
 
-	if (sb->spares_wanted == 0 || session_pool_max() == 0)
+	if ((sb->spares_wanted == 0 && !next) || session_pool_max() == 0)
 		return;
 	if ((head = layer_stack_read(sb->id, &cause)) == NULL) {
 		log_warnx("spare sessions of sandbox %s: %s", sb->id, cause);
@@ -703,6 +707,8 @@ session_prepare(struct rt_sandbox *sb)
 	 * behind them; each one up calls this again.
 	 */
 	want = sb->spares_wanted;
+	if (next && want == 0)
+		want = 1;
 	if (want > session_pool_max())
 		want = session_pool_max();
 	while (have < want && building < session_build_max() &&
@@ -745,7 +751,7 @@ session_restack(const char *id)
 	struct rt_sandbox	*sb;
 
 	if ((sb = zygote_find(id)) != NULL)
-		session_prepare(sb);
+		session_prepare(sb, 0);
 }
 
 /*
@@ -1018,7 +1024,7 @@ session_started(struct session *s)
 		/* Built ahead of need and not asked for yet: kept. */
 		s->spare = 0;
 		session_keep(s);
-		session_prepare(s->sb);
+		session_prepare(s->sb, 0);
 		return;
 	}
 	session_live(s);
@@ -1205,7 +1211,7 @@ session_create(struct rt_sandbox *sb, int automatic, int isolated,
 	if (sb->spares_wanted < session_pool_max())
 		sb->spares_wanted++;
 	session_new(sb, 1, isolated, cb, arg, head, 0);
-	session_prepare(sb);
+	session_prepare(sb, 0);
 }
 
 /*
@@ -1380,7 +1386,7 @@ session_publish_end(struct session_publish *sp, cJSON *result,
 	struct rt_sandbox	*sb = s->sb;
 	cJSON			*attrs, *details;
 	const char		*class;
-	int			 published;
+	int			 automatic, published;
 
 	if (s->cgroup != NULL && !s->automatic)
 		cgroup_freeze(s->cgroup, 0);
@@ -1403,15 +1409,18 @@ session_publish_end(struct session_publish *sp, cJSON *result,
 		    " %s", s->id, class != NULL ? class : "?",
 		    cause->message);
 	}
-	published = s->automatic || cJSON_IsObject(cJSON_GetObjectItem(
-	    result, "publish"));
+	automatic = s->automatic;
+	published = cJSON_IsObject(cJSON_GetObjectItem(result, "publish"));
+	/*
+	 * A new stack, or an automatic session over: spares for the next,
+	 * on their way before the answer is.
+	 */
+	if (automatic || published)
+		session_prepare(sb, automatic && published);
 	sp->cb(s, result, cause, sp->arg);
 	free(sp->upper);
 	free(sp->owner);
 	free(sp);
-	/* A new stack, or an automatic session over: spares for the next. */
-	if (published)
-		session_prepare(sb);
 }
 
 /* A refusal before the publishing process ran. */
@@ -1512,7 +1521,7 @@ session_publish(struct session *s, const char *owner, struct tspan *span,
 		cb(s, rep, NULL, arg);
 		cJSON_Delete(rep);
 		if (automatic)
-			session_prepare(sb);
+			session_prepare(sb, 0);
 		return;
 	}
 	sp = xcalloc(1, sizeof *sp);
