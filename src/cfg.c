@@ -199,6 +199,7 @@ static int	cfg_kw_workspace_root(struct cfg_parse *, int, char **);
 static int	cfg_kw_export_root(struct cfg_parse *, int, char **);
 static int	cfg_kw_result_text(struct cfg_parse *, int, char **);
 static int	cfg_kw_sandbox_host_port(struct cfg_parse *, int, char **);
+static int	cfg_kw_tenant(struct cfg_parse *, int, char **);
 
 /* Looked up in order (a short table): new directives go at the end. */
 static const struct cfg_keyword {
@@ -221,6 +222,18 @@ static const struct cfg_keyword {
 	{ "export-root", 1, 3, cfg_kw_export_root },
 	{ "sandbox-host-port", 1, 1, cfg_kw_sandbox_host_port },
 	{ "metrics-listen", 1, 1, cfg_kw_metrics_listen },
+	{ "tenant", 3, 5, cfg_kw_tenant },
+};
+
+/*
+ * The plans (sandbox-mcp.conf(5), "tenant"): boxes at once, and the
+ * cgroup and disk caps of each box.
+ */
+static const struct cfg_plan_sizes cfg_plans[] = {
+	[PLAN_FREE] = { "free", 3, 1000000000ULL, 2LL << 30, 512, 4LL << 30 },
+	[PLAN_PRO] = { "pro", 5, 2000000000ULL, 4LL << 30, 1024, 10LL << 30 },
+	[PLAN_MAX] = { "max", 20, 2000000000ULL, 8LL << 30, 2048,
+	    20LL << 30 },
 };
 
 /* A configuration holding the defaults. */
@@ -237,6 +250,7 @@ cfg_new(void)
 	TAILQ_INIT(&c->roots);
 	TAILQ_INIT(&c->export_roots);
 	TAILQ_INIT(&c->apikeys);
+	TAILQ_INIT(&c->tenants);
 	TAILQ_INIT(&c->origins);
 	TAILQ_INIT(&c->proxies);
 	TAILQ_INIT(&c->host_ports);
@@ -271,9 +285,15 @@ void
 cfg_free(struct cfg *c)
 {
 	struct cfg_apikey	*k;
+	struct cfg_tenant	*t;
 
 	if (c == NULL)
 		return;
+	while ((t = TAILQ_FIRST(&c->tenants)) != NULL) {
+		TAILQ_REMOVE(&c->tenants, t, entry);
+		free(t->name);
+		free(t);
+	}
 	cfg_words_free(&c->roots);
 	cfg_words_free(&c->export_roots);
 	cfg_words_free(&c->origins);
@@ -564,6 +584,100 @@ cfg_tenant_name(struct cfg_parse *p, const char *what, const char *name)
 		return (-1);
 	}
 	return (0);
+}
+
+/* tenant NAME plan free|pro|max [credits N] */
+static int
+cfg_kw_tenant(struct cfg_parse *p, int argc, char **argv)
+{
+	struct cfg_tenant	*t;
+	const char		*errstr;
+	char			*what;
+	long long		 credits = -1;
+	size_t			 i;
+
+	xasprintf(&what, "tenant %s", argv[0]);
+	if (cfg_tenant_name(p, what, argv[0]) != 0) {
+		free(what);
+		return (-1);
+	}
+	free(what);
+	if (strcmp(argv[1], "plan") != 0 || argc == 4) {
+		cfg_error(p, "tenant %s: expected \"plan\" and a plan (free,"
+		    " pro or max), then optionally \"credits\" and a number",
+		    argv[0]);
+		return (-1);
+	}
+	for (i = 0; i < sizeof cfg_plans / sizeof cfg_plans[0]; i++) {
+		if (strcmp(argv[2], cfg_plans[i].name) == 0)
+			break;
+	}
+	if (i == sizeof cfg_plans / sizeof cfg_plans[0]) {
+		cfg_error(p, "tenant %s: unknown plan \"%s\" (free, pro or"
+		    " max)", argv[0], argv[2]);
+		return (-1);
+	}
+	if (argc == 5) {
+		if (strcmp(argv[3], "credits") != 0) {
+			cfg_error(p, "tenant %s: expected \"credits\" after"
+			    " the plan, found \"%s\"", argv[0], argv[3]);
+			return (-1);
+		}
+		credits = strtonum(argv[4], 0, JSON_MAX_INTEGER, &errstr);
+		if (errstr != NULL) {
+			cfg_error(p, "tenant %s: credits must be a whole number"
+			    " from 0 to %lld: %s", argv[0], JSON_MAX_INTEGER,
+			    argv[4]);
+			return (-1);
+		}
+	}
+	TAILQ_FOREACH(t, &p->cfg->tenants, entry) {
+		if (strcmp(t->name, argv[0]) == 0) {
+			cfg_error(p, "tenant %s is given twice", argv[0]);
+			return (-1);
+		}
+	}
+	t = xcalloc(1, sizeof *t);
+	t->name = xstrdup(argv[0]);
+	t->plan = (enum cfg_plan)i;
+	t->credits = credits;
+	TAILQ_INSERT_TAIL(&p->cfg->tenants, t, entry);
+	return (0);
+}
+
+const struct cfg_plan_sizes *
+cfg_plan_sizes(enum cfg_plan plan)
+{
+	return (&cfg_plans[plan]);
+}
+
+/* A tenant named by a tenant line, or NULL. */
+const struct cfg_tenant *
+cfg_tenant_find(const char *name)
+{
+	struct cfg_tenant	*t;
+
+	TAILQ_FOREACH(t, &cfg->tenants, entry) {
+		if (strcmp(t->name, name) == 0)
+			return (t);
+	}
+	return (NULL);
+}
+
+/*
+ * The plan of a tenant: its tenant line's, max for the local operator
+ * (stdio), or NULL for a tenant with no plan (it runs no box).
+ */
+const struct cfg_plan_sizes *
+cfg_tenant_plan(const char *name)
+{
+	const struct cfg_tenant	*t;
+
+	if (strcmp(name, TENANT_LOCAL) == 0)
+		return (&cfg_plans[PLAN_MAX]);
+	if ((t = cfg_tenant_find(name)) == NULL)
+		return (NULL);
+	return (&cfg_plans[t->plan]);
 }
 
 /* tenants a,b,...: the tenants a root of directive kw serves. */

@@ -75,7 +75,8 @@ static const char sandbox_mcp_usage[] =
     "                   [-f config]\n"
     "                   [--docker-host url] [--listen address:port]\n"
     "                   [--metrics-listen address:port]\n"
-    "                   [--state-dir directory] --set set [--set set ...]\n"
+    "                   [--state-dir directory] [--tenant tenant]\n"
+    "                   --set set [--set set ...]\n"
     "       sandbox-mcp keygen name [--tenant tenant] --set set"
     " [--set set ...]\n";
 
@@ -102,6 +103,8 @@ help(void)
 	    "  --docker-host url     Docker Engine socket (default"
 	    " unix:///var/run/docker.sock)\n"
 	    "  --no-stdio            serve HTTP only\n"
+    "  --tenant tenant       standard input and output act for tenant"
+    " (default local)\n"
 	    "  --result-text         results carry their JSON as text"
 	    " content too\n"
 	    "  -n                    check the configuration and exit\n"
@@ -328,7 +331,7 @@ main(int argc, char **argv)
 {
 	const char	*conf = SANDBOX_MCP_CONF, *state_dir = NULL;
 	const char	*docker_host = NULL, *listen = NULL, *host;
-	const char	*metrics_listen = NULL;
+	const char	*metrics_listen = NULL, *tenant = TENANT_LOCAL;
 	char		*cause;
 	int		 ch, noaction = 0, no_stdio = 0, verbose = 0, port;
 	int		 conf_given = 0, errors, saved_argc = argc;
@@ -383,6 +386,15 @@ main(int argc, char **argv)
 			break;
 		case OPT_STATE_DIR:
 			state_dir = optarg;
+			break;
+		case OPT_TENANT:
+			if (!util_tenant_name_valid(optarg)) {
+				fprintf(stderr, "sandbox-mcp: --tenant: a tenant"
+				    " name is 1 to 64 letters, digits, dots,"
+				    " dashes or underscores: \"%s\"\n", optarg);
+				usage();
+			}
+			tenant = optarg;
 			break;
 		case OPT_VERSION:
 			printf("sandbox-mcp %s\n", PACKAGE_VERSION);
@@ -457,6 +469,11 @@ main(int argc, char **argv)
 		    " listen line): there would be nothing to serve\n");
 		usage();
 	}
+	if (no_stdio && strcmp(tenant, TENANT_LOCAL) != 0) {
+		fprintf(stderr, "sandbox-mcp: --tenant names whom standard"
+		    " input and output act for, and --no-stdio serves none\n");
+		usage();
+	}
 
 	proc_init();
 	nsexec_init(saved_argc, saved_argv);
@@ -506,7 +523,7 @@ main(int argc, char **argv)
 		return (1);
 	}
 	if (!no_stdio)
-		transport_stdio_start(opt_sets);
+		transport_stdio_start(opt_sets, tenant);
 
 	proc_set_reload(sandbox_mcp_reload);
 	log_debug("started version=%s state-dir=%s docker=%s",

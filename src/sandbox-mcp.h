@@ -131,6 +131,31 @@ struct cfg_apikey {
 };
 TAILQ_HEAD(cfg_apikeys, cfg_apikey);
 
+/*
+ * A tenant's plan (boxes.md, "Tenancy, plans and keys"): it caps the
+ * boxes the tenant runs at once and sizes each box (cfg_plan_sizes).
+ */
+enum cfg_plan {
+	PLAN_FREE,
+	PLAN_PRO,
+	PLAN_MAX
+};
+struct cfg_plan_sizes {
+	const char		*name;
+	unsigned int		 boxes;		/* at once */
+	uint64_t		 nano_cpus;
+	int64_t			 memory_max;
+	int64_t			 pids;
+	int64_t			 disk;		/* BOXWORK and the engine's */
+};
+struct cfg_tenant {
+	char			*name;
+	enum cfg_plan		 plan;
+	long long		 credits;	/* granted here; -1: no limit */
+	TAILQ_ENTRY(cfg_tenant)	 entry;
+};
+TAILQ_HEAD(cfg_tenants, cfg_tenant);
+
 #define CFG_DISK_DEFAULT	(10LL * 1024 * 1024 * 1024)
 #define CFG_DISK_MIN		(16LL * 1024 * 1024)
 #define CFG_DISK_MAX		(16LL * 1024 * 1024 * 1024 * 1024)
@@ -153,6 +178,7 @@ struct cfg {
 	struct cfg_words	 roots;
 	struct cfg_words	 export_roots;
 	struct cfg_apikeys	 apikeys;
+	struct cfg_tenants	 tenants;	/* tenant lines */
 	struct cfg_words	 origins;
 	struct cfg_words	 proxies;
 	struct cfg_profile	 profile;
@@ -253,6 +279,9 @@ long long	 cfg_limit(enum limit);
 int		 cfg_parse_size(const char *, long long *);
 unsigned long	 cfg_keys_generation(void);
 void		 cfg_keys_changed(void);
+const struct cfg_plan_sizes *cfg_plan_sizes(enum cfg_plan);
+const struct cfg_tenant *cfg_tenant_find(const char *);
+const struct cfg_plan_sizes *cfg_tenant_plan(const char *);
 
 /* util.c */
 int		 util_random_hex(char *, size_t);

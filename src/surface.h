@@ -107,7 +107,7 @@ void		 mcp_http_init(void);
 void		 mcp_http_reload(void);
 
 /* transport-stdio.c */
-void		 transport_stdio_start(int);
+void		 transport_stdio_start(int, const char *);
 int		 transport_stdio_active(void);
 
 /* transport-http.c */

@@ -370,15 +370,19 @@ transport_stdio_pollable(int fd)
 	return (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode));
 }
 
-/* Serve MCP on stdin and stdout for a peer granted sets. */
+/*
+ * Serve MCP on stdin and stdout for a peer granted sets, acting for
+ * tenant (TENANT_LOCAL: the local operator, who sees every tenant's
+ * sandboxes).
+ */
 void
-transport_stdio_start(int sets)
+transport_stdio_start(int sets, const char *tenant)
 {
 	memset(&stdio, 0, sizeof stdio);
 	stdio.active = 1;
 	proc_hold();
 	stdio.session = mcp_session_new(MCP_TRANSPORT_STDIO, sets, NULL,
-	    TENANT_LOCAL);
+	    tenant);
 	mcp_session_set_push(stdio.session, transport_stdio_push, NULL);
 
 	if (transport_stdio_pollable(STDOUT_FILENO)) {

@@ -22,7 +22,12 @@ def test():
                        (("--set", "management", "extra"), "operand"),
                        (("--bogus",), "unknown option"),
                        (("--set", "management", "--no-stdio"),
-                        "--no-stdio without --listen")]:
+                        "--no-stdio without --listen"),
+                       (("--set", "management", "--tenant", "a/b"),
+                        "--tenant with a bad name"),
+                       (("--set", "management", "--no-stdio", "--listen",
+                         "127.0.0.1:0", "--tenant", "acme"),
+                        "--tenant with --no-stdio")]:
         r = run(*args)
         check_eq(r.returncode, 2, what + ": exit status")
         check_eq(r.stdout, b"", what + ": nothing on stdout")

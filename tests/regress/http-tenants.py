@@ -19,8 +19,8 @@ import subprocess
 import time
 
 from lib import (BIN, IMAGE, Http, Server, check, check_eq, check_in,
-                 cleanup, docker, http_json, http_session, keygen, main,
-                 ok_result, remove_our_containers, tmpdir)
+                 cleanup, docker, err_result, http_json, http_session,
+                 keygen, main, ok_result, remove_our_containers, tmpdir)
 
 SETS = ("management", "runtime")
 
@@ -217,6 +217,17 @@ def cross_tenant(base, roots, ws_open):
              sorted([(sa, "alice"), (sb, "bob")]), "stdio lists every one")
     check_eq(ok_result(m.call("inspect_sandbox", {"sandbox_id": sa}),
                        "stdio inspect")["state"], "ready", "stdio inspects")
+    # A stdio process started with --tenant acts for that tenant only.
+    ta = Server(sets=SETS, config=conf, state=m.state,
+                args=("--tenant", "alice"))
+    ta.initialize()
+    check_eq([x["id"] for x in ok_result(ta.call("list_sandboxes"),
+                                         "--tenant list")["sandboxes"]],
+             [sa], "stdio with --tenant alice lists hers only")
+    err_result(ta.call("inspect_sandbox", {"sandbox_id": sb}), "not_found",
+               "stdio with --tenant alice: bob's sandbox")
+    ta.close_stdin()
+    check_eq(ta.wait_exit(), 0, "the --tenant process ends")
 
     # Nothing changed.
     check_eq(a.ok("inspect_sandbox", {"sandbox_id": sa})["state"], "ready",

@@ -69,6 +69,7 @@ test_full(void)
 	struct cfg		*c = cfg_new();
 	struct cfg_apikey	*k;
 	struct cfg_word		*w;
+	struct cfg_tenant	*t;
 
 	CHECK_INT(parse(c,
 	    "# comment\n"
@@ -91,6 +92,8 @@ test_full(void)
 	    "profile disk 64M\n"
 	    "limit max-body 8M\n"
 	    "limit idle-timeout 2m\n"
+	    "tenant acme plan pro\n"
+	    "tenant tiny plan free credits 250\n"
 	    "\n\t  \n"), 0);
 	CHECK_STR(c->state_dir, "/var/tmp/state");
 	CHECK_STR(c->docker_socket, "/run/docker.sock");
@@ -115,6 +118,17 @@ test_full(void)
 	CHECK_INT(c->limits[LIMIT_MAX_BODY], 8 * 1024 * 1024);
 	CHECK_INT(c->limits[LIMIT_IDLE_TIMEOUT], 120);
 	CHECK_INT(c->limits[LIMIT_MAX_HEADER], 64 * 1024);
+	t = TAILQ_FIRST(&c->tenants);
+	CHECK_STR(t->name, "acme");
+	CHECK_INT(t->plan, PLAN_PRO);
+	CHECK_INT(t->credits, -1);
+	t = TAILQ_NEXT(t, entry);
+	CHECK_STR(t->name, "tiny");
+	CHECK_INT(t->plan, PLAN_FREE);
+	CHECK_INT(t->credits, 250);
+	CHECK_INT(cfg_plan_sizes(PLAN_FREE)->boxes, 3);
+	CHECK_INT(cfg_plan_sizes(PLAN_PRO)->boxes, 5);
+	CHECK_INT(cfg_plan_sizes(PLAN_MAX)->boxes, 20);
 	cfg_free(c);
 	return (0);
 }
@@ -202,6 +216,24 @@ test_errors(void)
 		    " a tenant name must be 1 to 64" },
 		{ "workspace-root /x tenants a b\n", "workspace-root takes 1 to"
 		    " 3 arguments, not 4" },
+		{ "tenant a plan gold\n", "test.conf:1: tenant a: unknown plan"
+		    " \"gold\" (free, pro or max)" },
+		{ "tenant a plan\n", "tenant takes 3 to 5 arguments, not 2" },
+		{ "tenant a tier free\n", "tenant a: expected \"plan\"" },
+		{ "tenant a plan free credits\n", "tenant a: expected"
+		    " \"plan\" and a plan" },
+		{ "tenant a plan free bonus 3\n", "tenant a: expected"
+		    " \"credits\" after the plan, found \"bonus\"" },
+		{ "tenant a plan free credits -1\n", "tenant a: credits must"
+		    " be a whole number from 0" },
+		{ "tenant a plan free credits 1.5\n", "credits must be a whole"
+		    " number" },
+		{ "tenant local plan max\n", "tenant local: the name \"local\""
+		    " is reserved" },
+		{ "tenant a/b plan max\n", "tenant a/b: a tenant name must be"
+		    " 1 to 64" },
+		{ "tenant a plan max\ntenant a plan free\n", "test.conf:2:"
+		    " tenant a is given twice" },
 		{ NULL, NULL }
 	};
 	struct cfg	*c;
