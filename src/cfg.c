@@ -166,6 +166,7 @@ static const struct {
 	{ "management", TOOLSET_MANAGEMENT },
 	{ "runtime", TOOLSET_RUNTIME },
 	{ "observability", TOOLSET_OBSERVABILITY },
+	{ "boxes", TOOLSET_BOXES },
 	{ "metrics", TOOLSET_METRICS },		/* keys only: GET /metrics */
 };
 
@@ -436,11 +437,12 @@ cfg_parse_sets(const char *list, int *sets, char **cause)
 			if (strcmp(word, "all") == 0)
 				xasprintf(cause, "the set \"all\" is refused:"
 				    " grant each set by name (management,"
-				    " runtime, observability)");
+				    " runtime, observability, boxes)");
 			else
 				xasprintf(cause, "unknown tool set \"%s\""
 				    " (known: management, runtime,"
-				    " observability; metrics for a key)",
+				    " observability, boxes; metrics for a"
+				    " key)",
 				    word);
 			free(copy);
 			return (-1);

@@ -627,3 +627,86 @@ cgroup_session_abandon(const char *path, const char *ws)
 	if (cgroup_session_remove(path) != 0)
 		log_debug("%s: %s still has processes", __func__, path);
 }
+
+/*
+ * The cgroup.procs files of a process's cgroups, from /proc/PID/cgroup
+ * and the cgroup mounts of /proc/self/mountinfo (v1 hierarchies and the
+ * unified one), *n of them; NULL and a cause.
+ */
+char **
+cgroup_procs_of(pid_t pid, size_t *n, char **cause)
+{
+	char		**list = NULL;
+	FILE		*f, *m;
+	char		 path[64], line[4096], mline[4096], *ctrls, *rel;
+	char		*mp, *fstype, *opts, *tok, *full, *dup, *word;
+	char		*save;
+	int		 match;
+
+	*n = 0;
+	snprintf(path, sizeof path, "/proc/%ld/cgroup", (long)pid);
+	if ((f = fopen(path, "re")) == NULL) {
+		xasprintf(cause, "cannot read %s: %s", path, strerror(errno));
+		return (NULL);
+	}
+	while (fgets(line, sizeof line, f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if ((ctrls = strchr(line, ':')) == NULL)
+			continue;
+		ctrls++;
+		if ((rel = strchr(ctrls, ':')) == NULL)
+			continue;
+		*rel++ = '\0';
+		if ((m = fopen("/proc/self/mountinfo", "re")) == NULL)
+			continue;
+		while (fgets(mline, sizeof mline, m) != NULL) {
+			/* ID PARENT MAJ:MIN ROOT MOUNTPOINT ... - TYPE SRC OPTS */
+			tok = strtok_r(mline, " ", &save);
+			mp = NULL;
+			for (match = 0; tok != NULL && match < 4; match++) {
+				tok = strtok_r(NULL, " ", &save);
+				if (match == 3)
+					mp = tok;
+			}
+			while (tok != NULL && strcmp(tok, "-") != 0)
+				tok = strtok_r(NULL, " ", &save);
+			fstype = strtok_r(NULL, " ", &save);
+			(void)strtok_r(NULL, " ", &save);
+			opts = strtok_r(NULL, " \n", &save);
+			if (mp == NULL || fstype == NULL || opts == NULL)
+				continue;
+			if (*ctrls == '\0') {
+				if (strcmp(fstype, "cgroup2") != 0)
+					continue;
+			} else {
+				if (strcmp(fstype, "cgroup") != 0)
+					continue;
+				/* Every controller of the line in the options. */
+				match = 1;
+				dup = xstrdup(ctrls);
+				for (word = strtok_r(dup, ",", &save);
+				    word != NULL; word = strtok_r(NULL, ",",
+				    &save)) {
+					if (strstr(opts, word) == NULL)
+						match = 0;
+				}
+				free(dup);
+				if (!match)
+					continue;
+			}
+			xasprintf(&full, "%s%s/cgroup.procs", mp, rel);
+			if (access(full, W_OK) == 0) {
+				list = xreallocarray(list, *n + 1,
+				    sizeof *list);
+				list[(*n)++] = full;
+			} else
+				free(full);
+			break;
+		}
+		fclose(m);
+	}
+	fclose(f);
+	if (list == NULL)
+		list = xcalloc(1, sizeof *list);	/* none: not an error */
+	return (list);
+}

@@ -476,6 +476,21 @@ disk_reserve(int ifd, struct disk_op *op)
 	int		r;
 
 	room = disk_room(ifd);
+	/*
+	 * A box's disk is capped, not reserved (boxes are many and large,
+	 * and share the room): made while the reserve is left.
+	 */
+	if (strncmp(op->id, "box-", 4) == 0) {
+		if (room >= 0 && room < op->reserve)
+			return (disk_full("no room for the box's disk: %lld"
+			    " MiB are free on the file system of the state"
+			    " directory, under the reserve of %lld MiB (limit"
+			    " disk-reserve)", room >> 20, op->reserve >> 20));
+		if (ftruncate(ifd, (off_t)op->size) != 0)
+			return (disk_fail("cannot size the image: %s",
+			    strerror(errno)));
+		return (0);
+	}
 	if (room >= 0 && room < op->size + op->reserve)
 		return (disk_full("no room for the sandbox's disk: its cap"
 		    " of %lld MiB and the reserve of %lld MiB (limit"

@@ -496,4 +496,57 @@ void		 runtime_lost(const char *, const char *, const char *,
 		     const char *);
 void		 runtime_recover(const char *);
 
+/* box.c: the box engine (boxes.md) */
+enum box_state {
+	BOX_STARTING,
+	BOX_READY,
+	BOX_STOPPING,
+	BOX_TERMINATED,
+	BOX_INTERRUPTED
+};
+struct box;
+struct box_dexec;
+struct box_job;
+typedef void (*box_start_cb)(struct box *, const struct cause *, void *);
+typedef void (*box_stop_cb)(struct box *, void *);
+typedef void (*box_exec_cb)(struct cJSON *, const struct cause *, void *);
+struct box {
+	char				 id[20];	/* box-<12 hex> */
+	char				*tenant;
+	const struct cfg_plan_sizes	*plan;
+	enum box_state			 state;
+	char				*reason;
+	struct cJSON			*services;	/* [{name, port}] */
+	int				 idle_min;	/* 0: none */
+	uint64_t			 created_ms;
+	uint64_t			 ended_ms;
+	uint64_t			 last_call_ms;
+	char				*container;
+	char				*network_name;
+	char				*address;	/* on its network */
+	pid_t				 pid;		/* its init, here */
+	struct docker_call		*dc;		/* in flight */
+	struct box_dexec		*dexec;		/* in flight */
+	struct tspan			*span;		/* of the start */
+	box_start_cb			 start_cb;
+	void				*start_arg;
+	box_stop_cb			 stop_cb;
+	void				*stop_arg;
+	int				 disked;
+	int				 disk_busy;
+	int				 networked;
+	LIST_HEAD(, box_job)		 jobs;		/* commands */
+	LIST_ENTRY(box)			 entry;
+};
+const char	*box_state_name(enum box_state);
+int		 box_init(char **);
+int		 box_secret_exists(const char *, const char *);
+struct cJSON	*box_record(struct box *);
+struct box	*box_find(const char *, const char *);
+void		 box_start(const char *, struct cJSON *, int, struct tspan *,
+		     box_start_cb, void *);
+void		 box_stop(struct box *, const char *, box_stop_cb, void *);
+void		 box_exec(struct box *, const char *, const char *, int, int,
+		     box_exec_cb, void *);
+
 #endif /* ENGINE_H */

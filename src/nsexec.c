@@ -601,6 +601,19 @@ nsexec_harden(void)
 	return (0);
 }
 
+#ifndef NSEXEC_HELPER
+/*
+ * What a box's command gets before its exec (box.c), as a sandbox's
+ * does: no_new_privs, Docker's default bounding set, the command
+ * filter. 0, or -1 with errno.
+ */
+int
+nsexec_command_harden(void)
+{
+	return (nsexec_harden());
+}
+#endif
+
 /* A command the init runs: its id, its process group, its end. */
 struct nsexec_cmd {
 	char	id[24];

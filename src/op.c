@@ -70,6 +70,10 @@ static const struct op_entry *op_table[] = {
 	&op_snapshot_entry,
 	&op_cgroup_entry,
 	&op_layerstack_entry,
+	&op_sandbox_start_entry,
+	&op_sandbox_exec_entry,
+	&op_sandbox_status_entry,
+	&op_sandbox_stop_entry,
 };
 #define OP_COUNT	(sizeof op_table / sizeof op_table[0])
 

@@ -153,6 +153,12 @@ extern const struct op_entry op_destroy_workspace_session_entry;
 extern const struct op_entry op_squash_layerstacks_entry;
 extern const struct op_entry op_export_changes_entry;
 
+/* op-box.c */
+extern const struct op_entry op_sandbox_start_entry;
+extern const struct op_entry op_sandbox_status_entry;
+extern const struct op_entry op_sandbox_stop_entry;
+extern const struct op_entry op_sandbox_exec_entry;
+
 /* op-files.c */
 extern const struct op_entry op_file_read_entry;
 extern const struct op_entry op_file_write_entry;

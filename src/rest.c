@@ -86,6 +86,10 @@ static const struct rest_route rest_routes[] = {
 	{ "GET", "/v1/sandboxes/{sandbox_id}/snapshot", "snapshot" },
 	{ "GET", "/v1/snapshot", "snapshot" },
 	{ "GET", "/v1/sandboxes/{sandbox_id}/trace", "trace" },
+	{ "POST", "/v1/boxes", "sandbox_start" },
+	{ "GET", "/v1/boxes/{id}", "sandbox_status" },
+	{ "DELETE", "/v1/boxes/{id}", "sandbox_stop" },
+	{ "POST", "/v1/boxes/{id}/exec", "sandbox_exec" },
 };
 #define REST_NROUTES	(sizeof rest_routes / sizeof rest_routes[0])
 

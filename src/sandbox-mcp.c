@@ -92,8 +92,8 @@ help(void)
 {
 	printf("sandbox-mcp %s: disposable Linux sandboxes for coding agents"
 	    " over MCP.\n\n%s\n"
-	    "  --set set             serve a tool set: management, runtime or"
-	    " observability\n"
+	    "  --set set             serve a tool set: management, runtime,"
+	    " observability or boxes\n"
 	    "  --listen address:port also serve streamable HTTP at /mcp\n"
 	    "  --metrics-listen address:port\n"
 	    "                        serve /metrics with no key on a loopback"
@@ -409,7 +409,7 @@ main(int argc, char **argv)
 		usage();
 	if (opt_sets == 0 && !noaction) {
 		fprintf(stderr, "sandbox-mcp: name at least one tool set with"
-		    " --set (management, runtime, observability)\n");
+		    " --set (management, runtime, observability, boxes)\n");
 		usage();
 	}
 
@@ -498,6 +498,11 @@ main(int argc, char **argv)
 	sandbox_recover(runtime_recover);
 	job_groups_recover();
 	sandbox_watch(runtime_lost);
+	if ((opt_sets & TOOLSET_BOXES) && box_init(&cause) != 0) {
+		log_warnx("boxes: %s", cause);
+		free(cause);
+		return (1);
+	}
 	/* A process that does the work samples the sandboxes' resources. */
 	if (opt_sets & (TOOLSET_MANAGEMENT | TOOLSET_RUNTIME))
 		sampler_init();

@@ -66,7 +66,8 @@ struct tspan;
 #define TOOLSET_MANAGEMENT	0x01
 #define TOOLSET_RUNTIME		0x02
 #define TOOLSET_OBSERVABILITY	0x04
-#define TOOLSET_ALL		0x07
+#define TOOLSET_BOXES		0x10
+#define TOOLSET_ALL		0x17
 /* A grant of keys, not a set of tools: GET /metrics (metrics.c). */
 #define TOOLSET_METRICS		0x08
 
@@ -398,6 +399,9 @@ int		 store_credits_add(struct store *, const char *, double,
 int		 store_credits_add_locked(struct store *, const char *, double,
 		     double *, char **);
 int		 store_credits(struct store *, const char *, double *, char **);
+int		 store_box_put(struct store *, const char *, const char *,
+		     const char *, const char *, char **);
+struct cJSON	*store_box_list(struct store *, const char **, char **);
 struct cJSON	*store_usage_list(struct store *, const char *, uint64_t, int,
 		     char **);
 
@@ -420,6 +424,7 @@ struct nsexec_zygote {
 void		 nsexec_init(int, char **);
 char		*nsexec_argv(size_t *);
 int		 nsexec_zygote(void *, int);
+int		 nsexec_command_harden(void);
 int		 nsexec_zygote_exec(void *, int);
 int		 nsexec_program_fds(int *);
 int		 nsexec_filter_read(int);
@@ -461,6 +466,7 @@ int		 job_fail(int, enum cause_kind, const char *, const char *,
 
 /* cgroup.c */
 int		 cgroup_write(const char *, const char *, const char *);
+char		**cgroup_procs_of(pid_t, size_t *, char **);
 int		 cgroup_helper_prepare(const char *, char **);
 int		 cgroup_helper_join(const char *);
 char		**cgroup_helper_marked(size_t *);

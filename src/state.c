@@ -52,6 +52,11 @@
  *	<state>/sandboxes/<id>/stack/		manifest.json, .lock, layers/
  *						and staging/ (layer.c)
  *	<state>/sandboxes/<id>/audit/		blame records (audit.c)
+ *	<state>/boxes/<id>.img			a box's disk (disk.c), and
+ *	<state>/boxes/<id>/			where it is mounted: work/
+ *						(BOXWORK) and home/ (the box
+ *						user's, with its container
+ *						engine's storage) (box.c)
  *
  * The record and the lock stay on the state directory's own file system,
  * so a sandbox whose disk is full or not mounted still has a record that
@@ -123,7 +128,13 @@ state_where(enum state_place place, const char *id, const char *fmt, ...)
 	if (strstr(state_places[place], "%s") != NULL) {
 		if (id == NULL)
 			fatalx("%s: place %d needs a sandbox", __func__, place);
-		xasprintf(&base, state_places[place], id);
+		/* A box's disk and its mount are apart from the sandboxes. */
+		if (strncmp(id, "box-", 4) == 0 && (place == STATE_SANDBOX ||
+		    place == STATE_IMAGE))
+			xasprintf(&base, place == STATE_SANDBOX ? "boxes/%s" :
+			    "boxes/%s.img", id);
+		else
+			xasprintf(&base, state_places[place], id);
 	} else
 		base = xstrdup(state_places[place]);
 	if (fmt == NULL) {
@@ -207,7 +218,7 @@ state_init(char **cause)
 {
 	static const char *dirs[] = { "sandboxes", "sandboxes/.trash",
 	    "sandboxes/.staging", "base-cache", "base-cache/.staging",
-	    "telemetry", "networks", "helper-groups" };
+	    "telemetry", "networks", "helper-groups", "boxes" };
 	size_t	 i;
 	char	*path;
 
@@ -525,7 +536,7 @@ state_sandbox_trash(const char *id, char **cause)
 	char	*from, *to, rnd[9];
 
 	util_random_hex(rnd, 8);
-	from = state_path("sandboxes/%s", id);
+	from = state_where(STATE_SANDBOX, id, NULL);
 	to = state_path("sandboxes/.trash/%s-%s", id, rnd);
 	if (rename(from, to) != 0 && errno != ENOENT) {
 		xasprintf(cause, "cannot remove %s: %s", from,

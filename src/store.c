@@ -17,8 +17,8 @@
 /*
  * The store (boxes.md, "The store"): one SQLite database in the state
  * directory, store.db, for what the boxes and logs products keep: API
- * keys made over REST (their hashes), secrets, usage events and credits
- * so far. WAL mode, so that readers in other processes never wait for a
+ * keys made over REST (their hashes), secrets, usage events, credits
+ * and the records of boxes so far. WAL mode, so that readers in other processes never wait for a
  * writer; a schema version table and migrations applied in order, each
  * in its own transaction, so that an older database is brought up at
  * open and a newer one is refused (a downgrade would misread it).
@@ -99,6 +99,14 @@ static const char *store_migrations[] = {
 	"CREATE TABLE credits ("
 	"  tenant TEXT PRIMARY KEY,"
 	"  balance REAL NOT NULL);",
+	/* 2: boxes (box.c keeps the record as JSON). */
+	"CREATE TABLE boxes ("
+	"  id TEXT PRIMARY KEY,"
+	"  tenant TEXT NOT NULL,"
+	"  state TEXT NOT NULL,"
+	"  record TEXT NOT NULL,"
+	"  updated_ms INTEGER NOT NULL);"
+	"CREATE INDEX boxes_tenant ON boxes (tenant, id);",
 };
 #define STORE_VERSION	\
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))
@@ -613,6 +621,58 @@ store_usage_list(struct store *st, const char *tenant, uint64_t since_ms,
 		cJSON_AddNumberToObject(e, "at",
 		    (double)sqlite3_column_int64(s, 5));
 		cJSON_AddItemToArray(list, e);
+	}
+	sqlite3_finalize(s);
+	return (list);
+}
+
+/* ---- boxes ---- */
+
+/* Write a box's record (a JSON object), as it is now. */
+int
+store_box_put(struct store *st, const char *id, const char *tenant,
+    const char *state, const char *record, char **cause)
+{
+	sqlite3_stmt	*s;
+
+	if (store_prepare(st, "INSERT INTO boxes (id, tenant, state, record,"
+	    " updated_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE"
+	    " SET state = excluded.state, record = excluded.record,"
+	    " updated_ms = excluded.updated_ms", &s, cause) != 0)
+		return (-1);
+	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, state, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 4, record, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 5, (sqlite3_int64)now_ms());
+	return (store_done(st, s, cause));
+}
+
+/*
+ * The records of the boxes not in one of the states of done (a
+ * NULL-terminated list), as an array of objects; NULL and a cause.
+ */
+cJSON *
+store_box_list(struct store *st, const char **done, char **cause)
+{
+	sqlite3_stmt	*s;
+	cJSON		*list, *rec;
+	const char	*state;
+	size_t		 i;
+	int		 skip;
+
+	if (store_prepare(st, "SELECT state, record FROM boxes ORDER BY id",
+	    &s, cause) != 0)
+		return (NULL);
+	list = cJSON_CreateArray();
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		state = (const char *)sqlite3_column_text(s, 0);
+		for (i = 0, skip = 0; done != NULL && done[i] != NULL; i++)
+			skip |= state != NULL && strcmp(state, done[i]) == 0;
+		if (skip || (rec = cJSON_Parse((const char *)
+		    sqlite3_column_text(s, 1))) == NULL)
+			continue;
+		cJSON_AddItemToArray(list, rec);
 	}
 	sqlite3_finalize(s);
 	return (list);

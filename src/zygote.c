@@ -97,83 +97,14 @@ zygote_free_cgroups(struct rt_sandbox *sb)
 	sb->ncgroup = 0;
 }
 
-/*
- * The cgroup.procs files of a process's cgroups, from /proc/PID/cgroup
- * and the cgroup mounts of /proc/self/mountinfo (v1 hierarchies and the
- * unified one).
- */
+/* The cgroup.procs files of the container's init's cgroups. */
 static int
 zygote_cgroups(struct rt_sandbox *sb, char **cause)
 {
-	FILE		*f, *m;
-	char		 path[64], line[4096], mline[4096], *ctrls, *rel;
-	char		*mp, *fstype, *opts, *tok, *full, *dup, *word;
-	char		*save;
-	int		 match;
-
-	snprintf(path, sizeof path, "/proc/%ld/cgroup", (long)sb->pid);
-	if ((f = fopen(path, "re")) == NULL) {
-		xasprintf(cause, "cannot read %s: %s", path, strerror(errno));
-		return (-1);
-	}
 	zygote_free_cgroups(sb);
-	while (fgets(line, sizeof line, f) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
-		if ((ctrls = strchr(line, ':')) == NULL)
-			continue;
-		ctrls++;
-		if ((rel = strchr(ctrls, ':')) == NULL)
-			continue;
-		*rel++ = '\0';
-		if ((m = fopen("/proc/self/mountinfo", "re")) == NULL)
-			continue;
-		while (fgets(mline, sizeof mline, m) != NULL) {
-			/* ID PARENT MAJ:MIN ROOT MOUNTPOINT ... - TYPE SRC OPTS */
-			tok = strtok_r(mline, " ", &save);
-			mp = NULL;
-			for (match = 0; tok != NULL && match < 4; match++) {
-				tok = strtok_r(NULL, " ", &save);
-				if (match == 3)
-					mp = tok;
-			}
-			while (tok != NULL && strcmp(tok, "-") != 0)
-				tok = strtok_r(NULL, " ", &save);
-			fstype = strtok_r(NULL, " ", &save);
-			(void)strtok_r(NULL, " ", &save);
-			opts = strtok_r(NULL, " \n", &save);
-			if (mp == NULL || fstype == NULL || opts == NULL)
-				continue;
-			if (*ctrls == '\0') {
-				if (strcmp(fstype, "cgroup2") != 0)
-					continue;
-			} else {
-				if (strcmp(fstype, "cgroup") != 0)
-					continue;
-				/* Every controller of the line in the options. */
-				match = 1;
-				dup = xstrdup(ctrls);
-				for (word = strtok_r(dup, ",", &save);
-				    word != NULL; word = strtok_r(NULL, ",",
-				    &save)) {
-					if (strstr(opts, word) == NULL)
-						match = 0;
-				}
-				free(dup);
-				if (!match)
-					continue;
-			}
-			xasprintf(&full, "%s%s/cgroup.procs", mp, rel);
-			if (access(full, W_OK) == 0) {
-				sb->cgroups = xreallocarray(sb->cgroups,
-				    sb->ncgroup + 1, sizeof *sb->cgroups);
-				sb->cgroups[sb->ncgroup++] = full;
-			} else
-				free(full);
-			break;
-		}
-		fclose(m);
-	}
-	fclose(f);
+	if ((sb->cgroups = cgroup_procs_of(sb->pid, &sb->ncgroup,
+	    cause)) == NULL)
+		return (-1);
 	return (0);
 }
 

@@ -24,10 +24,10 @@ FLOORS = {
     "base": """cause cfg log proc util xmalloc cgroup confine disk docker
         docker-events docker-http http job notice nsexec state sweep
         telemetry trash tree metrics store""",
-    "engine": """audit basecache command export files fold gitignore layer
+    "engine": """audit basecache box command export files fold gitignore layer
         merge observe publish runtime sampler sandbox session squash tenantnet
         transcript workspace zygote""",
-    "door": "op op-files op-layer op-obs op-runtime op-sandbox",
+    "door": "op op-box op-files op-layer op-obs op-runtime op-sandbox",
     "surface": "auth forward jsonrpc mcp mcp-http mcp-tools rest"
         " transport-http transport-stdio",
     "main": "sandbox-mcp nsexec-main",

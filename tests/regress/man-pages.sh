@@ -414,7 +414,8 @@ else
 	    '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' |
 	    "$SANDBOX_MCP_BIN" -f /dev/null --state-dir "$tmp/state" \
 	    --docker-host "unix://$tmp/no-docker.sock" \
-	    --set management,runtime,observability >"$tmp/tools.out" \
+	    --set management,runtime,observability,boxes \
+	    >"$tmp/tools.out" \
 	    2>"$tmp/tools.err"
 	python3 -c '
 import json, sys

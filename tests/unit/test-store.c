@@ -85,7 +85,7 @@ test_open(void)
 	store_tmp();
 	st = store_open(sdir, &cause);
 	CHECK(st != NULL);
-	CHECK_INT(store_version(st), 1);
+	CHECK_INT(store_version(st), 2);
 	store_close(st);
 	snprintf(path, sizeof path, "%s/store.key", sdir);
 	CHECK_INT(stat(path, &sb), 0);
@@ -272,10 +272,44 @@ test_usage(void)
 	return (0);
 }
 
+/* Box records: written again in place, listed but for the done ones. */
+static int
+test_boxes(void)
+{
+	static const char	*done[] = { "terminated", NULL };
+	struct store		*st;
+	cJSON			*list;
+	char			*cause = NULL;
+
+	store_tmp();
+	st = store_open(sdir, &cause);
+	CHECK(st != NULL);
+	CHECK_INT(store_box_put(st, "box-a", "ta", "starting",
+	    "{\"id\":\"box-a\",\"state\":\"starting\"}", &cause), 0);
+	CHECK_INT(store_box_put(st, "box-b", "tb", "ready",
+	    "{\"id\":\"box-b\",\"state\":\"ready\"}", &cause), 0);
+	CHECK_INT(store_box_put(st, "box-a", "ta", "terminated",
+	    "{\"id\":\"box-a\",\"state\":\"terminated\"}", &cause), 0);
+	list = store_box_list(st, NULL, &cause);
+	CHECK_INT(cJSON_GetArraySize(list), 2);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(
+	    cJSON_GetArrayItem(list, 0), "state")), "terminated");
+	cJSON_Delete(list);
+	list = store_box_list(st, done, &cause);
+	CHECK_INT(cJSON_GetArraySize(list), 1);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(
+	    cJSON_GetArrayItem(list, 0), "id")), "box-b");
+	cJSON_Delete(list);
+	store_close(st);
+	store_tmp_done();
+	return (0);
+}
+
 const struct unit_case unit_store_cases[] = {
 	{ "store/open", test_open },
 	{ "store/key-file", test_key_file },
 	{ "store/secrets", test_secrets },
 	{ "store/usage", test_usage },
+	{ "store/boxes", test_boxes },
 	{ NULL, NULL }
 };

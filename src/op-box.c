@@ -1,0 +1,477 @@
+/*
+ * Copyright (c) 2026 The sandbox-mcp authors
+ *
+ * Permission to use, copy, modify, and distribute this software for any
+ * purpose with or without fee is hereby granted, provided that the above
+ * copyright notice and this permission notice appear in all copies.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS" AND THE AUTHOR DISCLAIMS ALL WARRANTIES
+ * WITH REGARD TO THIS SOFTWARE INCLUDING ALL IMPLIED WARRANTIES OF
+ * MERCHANTABILITY AND FITNESS. IN NO EVENT SHALL THE AUTHOR BE LIABLE FOR
+ * ANY SPECIAL, DIRECT, INDIRECT, OR CONSEQUENTIAL DAMAGES OR ANY DAMAGES
+ * WHATSOEVER RESULTING FROM LOSS OF USE, DATA OR PROFITS, WHETHER IN AN
+ * ACTION OF CONTRACT, NEGLIGENCE OR OTHER TORTIOUS ACTION, ARISING OUT OF
+ * OR IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
+ */
+
+/*
+ * The boxes set (boxes.md, "Tools"): sandbox_start, sandbox_status and
+ * sandbox_stop, names, inputs and outputs as the seed froze them. A box
+ * is its tenant's: another tenant's id reads as unknown.
+ */
+
+#include "config.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "engine.h"
+#include "op.h"
+#include "sandbox-mcp.h"
+
+#define OP_BOX_SERVICES_MAX	32
+#define OP_BOX_ID_ARG { "id", OP_ARG_STRING, 1, -1, NULL,		\
+	"Box id (box-<12 hex>), as sandbox_start answered.", 0, 0 }
+
+static void	op_sandbox_start_exec(struct op_call *);
+static void	op_sandbox_status_exec(struct op_call *);
+static void	op_sandbox_stop_exec(struct op_call *);
+static void	op_sandbox_exec_exec(struct op_call *);
+
+#define OP_BOX_TIMEOUT_MAX	3600
+
+static const struct op_arg op_sandbox_start_args[] = {
+	{ "services", OP_ARG_ARRAY, 1, -1, NULL,
+	  "The box's services, [{name, port}]: each name (a DNS label)"
+	  " resolves inside the box, and inside its own containers, to the"
+	  " box itself; port is where the service listens (1-65535). May be"
+	  " empty.", 0, 0 },
+	{ "externalBaseUrl", OP_ARG_STRING, 0, -1, NULL,
+	  "Start every service in external mode, forwarded to this base URL"
+	  " (not available on this server yet: the call says so).", 0, 0 },
+	{ "secrets", OP_ARG_ARRAY, 0, -1, NULL,
+	  "Names of the tenant's secrets (see sandbox_secrets) to give the"
+	  " box's commands as environment variables.", 0, 0 },
+	{ "idleTimeoutMin", OP_ARG_INTEGER, 0, 1, NULL,
+	  "Stop the box after this many minutes without a tool call on it."
+	  " Absent: no idle stop.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
+};
+
+const struct op_entry op_sandbox_start_entry = {
+	.name = "sandbox_start",
+	.title = "Start a box",
+	.description = "Start a box: a whole Linux machine for this task, with"
+	    " git, Node, Go, Python, build tools, a display :99 with"
+	    " Chromium, and a Docker-compatible engine with compose of its"
+	    " own. Answers once it is ready, with its id. Boxes count"
+	    " against the tenant's plan; stop them with sandbox_stop.",
+	.set = TOOLSET_BOXES,
+	.flags = OP_OPENWORLD,
+	.args = op_sandbox_start_args,
+	.result = "{\"type\": \"object\", \"properties\": {"
+	    " \"id\": {\"type\": \"string\"},"
+	    " \"sceneUrl\": {\"type\": [\"string\", \"null\"]},"
+	    " \"takeoverUrl\": {\"type\": [\"string\", \"null\"]},"
+	    " \"status\": {\"type\": \"string\"},"
+	    " \"startedFrom\": {\"enum\": [\"spare\", \"cold\"]}},"
+	    " \"required\": [\"id\", \"sceneUrl\", \"takeoverUrl\", \"status\","
+	    " \"startedFrom\"]}",
+	.exec = op_sandbox_start_exec,
+};
+
+static const struct op_arg op_sandbox_exec_args[] = {
+	OP_BOX_ID_ARG,
+	{ "cmd", OP_ARG_STRING, 1, -1, NULL,
+	  "Shell command, run by bash -lc as the box user.", 0, 0 },
+	{ "cwd", OP_ARG_STRING, 0, -1, NULL,
+	  "Directory to run in, relative to the box's work directory /work"
+	  " (or an absolute path under it); default /work.", 0, 0 },
+	{ "timeoutSec", OP_ARG_INTEGER, 0, 1, "60",
+	  "Seconds before the command's process group is killed (exit code"
+	  " 124, timedOut true); at most 3600.", OP_BOX_TIMEOUT_MAX, 0 },
+	{ "background", OP_ARG_BOOLEAN, 0, -1, "false",
+	  "Answer at once with a bgId; the output goes to"
+	  " /work/.sbx/<bgId>.log.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
+};
+
+const struct op_entry op_sandbox_exec_entry = {
+	.name = "sandbox_exec",
+	.title = "Run a command in a box",
+	.description = "Run a shell command in a box as its unprivileged user,"
+	    " in /work or a directory under it, with DISPLAY=:99 and"
+	    " DOCKER_HOST set to the box's own engine (docker and"
+	    " docker-compose work). Answers with its stdout and stderr (the"
+	    " last 16 KiB of each) and exitCode once it ends; with"
+	    " background, at once with a bgId.",
+	.set = TOOLSET_BOXES,
+	.flags = OP_DESTRUCTIVE | OP_OPENWORLD,
+	.args = op_sandbox_exec_args,
+	.result = "{\"type\": \"object\", \"properties\": {"
+	    " \"stdout\": {\"type\": \"string\"},"
+	    " \"stderr\": {\"type\": \"string\"},"
+	    " \"exitCode\": {\"type\": [\"integer\", \"null\"]},"
+	    " \"timedOut\": {\"type\": \"boolean\"},"
+	    " \"truncated\": {\"type\": \"boolean\"},"
+	    " \"stdoutTruncated\": {\"type\": \"boolean\"},"
+	    " \"stderrTruncated\": {\"type\": \"boolean\"},"
+	    " \"bgId\": {\"type\": \"string\"}},"
+	    " \"required\": [\"stdout\", \"stderr\", \"exitCode\"]}",
+	.exec = op_sandbox_exec_exec,
+};
+
+static const struct op_arg op_box_id_args[] = {
+	OP_BOX_ID_ARG,
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
+};
+
+const struct op_entry op_sandbox_status_entry = {
+	.name = "sandbox_status",
+	.title = "A box's status",
+	.description = "The state of a box (starting, ready, stopping,"
+	    " terminated, interrupted), the health of its display and of its"
+	    " container engine, its services, and why it ended when it has.",
+	.set = TOOLSET_BOXES,
+	.flags = OP_READONLY | OP_IDEMPOTENT,
+	.args = op_box_id_args,
+	.result = "{\"type\": \"object\", \"properties\": {"
+	    " \"id\": {\"type\": \"string\"},"
+	    " \"state\": {\"enum\": [\"starting\", \"ready\", \"stopping\","
+	    " \"terminated\", \"interrupted\"]},"
+	    " \"boxd\": {\"type\": \"object\"},"
+	    " \"wiring\": {\"type\": \"array\"},"
+	    " \"takeoverUrl\": {\"type\": [\"string\", \"null\"]},"
+	    " \"interrupted\": {\"type\": [\"string\", \"null\"]},"
+	    " \"reason\": {\"type\": [\"string\", \"null\"]},"
+	    " \"registry\": {\"type\": [\"object\", \"null\"]}},"
+	    " \"required\": [\"id\", \"state\", \"boxd\", \"wiring\","
+	    " \"takeoverUrl\", \"interrupted\", \"registry\"]}",
+	.exec = op_sandbox_status_exec,
+};
+
+const struct op_entry op_sandbox_stop_entry = {
+	.name = "sandbox_stop",
+	.title = "Stop a box",
+	.description = "Stop a box: its container, network and disk (its work"
+	    " directory included) are removed; its record stays, terminated.",
+	.set = TOOLSET_BOXES,
+	.flags = OP_DESTRUCTIVE | OP_IDEMPOTENT,
+	.args = op_box_id_args,
+	.result = "{\"type\": \"object\", \"properties\": {\"ok\":"
+	    " {\"type\": \"boolean\"}}, \"required\": [\"ok\"]}",
+	.exec = op_sandbox_stop_exec,
+};
+
+/* Whether name is a DNS label: 1 to 63 of a-z, 0-9, -, not at an end. */
+static int
+op_box_label(const char *name)
+{
+	size_t	n = strlen(name), i;
+
+	if (n == 0 || n > 63 || name[0] == '-' || name[n - 1] == '-')
+		return (0);
+	for (i = 0; i < n; i++) {
+		if (!islower((unsigned char)name[i]) &&
+		    !isdigit((unsigned char)name[i]) && name[i] != '-')
+			return (0);
+	}
+	return (1);
+}
+
+/* The services argument, checked: its copy, or NULL once answered. */
+static cJSON *
+op_box_services(struct op_call *oc)
+{
+	cJSON		*in = op_arg(oc, "services"), *s, *name, *port, *out;
+	cJSON		*o, *t;
+	int		 i = 0;
+
+	if (cJSON_GetArraySize(in) > OP_BOX_SERVICES_MAX) {
+		op_call_error(oc, CAUSE_INVALID, "argument", "services",
+		    "services: at most %d services", OP_BOX_SERVICES_MAX);
+		return (NULL);
+	}
+	out = cJSON_CreateArray();
+	cJSON_ArrayForEach(s, in) {
+		name = cJSON_GetObjectItem(s, "name");
+		port = cJSON_GetObjectItem(s, "port");
+		if (!cJSON_IsObject(s) || !cJSON_IsString(name) ||
+		    !op_box_label(name->valuestring)) {
+			op_call_error(oc, CAUSE_INVALID, "argument",
+			    "services", "services[%d].name must be a DNS"
+			    " label: 1 to 63 lowercase letters, digits and"
+			    " dashes, not starting or ending with a dash", i);
+			cJSON_Delete(out);
+			return (NULL);
+		}
+		if (!cJSON_IsNumber(port) || port->valuedouble !=
+		    (double)port->valueint || port->valueint < 1 ||
+		    port->valueint > 65535) {
+			op_call_error(oc, CAUSE_INVALID, "argument",
+			    "services", "services[%d].port must be a whole"
+			    " number from 1 to 65535", i);
+			cJSON_Delete(out);
+			return (NULL);
+		}
+		cJSON_ArrayForEach(t, out) {
+			if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(t,
+			    "name")), name->valuestring) == 0) {
+				op_call_error(oc, CAUSE_INVALID, "argument",
+				    "services", "services: the name \"%s\" is"
+				    " given twice", name->valuestring);
+				cJSON_Delete(out);
+				return (NULL);
+			}
+		}
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", name->valuestring);
+		cJSON_AddNumberToObject(o, "port", port->valueint);
+		cJSON_AddStringToObject(o, "mode", "box");
+		cJSON_AddItemToArray(out, o);
+		i++;
+	}
+	return (out);
+}
+
+static void
+op_sandbox_start_cb(struct box *b, const struct cause *cause, void *arg)
+{
+	struct op_call	*oc = arg;
+	cJSON		*r;
+
+	if (b == NULL) {
+		op_call_fail(oc, cause);
+		return;
+	}
+	r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "id", b->id);
+	/* No scene route nor takeover page is served yet. */
+	cJSON_AddNullToObject(r, "sceneUrl");
+	cJSON_AddNullToObject(r, "takeoverUrl");
+	cJSON_AddStringToObject(r, "status", box_state_name(b->state));
+	cJSON_AddStringToObject(r, "startedFrom", "cold");
+	op_call_done(oc, r);
+}
+
+static void
+op_sandbox_start_exec(struct op_call *oc)
+{
+	cJSON		*services, *secrets = op_arg(oc, "secrets"), *s;
+	long long	 idle = 0;
+
+	if (op_arg(oc, "externalBaseUrl") != NULL) {
+		op_call_error(oc, CAUSE_INVALID, "argument", "externalBaseUrl",
+		    "externalBaseUrl: services forwarded to an external base"
+		    " URL are not available on this server; start the box"
+		    " without it (every service then resolves to the box)");
+		return;
+	}
+	cJSON_ArrayForEach(s, secrets) {
+		if (!cJSON_IsString(s) || !box_secret_exists(
+		    op_call_tenant(oc), s->valuestring)) {
+			op_call_error(oc, CAUSE_INVALID, "argument", "secrets",
+			    "secrets: no secret named \"%s\" exists for this"
+			    " tenant (sandbox_secrets lists them)",
+			    cJSON_IsString(s) ? s->valuestring : "(not a"
+			    " string)");
+			return;
+		}
+	}
+	if (secrets != NULL && cJSON_GetArraySize(secrets) > 0) {
+		op_call_error(oc, CAUSE_INVALID, "argument", "secrets",
+		    "secrets: giving secrets to a box is not available on this"
+		    " server yet");
+		return;
+	}
+	if (op_arg(oc, "idleTimeoutMin") != NULL)
+		idle = op_arg_integer(oc, "idleTimeoutMin");
+	if (idle > 60 * 24 * 365) {
+		op_call_error(oc, CAUSE_INVALID, "argument", "idleTimeoutMin",
+		    "idleTimeoutMin: at most %d minutes (a year)",
+		    60 * 24 * 365);
+		return;
+	}
+	if ((services = op_box_services(oc)) == NULL)
+		return;
+	box_start(op_call_tenant(oc), services, (int)idle, op_call_span(oc),
+	    op_sandbox_start_cb, oc);
+	cJSON_Delete(services);
+}
+
+/* The caller's box by the id argument, or NULL once answered. */
+static struct box *
+op_box(struct op_call *oc)
+{
+	const char	*id = op_arg_string(oc, "id");
+	struct box	*b;
+
+	if ((b = box_find(id, op_call_tenant(oc))) == NULL) {
+		op_call_error(oc, CAUSE_NOT_FOUND, "id", id, "no box %s", id);
+		return (NULL);
+	}
+	return (b);
+}
+
+static void
+op_sandbox_status_exec(struct op_call *oc)
+{
+	struct box	*b;
+	cJSON		*r, *boxd, *s, *w;
+	const char	*health;
+
+	if ((b = op_box(oc)) == NULL)
+		return;
+	r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "id", b->id);
+	cJSON_AddStringToObject(r, "state", box_state_name(b->state));
+	boxd = cJSON_AddObjectToObject(r, "boxd");
+	health = b->state == BOX_READY ? "up" : b->state == BOX_STARTING ?
+	    "starting" : "down";
+	cJSON_AddStringToObject(boxd, "display", health);
+	cJSON_AddStringToObject(boxd, "engine", health);
+	w = cJSON_AddArrayToObject(r, "wiring");
+	cJSON_ArrayForEach(s, b->services)
+		cJSON_AddItemToArray(w, cJSON_Duplicate(s, 1));
+	cJSON_AddNullToObject(r, "takeoverUrl");
+	if (b->state == BOX_INTERRUPTED && b->reason != NULL)
+		cJSON_AddStringToObject(r, "interrupted", b->reason);
+	else
+		cJSON_AddNullToObject(r, "interrupted");
+	if (b->reason != NULL)
+		cJSON_AddStringToObject(r, "reason", b->reason);
+	else
+		cJSON_AddNullToObject(r, "reason");
+	cJSON_AddNullToObject(r, "registry");
+	op_call_done(oc, r);
+}
+
+static void
+op_sandbox_stop_cb(struct box *b, void *arg)
+{
+	struct op_call	*oc = arg;
+	cJSON		*r;
+
+	r = cJSON_CreateObject();
+	cJSON_AddTrueToObject(r, "ok");
+	op_call_done(oc, r);
+}
+
+static void
+op_sandbox_stop_exec(struct op_call *oc)
+{
+	struct box	*b;
+	cJSON		*r;
+
+	if ((b = op_box(oc)) == NULL)
+		return;
+	switch (b->state) {
+	case BOX_STARTING:
+		op_call_error(oc, CAUSE_CONFLICT, "id", b->id, "box %s is"
+		    " starting: stop it once sandbox_start has answered",
+		    b->id);
+		return;
+	case BOX_STOPPING:
+		op_call_error(oc, CAUSE_CONFLICT, "id", b->id, "box %s is"
+		    " being stopped already", b->id);
+		return;
+	case BOX_TERMINATED:
+	case BOX_INTERRUPTED:
+		r = cJSON_CreateObject();
+		cJSON_AddTrueToObject(r, "ok");
+		op_call_done(oc, r);
+		return;
+	case BOX_READY:
+		break;
+	}
+	box_stop(b, "stopped", op_sandbox_stop_cb, oc);
+}
+
+/* A box that can run a command now, or NULL once answered. */
+static struct box *
+op_box_ready(struct op_call *oc)
+{
+	struct box	*b;
+
+	if ((b = op_box(oc)) == NULL)
+		return (NULL);
+	if (b->state == BOX_READY)
+		return (b);
+	op_call_error(oc, CAUSE_CONFLICT, "id", b->id, "box %s is %s%s%s",
+	    b->id, box_state_name(b->state), b->reason != NULL ? ": " : "",
+	    b->reason != NULL ? b->reason : "");
+	return (NULL);
+}
+
+/*
+ * cwd as a path relative to /work: "" for /work itself; NULL when it
+ * leaves /work (an absolute path elsewhere, a .. component).
+ */
+static const char *
+op_box_cwd(const char *cwd)
+{
+	const char	*p;
+	size_t		 n;
+
+	if (strcmp(cwd, "/work") == 0)
+		return ("");
+	if (strncmp(cwd, "/work/", 6) == 0)
+		cwd += 6;
+	else if (*cwd == '/')
+		return (NULL);
+	for (p = cwd; *p != '\0'; p += n + (p[n] == '/')) {
+		n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return (NULL);
+	}
+	return (cwd);
+}
+
+static void
+op_sandbox_exec_cb(cJSON *result, const struct cause *cause, void *arg)
+{
+	struct op_call	*oc = arg;
+
+	if (result == NULL)
+		op_call_fail(oc, cause);
+	else
+		op_call_done(oc, cJSON_Duplicate(result, 1));
+}
+
+static void
+op_sandbox_exec_exec(struct op_call *oc)
+{
+	struct box	*b;
+	const char	*cwd = "", *c;
+	long long	 timeout = op_arg_integer(oc, "timeoutSec");
+	cJSON		*bg = op_arg(oc, "background");
+
+	if (op_arg(oc, "cwd") != NULL) {
+		c = op_arg_string(oc, "cwd");
+		if ((cwd = op_box_cwd(c)) == NULL) {
+			op_call_error(oc, CAUSE_INVALID, "argument", "cwd",
+			    "cwd must be a directory under /work (relative to"
+			    " it, or absolute under it, with no .."
+			    " component): %s", c);
+			return;
+		}
+	}
+	if (timeout < 1 || timeout > OP_BOX_TIMEOUT_MAX) {
+		op_call_error(oc, CAUSE_INVALID, "argument", "timeoutSec",
+		    "timeoutSec must be from 1 to %d seconds: %lld",
+		    OP_BOX_TIMEOUT_MAX, timeout);
+		return;
+	}
+	if (strlen(op_arg_string(oc, "cmd")) == 0) {
+		op_call_error(oc, CAUSE_INVALID, "argument", "cmd",
+		    "cmd is empty");
+		return;
+	}
+	if ((b = op_box_ready(oc)) == NULL)
+		return;
+	box_exec(b, op_arg_string(oc, "cmd"), cwd, (int)timeout,
+	    cJSON_IsTrue(bg), op_sandbox_exec_cb, oc);
+}
