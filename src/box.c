@@ -105,6 +105,30 @@ box_state_name(enum box_state state)
 }
 
 static void	box_adopt(cJSON *);
+static void	box_event_cb(const char *, const char *, cJSON *, void *);
+
+static struct docker_events	*box_events;
+
+/* Follow the Engine's events for our boxes' containers. */
+static void
+box_watch(void)
+{
+	cJSON	*filters, *list;
+	char	*label;
+
+	filters = cJSON_CreateObject();
+	list = cJSON_AddArrayToObject(filters, "type");
+	cJSON_AddItemToArray(list, cJSON_CreateString("container"));
+	list = cJSON_AddArrayToObject(filters, "event");
+	cJSON_AddItemToArray(list, cJSON_CreateString("die"));
+	cJSON_AddItemToArray(list, cJSON_CreateString("destroy"));
+	list = cJSON_AddArrayToObject(filters, "label");
+	xasprintf(&label, BOX_LABEL "state-dir=%s", cfg->state_dir);
+	cJSON_AddItemToArray(list, cJSON_CreateString(label));
+	free(label);
+	box_events = docker_events_follow(filters, box_event_cb, NULL);
+	cJSON_Delete(filters);
+}
 
 /*
  * The store, opened once the boxes set is served, and the boxes of its
@@ -125,7 +149,34 @@ box_init(char **cause)
 	cJSON_ArrayForEach(rec, list)
 		box_adopt(rec);
 	cJSON_Delete(list);
+	box_watch();
 	return (0);
+}
+
+/*
+ * Secrets (boxes.md): a tenant's, kept encrypted in the store; their
+ * names are listed, their values only ever given to a box's commands.
+ * Each returns 0, or -1 and a cause (a value the caller clears).
+ */
+int
+box_secret_put(const char *tenant, const char *name, const char *value,
+    size_t len, char **cause)
+{
+	return (store_secret_put(box_store, tenant, name, value, len,
+	    cause));
+}
+
+/* 1 when there was one, 0 when not, -1 and a cause. */
+int
+box_secret_remove(const char *tenant, const char *name, char **cause)
+{
+	return (store_secret_remove(box_store, tenant, name, cause));
+}
+
+cJSON *
+box_secret_names(const char *tenant, char **cause)
+{
+	return (store_secret_names(box_store, tenant, cause));
 }
 
 /* Whether tenant has a secret of that name. */
@@ -164,6 +215,8 @@ box_record(struct box *b)
 	cJSON_AddStringToObject(r, "image", BOX_IMAGE);
 	cJSON_AddItemToObject(r, "services", cJSON_Duplicate(b->services,
 	    1));
+	cJSON_AddItemToObject(r, "secrets", b->secrets != NULL ?
+	    cJSON_Duplicate(b->secrets, 1) : cJSON_CreateArray());
 	if (b->idle_min > 0)
 		cJSON_AddNumberToObject(r, "idleTimeoutMin", b->idle_min);
 	else
@@ -237,6 +290,50 @@ box_running(const char *tenant)
 			n++;
 	}
 	return (n);
+}
+
+/* ---- idleness ---- */
+
+static void
+box_idle_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct box	*b = arg;
+	uint64_t	 idle = (uint64_t)b->idle_min * 60 * 1000, now = now_ms();
+	struct timeval	 tv;
+
+	if (b->state != BOX_READY)
+		return;
+	if (now - b->last_call_ms < idle) {
+		tv.tv_sec = (b->last_call_ms + idle - now) / 1000 + 1;
+		tv.tv_usec = 0;
+		evtimer_add(b->idle_ev, &tv);
+		return;
+	}
+	log_info("box %s: no tool call for %d minutes: stopped", b->id,
+	    b->idle_min);
+	box_stop(b, "idle_timeout", NULL, NULL);
+}
+
+/*
+ * A tool call on box b: the clock of its idleTimeoutMin starts again
+ * (only tool calls count).
+ */
+void
+box_touch(struct box *b)
+{
+	struct timeval	tv;
+
+	b->last_call_ms = now_ms();
+	if (b->idle_min <= 0 || b->state != BOX_READY)
+		return;
+	if (b->idle_ev == NULL && (b->idle_ev = evtimer_new(ev_base,
+	    box_idle_cb, b)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	if (!evtimer_pending(b->idle_ev, NULL)) {
+		tv.tv_sec = (time_t)b->idle_min * 60;
+		tv.tv_usec = 0;
+		evtimer_add(b->idle_ev, &tv);
+	}
 }
 
 /* ---- the Engine's exec, for the box's own set-up ---- */
@@ -555,7 +652,7 @@ box_ready_cb(struct box *b, int code, const char *error)
 		return;
 	}
 	box_set_state(b, BOX_READY, NULL);
-	b->last_call_ms = now_ms();
+	box_touch(b);
 	log_info("box %s of tenant %s is ready", b->id, b->tenant);
 	box_start_answer(b, NULL);
 }
@@ -787,7 +884,7 @@ box_disk_cb(const struct cause *cause, void *arg)
  * is ready, or cb(NULL, cause, arg).
  */
 void
-box_start(const char *tenant, cJSON *services, int idle_min,
+box_start(const char *tenant, cJSON *services, cJSON *secrets, int idle_min,
     struct tspan *parent, box_start_cb cb, void *arg)
 {
 	const struct cfg_plan_sizes	*plan;
@@ -819,6 +916,8 @@ box_start(const char *tenant, cJSON *services, int idle_min,
 	b->tenant = xstrdup(tenant);
 	b->plan = plan;
 	b->services = cJSON_Duplicate(services, 1);
+	b->secrets = secrets != NULL ? cJSON_Duplicate(secrets, 1) :
+	    cJSON_CreateArray();
 	b->idle_min = idle_min;
 	b->created_ms = now_ms();
 	b->start_cb = cb;
@@ -934,6 +1033,8 @@ box_teardown(struct box *b)
 void
 box_stop(struct box *b, const char *reason, box_stop_cb cb, void *arg)
 {
+	if (b->idle_ev != NULL)
+		evtimer_del(b->idle_ev);
 	box_set_state(b, BOX_STOPPING, reason);
 	b->stop_cb = cb;
 	b->stop_arg = arg;
@@ -963,7 +1064,7 @@ box_adopt_cb(cJSON *reply, const char *error, int status, void *arg)
 			free(b->address);
 			b->address = xstrdup(addr);
 		}
-		b->last_call_ms = now_ms();
+		box_touch(b);
 		log_info("box %s of tenant %s found again", b->id, b->tenant);
 		return;
 	}
@@ -972,9 +1073,10 @@ box_adopt_cb(cJSON *reply, const char *error, int status, void *arg)
 		free(b->container);
 		b->container = NULL;
 	}
-	box_set_state(b, BOX_INTERRUPTED, b->state == BOX_READY ? "its"
-	    " container was gone when the server started again" : "the"
-	    " server ended while it was starting or stopping");
+	if (b->state != BOX_INTERRUPTED)
+		box_set_state(b, BOX_INTERRUPTED, b->state == BOX_READY ?
+		    "its container was gone when the server started again" :
+		    "the server ended while it was starting or stopping");
 	box_teardown(b);
 }
 
@@ -1013,6 +1115,9 @@ box_adopt(cJSON *rec)
 	v = cJSON_GetObjectItem(rec, "services");
 	b->services = cJSON_IsArray(v) ? cJSON_Duplicate(v, 1) :
 	    cJSON_CreateArray();
+	v = cJSON_GetObjectItem(rec, "secrets");
+	b->secrets = cJSON_IsArray(v) ? cJSON_Duplicate(v, 1) :
+	    cJSON_CreateArray();
 	v = cJSON_GetObjectItem(rec, "idleTimeoutMin");
 	b->idle_min = cJSON_IsNumber(v) ? v->valueint : 0;
 	v = cJSON_GetObjectItem(rec, "createdAt");
@@ -1032,6 +1137,68 @@ box_adopt(cJSON *rec)
 	b->dc = docker_call("GET", path, "container_inspect", NULL, NULL,
 	    box_adopt_cb, b);
 	free(path);
+}
+
+/* A ready box's container ended outside our control: interrupted. */
+static void
+box_lost(struct box *b, const char *why)
+{
+	if (b->state != BOX_READY)
+		return;		/* ours to end, or ended */
+	log_warnx("box %s: %s", b->id, why);
+	box_set_state(b, BOX_INTERRUPTED, why);
+	box_teardown(b);
+}
+
+static void
+box_check_cb(cJSON *reply, const char *error, int status, void *arg)
+{
+	char		*id = arg;
+	struct box	*b;
+
+	if ((b = box_find(id, NULL)) != NULL && b->state == BOX_READY &&
+	    ((error != NULL && status == 404) || (error == NULL &&
+	    !cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(reply,
+	    "State"), "Running")))))
+		box_lost(b, "its container stopped outside sandbox-mcp");
+	free(id);
+}
+
+static void
+box_event_cb(const char *action, const char *cid, cJSON *attrs, void *arg)
+{
+	struct box	*b;
+	cJSON		*bid, *code;
+	char		*path, *why;
+
+	if (action == NULL) {
+		/* (Re)established: events may have been missed. */
+		LIST_FOREACH(b, &box_list, entry) {
+			/* (One being taken back is looked at already.) */
+			if (b->state != BOX_READY || b->container == NULL ||
+			    b->dc != NULL)
+				continue;
+			xasprintf(&path, "/containers/%s/json", b->container);
+			docker_call("GET", path, NULL, NULL, NULL,
+			    box_check_cb, xstrdup(b->id));
+			free(path);
+		}
+		return;
+	}
+	bid = cJSON_GetObjectItemCaseSensitive(attrs, BOX_LABEL "box-id");
+	if (!cJSON_IsString(bid) || (b = box_find(bid->valuestring, NULL)) ==
+	    NULL || b->container == NULL || strcmp(b->container, cid) != 0)
+		return;
+	if (strcmp(action, "die") == 0) {
+		code = cJSON_GetObjectItemCaseSensitive(attrs, "exitCode");
+		xasprintf(&why, "its container stopped outside sandbox-mcp"
+		    " (exit code %s)", cJSON_IsString(code) ?
+		    code->valuestring : "unknown");
+	} else
+		why = xstrdup("its container was removed outside"
+		    " sandbox-mcp");
+	box_lost(b, why);
+	free(why);
 }
 
 /* ---- commands ---- */
@@ -1363,10 +1530,11 @@ box_job_done(cJSON *result, const struct cause *cause, void *arg)
 static char **
 box_exec_env(struct box *b)
 {
-	char	**env;
-	size_t	 n = 0;
+	char	**env, *value, *cause;
+	size_t	 n = 0, len;
+	cJSON	*sec;
 
-	env = xcalloc(16, sizeof *env);
+	env = xcalloc(16 + cJSON_GetArraySize(b->secrets), sizeof *env);
 	env[n++] = xstrdup(BOX_PATH);
 	env[n++] = xstrdup("HOME=/home/" BOX_USER);
 	env[n++] = xstrdup("USER=" BOX_USER);
@@ -1380,6 +1548,23 @@ box_exec_env(struct box *b)
 	env[n++] = xstrdup("CONTAINER_HOST=unix://" BOX_ENGINE_SOCK);
 	env[n++] = xstrdup("BOXWORK=/work");
 	xasprintf(&env[n++], "BOX_ID=%s", b->id);
+	/* The secrets named at its start, as they are now. */
+	cJSON_ArrayForEach(sec, b->secrets) {
+		if (!cJSON_IsString(sec))
+			continue;
+		cause = NULL;
+		value = store_secret_get(box_store, b->tenant,
+		    sec->valuestring, &len, &cause);
+		if (value == NULL) {
+			if (cause != NULL)
+				log_warnx("box %s: %s", b->id, cause);
+			free(cause);
+			continue;
+		}
+		xasprintf(&env[n++], "%s=%s", sec->valuestring, value);
+		explicit_bzero(value, len);
+		free(value);
+	}
 	return (env);
 }
 
@@ -1430,8 +1615,10 @@ box_exec(struct box *b, const char *cmd, const char *cwd, int timeout,
 	keep[1] = err[1];
 	bj->job = job_fork_keep("box-exec", box_exec_child, &a, keep, 2,
 	    box_job_done, bj);
-	for (i = 0; env[i] != NULL; i++)
+	for (i = 0; env[i] != NULL; i++) {
+		explicit_bzero(env[i], strlen(env[i]));
 		free(env[i]);
+	}
 	free(env);
 	close(out[1]);
 	close(err[1]);
@@ -1445,7 +1632,6 @@ box_exec(struct box *b, const char *cmd, const char *cwd, int timeout,
 			fatalx("%s: event_new", __func__);
 		event_add(bj->ev[i], NULL);
 	}
-	b->last_call_ms = now_ms();
 	if (background) {
 		r = cJSON_CreateObject();
 		cJSON_AddStringToObject(r, "bgId", bj->bg);

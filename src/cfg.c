@@ -201,6 +201,7 @@ static int	cfg_kw_export_root(struct cfg_parse *, int, char **);
 static int	cfg_kw_result_text(struct cfg_parse *, int, char **);
 static int	cfg_kw_sandbox_host_port(struct cfg_parse *, int, char **);
 static int	cfg_kw_tenant(struct cfg_parse *, int, char **);
+static int	cfg_kw_box_subnets(struct cfg_parse *, int, char **);
 
 /* Looked up in order (a short table): new directives go at the end. */
 static const struct cfg_keyword {
@@ -224,6 +225,7 @@ static const struct cfg_keyword {
 	{ "sandbox-host-port", 1, 1, cfg_kw_sandbox_host_port },
 	{ "metrics-listen", 1, 1, cfg_kw_metrics_listen },
 	{ "tenant", 3, 5, cfg_kw_tenant },
+	{ "box-subnets", 2, 2, cfg_kw_box_subnets },
 };
 
 /*
@@ -252,6 +254,9 @@ cfg_new(void)
 	TAILQ_INIT(&c->export_roots);
 	TAILQ_INIT(&c->apikeys);
 	TAILQ_INIT(&c->tenants);
+	c->box_net = 0x0ad20000;	/* 10.210.0.0/16, cut into /28s */
+	c->box_net_len = 16;
+	c->box_prefix = 28;
 	TAILQ_INIT(&c->origins);
 	TAILQ_INIT(&c->proxies);
 	TAILQ_INIT(&c->host_ports);
@@ -585,6 +590,46 @@ cfg_tenant_name(struct cfg_parse *p, const char *what, const char *name)
 		    TENANT_LOCAL);
 		return (-1);
 	}
+	return (0);
+}
+
+/* box-subnets CIDR /PREFIX: where each box's network is cut from. */
+static int
+cfg_kw_box_subnets(struct cfg_parse *p, int argc, char **argv)
+{
+	struct in_addr	 in;
+	const char	*errstr;
+	char		*addr, *slash;
+	long long	 len, prefix;
+
+	addr = xstrdup(argv[0]);
+	if ((slash = strchr(addr, '/')) == NULL || inet_pton(AF_INET,
+	    (*slash = '\0', addr), &in) != 1) {
+		cfg_error(p, "box-subnets: %s is not an IPv4 network"
+		    " (ADDRESS/LENGTH)", argv[0]);
+		free(addr);
+		return (-1);
+	}
+	len = strtonum(slash + 1, 8, 28, &errstr);
+	free(addr);
+	if (errstr != NULL) {
+		cfg_error(p, "box-subnets: the length of %s must be from 8 to"
+		    " 28", argv[0]);
+		return (-1);
+	}
+	if (argv[1][0] != '/' || (prefix = strtonum(argv[1] + 1, len + 1, 30,
+	    &errstr), errstr != NULL)) {
+		cfg_error(p, "box-subnets: each box's network must be /N, longer"
+		    " than /%lld and at most /30: %s", len, argv[1]);
+		return (-1);
+	}
+	if ((ntohl(in.s_addr) & (0xffffffffU >> len)) != 0) {
+		cfg_error(p, "box-subnets: %s has host bits set", argv[0]);
+		return (-1);
+	}
+	p->cfg->box_net = ntohl(in.s_addr);
+	p->cfg->box_net_len = (int)len;
+	p->cfg->box_prefix = (int)prefix;
 	return (0);
 }
 

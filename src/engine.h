@@ -517,6 +517,7 @@ struct box {
 	enum box_state			 state;
 	char				*reason;
 	struct cJSON			*services;	/* [{name, port}] */
+	struct cJSON			*secrets;	/* names */
 	int				 idle_min;	/* 0: none */
 	uint64_t			 created_ms;
 	uint64_t			 ended_ms;
@@ -528,6 +529,7 @@ struct box {
 	struct docker_call		*dc;		/* in flight */
 	struct box_dexec		*dexec;		/* in flight */
 	struct tspan			*span;		/* of the start */
+	struct event			*idle_ev;	/* idleTimeoutMin */
 	box_start_cb			 start_cb;
 	void				*start_arg;
 	box_stop_cb			 stop_cb;
@@ -543,9 +545,14 @@ int		 box_init(char **);
 int		 box_secret_exists(const char *, const char *);
 struct cJSON	*box_record(struct box *);
 struct box	*box_find(const char *, const char *);
-void		 box_start(const char *, struct cJSON *, int, struct tspan *,
-		     box_start_cb, void *);
+void		 box_start(const char *, struct cJSON *, struct cJSON *, int,
+		     struct tspan *, box_start_cb, void *);
+int		 box_secret_put(const char *, const char *, const char *,
+		     size_t, char **);
+int		 box_secret_remove(const char *, const char *, char **);
+struct cJSON	*box_secret_names(const char *, char **);
 void		 box_stop(struct box *, const char *, box_stop_cb, void *);
+void		 box_touch(struct box *);
 void		 box_exec(struct box *, const char *, const char *, int, int,
 		     box_exec_cb, void *);
 

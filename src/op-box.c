@@ -40,6 +40,12 @@ static void	op_sandbox_start_exec(struct op_call *);
 static void	op_sandbox_status_exec(struct op_call *);
 static void	op_sandbox_stop_exec(struct op_call *);
 static void	op_sandbox_exec_exec(struct op_call *);
+static void	op_sandbox_secrets_exec(struct op_call *);
+static void	op_secret_put_exec(struct op_call *);
+static void	op_secret_delete_exec(struct op_call *);
+
+#define OP_BOX_SECRET_MAX	(64 * 1024)
+#define OP_BOX_SECRET_NAME	128
 
 #define OP_BOX_TIMEOUT_MAX	3600
 
@@ -122,6 +128,68 @@ const struct op_entry op_sandbox_exec_entry = {
 	    " \"bgId\": {\"type\": \"string\"}},"
 	    " \"required\": [\"stdout\", \"stderr\", \"exitCode\"]}",
 	.exec = op_sandbox_exec_exec,
+};
+
+static const struct op_arg op_no_args[] = {
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
+};
+
+const struct op_entry op_sandbox_secrets_entry = {
+	.name = "sandbox_secrets",
+	.title = "The tenant's secrets",
+	.description = "The names of the tenant's secrets (set by a person"
+	    " through the REST API), never their values. Name them in"
+	    " sandbox_start's secrets to give them to a box's commands as"
+	    " environment variables.",
+	.set = TOOLSET_BOXES,
+	.flags = OP_READONLY | OP_IDEMPOTENT,
+	.args = op_no_args,
+	.result = "{\"type\": \"object\", \"properties\": {\"secrets\":"
+	    " {\"type\": \"array\", \"items\": {\"type\": \"string\"}}},"
+	    " \"required\": [\"secrets\"]}",
+	.exec = op_sandbox_secrets_exec,
+};
+
+static const struct op_arg op_secret_put_args[] = {
+	{ "name", OP_ARG_STRING, 1, -1, NULL, "The secret's name, an"
+	  " environment variable's: letters, digits and _, not starting with"
+	  " a digit, at most 128.", 0, 0 },
+	{ "value", OP_ARG_TEXT, 1, -1, NULL, "Its value: text, at most 64"
+	  " KiB, with no NUL.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
+};
+
+/* PUT /v1/secrets/{name}: REST only. */
+const struct op_entry op_secret_put_entry = {
+	.name = "secret_put",
+	.title = "Set a secret",
+	.description = "Set one of the tenant's secrets; its value is never"
+	    " shown again.",
+	.set = TOOLSET_BOXES,
+	.flags = OP_IDEMPOTENT | OP_HIDDEN,
+	.args = op_secret_put_args,
+	.result = "{\"type\": \"object\", \"properties\": {\"name\":"
+	    " {\"type\": \"string\"}}, \"required\": [\"name\"]}",
+	.exec = op_secret_put_exec,
+};
+
+static const struct op_arg op_secret_name_args[] = {
+	{ "name", OP_ARG_STRING, 1, -1, NULL, "The secret's name.", 0, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
+};
+
+/* DELETE /v1/secrets/{name}: REST only. */
+const struct op_entry op_secret_delete_entry = {
+	.name = "secret_delete",
+	.title = "Remove a secret",
+	.description = "Remove one of the tenant's secrets.",
+	.set = TOOLSET_BOXES,
+	.flags = OP_DESTRUCTIVE | OP_IDEMPOTENT | OP_HIDDEN,
+	.args = op_secret_name_args,
+	.result = "{\"type\": \"object\", \"properties\": {\"name\":"
+	    " {\"type\": \"string\"}, \"removed\": {\"type\":"
+	    " \"boolean\"}}, \"required\": [\"name\", \"removed\"]}",
+	.exec = op_secret_delete_exec,
 };
 
 static const struct op_arg op_box_id_args[] = {
@@ -281,12 +349,6 @@ op_sandbox_start_exec(struct op_call *oc)
 			return;
 		}
 	}
-	if (secrets != NULL && cJSON_GetArraySize(secrets) > 0) {
-		op_call_error(oc, CAUSE_INVALID, "argument", "secrets",
-		    "secrets: giving secrets to a box is not available on this"
-		    " server yet");
-		return;
-	}
 	if (op_arg(oc, "idleTimeoutMin") != NULL)
 		idle = op_arg_integer(oc, "idleTimeoutMin");
 	if (idle > 60 * 24 * 365) {
@@ -297,8 +359,8 @@ op_sandbox_start_exec(struct op_call *oc)
 	}
 	if ((services = op_box_services(oc)) == NULL)
 		return;
-	box_start(op_call_tenant(oc), services, (int)idle, op_call_span(oc),
-	    op_sandbox_start_cb, oc);
+	box_start(op_call_tenant(oc), services, secrets, (int)idle,
+	    op_call_span(oc), op_sandbox_start_cb, oc);
 	cJSON_Delete(services);
 }
 
@@ -313,6 +375,7 @@ op_box(struct op_call *oc)
 		op_call_error(oc, CAUSE_NOT_FOUND, "id", id, "no box %s", id);
 		return (NULL);
 	}
+	box_touch(b);
 	return (b);
 }
 
@@ -474,4 +537,96 @@ op_sandbox_exec_exec(struct op_call *oc)
 		return;
 	box_exec(b, op_arg_string(oc, "cmd"), cwd, (int)timeout,
 	    cJSON_IsTrue(bg), op_sandbox_exec_cb, oc);
+}
+
+/* Whether name is a secret's name: an environment variable's. */
+static int
+op_box_secret_name(const char *name)
+{
+	size_t	n = strlen(name), i;
+
+	if (n == 0 || n > OP_BOX_SECRET_NAME || isdigit((unsigned char)*name))
+		return (0);
+	for (i = 0; i < n; i++) {
+		if (!isalnum((unsigned char)name[i]) && name[i] != '_')
+			return (0);
+	}
+	return (1);
+}
+
+static void
+op_sandbox_secrets_exec(struct op_call *oc)
+{
+	cJSON	*names, *r;
+	char	*cause = NULL;
+
+	if ((names = box_secret_names(op_call_tenant(oc), &cause)) == NULL) {
+		op_call_error(oc, CAUSE_INTERNAL, NULL, NULL, "%s", cause);
+		free(cause);
+		return;
+	}
+	r = cJSON_CreateObject();
+	cJSON_AddItemToObject(r, "secrets", names);
+	op_call_done(oc, r);
+}
+
+static void
+op_secret_put_exec(struct op_call *oc)
+{
+	const char	*name = op_arg_string(oc, "name");
+	const char	*value = op_arg_string(oc, "value");
+	size_t		 len = strlen(value);
+	cJSON		*r;
+	char		*cause = NULL;
+
+	if (!op_box_secret_name(name)) {
+		op_call_error(oc, CAUSE_INVALID, "argument", "name", "name must"
+		    " be an environment variable's: letters, digits and _, not"
+		    " starting with a digit, 1 to %d", OP_BOX_SECRET_NAME);
+		return;
+	}
+	if (len > OP_BOX_SECRET_MAX) {
+		op_call_error(oc, CAUSE_INVALID, "argument", "value", "value"
+		    " is %zu bytes; at most %d", len, OP_BOX_SECRET_MAX);
+		return;
+	}
+	if (memchr(value, '\0', len) != NULL || strstr(value, NUL_MARK) !=
+	    NULL) {
+		op_call_error(oc, CAUSE_INVALID, "argument", "value", "value"
+		    " holds a NUL character");
+		return;
+	}
+	if (box_secret_put(op_call_tenant(oc), name, value, len,
+	    &cause) != 0) {
+		op_call_error(oc, CAUSE_INTERNAL, NULL, NULL, "%s", cause);
+		free(cause);
+		return;
+	}
+	r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "name", name);
+	op_call_done(oc, r);
+}
+
+static void
+op_secret_delete_exec(struct op_call *oc)
+{
+	const char	*name = op_arg_string(oc, "name");
+	cJSON		*r;
+	char		*cause = NULL;
+	int		 n;
+
+	if ((n = box_secret_remove(op_call_tenant(oc), name, &cause)) < 0) {
+		op_call_error(oc, CAUSE_INTERNAL, NULL, NULL, "%s", cause);
+		free(cause);
+		return;
+	}
+	if (n == 0) {
+		op_call_error(oc, CAUSE_NOT_FOUND, "name", name, "no secret"
+		    " named %s", name);
+		return;
+	}
+	r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "name", name);
+	cJSON_AddTrueToObject(r, "removed");
+	op_call_done(oc, r);
 }

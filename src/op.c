@@ -74,6 +74,9 @@ static const struct op_entry *op_table[] = {
 	&op_sandbox_exec_entry,
 	&op_sandbox_status_entry,
 	&op_sandbox_stop_entry,
+	&op_sandbox_secrets_entry,
+	&op_secret_put_entry,
+	&op_secret_delete_entry,
 };
 #define OP_COUNT	(sizeof op_table / sizeof op_table[0])
 
@@ -177,6 +180,13 @@ const struct op_entry *
 op_find(const char *name, int sets)
 {
 	return (op_lookup(name, sets, 0));
+}
+
+/* The same, hidden ones included (a surface's own routes name them). */
+const struct op_entry *
+op_find_any(const char *name, int sets)
+{
+	return (op_lookup(name, sets, 1));
 }
 
 /*

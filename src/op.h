@@ -92,6 +92,7 @@ typedef void (*op_done_cb)(struct op_call *, struct cJSON *,
 void		 op_init(void);
 void		 op_metrics(struct metrics_counts *);
 const struct op_entry *op_find(const char *, int);
+const struct op_entry *op_find_any(const char *, int);
 const struct op_entry *op_next(const struct op_entry *);
 const char	*op_arg_header(const struct op_arg *);
 struct cJSON	*op_schema(const struct op_entry *, int);
@@ -158,6 +159,9 @@ extern const struct op_entry op_sandbox_start_entry;
 extern const struct op_entry op_sandbox_status_entry;
 extern const struct op_entry op_sandbox_stop_entry;
 extern const struct op_entry op_sandbox_exec_entry;
+extern const struct op_entry op_sandbox_secrets_entry;
+extern const struct op_entry op_secret_put_entry;
+extern const struct op_entry op_secret_delete_entry;
 
 /* op-files.c */
 extern const struct op_entry op_file_read_entry;

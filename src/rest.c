@@ -90,6 +90,9 @@ static const struct rest_route rest_routes[] = {
 	{ "GET", "/v1/boxes/{id}", "sandbox_status" },
 	{ "DELETE", "/v1/boxes/{id}", "sandbox_stop" },
 	{ "POST", "/v1/boxes/{id}/exec", "sandbox_exec" },
+	{ "GET", "/v1/secrets", "sandbox_secrets" },
+	{ "PUT", "/v1/secrets/{name}", "secret_put" },
+	{ "DELETE", "/v1/secrets/{name}", "secret_delete" },
 };
 #define REST_NROUTES	(sizeof rest_routes / sizeof rest_routes[0])
 
@@ -227,7 +230,7 @@ rest_init(void)
 	size_t			 i, n;
 
 	for (i = 0; i < REST_NROUTES; i++) {
-		if ((oe = op_find(rest_routes[i].op, TOOLSET_ALL)) == NULL)
+		if ((oe = op_find_any(rest_routes[i].op, TOOLSET_ALL)) == NULL)
 			fatalx("%s: %s %s names no operation %s", __func__,
 			    rest_routes[i].method, rest_routes[i].pattern,
 			    rest_routes[i].op);
@@ -542,7 +545,7 @@ rest_body(struct http_conn *c, void *arg)
 	telemetry_context(http_msg_header(transport_http_msg(c),
 	    "traceparent"), transport_http_key(c));
 	rc->call = op_call_start(rc->oe->name, rc->args, rc->oe->set,
-	    transport_http_tenant(c), 0, rest_answer, rc);
+	    transport_http_tenant(c), OP_CALL_HIDDEN, rest_answer, rc);
 	telemetry_context(NULL, NULL);
 	telemetry_client(NULL);
 }
@@ -563,7 +566,7 @@ rest_methods(const char *path, char *buf, size_t len, int *unserved)
 	for (i = 0; i < REST_NROUTES; i++) {
 		scratch = cJSON_CreateObject();
 		if (rest_match(rest_routes[i].pattern, path, scratch)) {
-			oe = op_find(rest_routes[i].op, TOOLSET_ALL);
+			oe = op_find_any(rest_routes[i].op, TOOLSET_ALL);
 			if ((transport_http_served() & oe->set) == 0)
 				*unserved = oe->set;
 			else {
@@ -630,7 +633,7 @@ rest_http(struct http_conn *c, const char *path)
 		return;
 	}
 	if ((name = rest_route(method, path, &args)) != NULL)
-		oe = op_find(name, TOOLSET_ALL);
+		oe = op_find_any(name, TOOLSET_ALL);
 	if (oe == NULL) {
 		cJSON_Delete(args);
 		snprintf(hdr, sizeof hdr, "Allow: %s\r\n", allow);

@@ -187,6 +187,9 @@ struct cfg {
 	int			 result_text;	/* text content for all */
 	struct cfg_words	 public_hosts;
 	struct cfg_words	 host_ports;	/* sandboxes may reach */
+	uint32_t		 box_net;	/* box-subnets, host order */
+	int			 box_net_len;
+	int			 box_prefix;
 };
 
 

@@ -48,6 +48,7 @@
 
 #include <cjson/cJSON.h>
 #include <event2/event.h>
+#include <openssl/rand.h>
 
 #include "engine.h"
 #include "sandbox-mcp.h"
@@ -81,6 +82,7 @@ struct tenantnet_req {
 	char				 bridge[TENANTNET_IFNAME];
 	struct tspan			*span;
 	int				 tries;
+	int				 overlaps;	/* box subnets */
 	int				 waited;
 	struct event			*retry;
 	TAILQ_HEAD(, tenantnet_waiter)	 waiters;
@@ -108,6 +110,7 @@ static LIST_HEAD(, tenantnet_busy) tenantnet_busies =
     LIST_HEAD_INITIALIZER(tenantnet_busies);
 
 static void	tenantnet_lookup(struct tenantnet_req *);
+static void	tenantnet_box_subnet(cJSON *);
 
 /* An Engine path with one filter, key: [value], escaped; the caller frees. */
 static char *
@@ -514,12 +517,48 @@ tenantnet_wall(struct tenantnet_req *r, cJSON *net)
 	    r);
 }
 
+/*
+ * A box's network (keyed by the box's id) is cut from box-subnets, not
+ * the Engine's pools (a few dozen networks): one of its subnets at
+ * random; one taken already is tried again (tenantnet_created_cb).
+ */
+static void
+tenantnet_box_subnet(cJSON *body)
+{
+	cJSON		*ipam, *list, *c;
+	uint32_t	 n, k, net;
+	unsigned char	 rnd[4];
+	char		 sub[32];
+
+	n = 1U << (cfg->box_prefix - cfg->box_net_len);
+	if (RAND_bytes(rnd, sizeof rnd) != 1)
+		fatalx("%s: the OpenSSL random generator failed", __func__);
+	k = ((uint32_t)rnd[0] << 24 | rnd[1] << 16 | rnd[2] << 8 | rnd[3]) % n;
+	net = cfg->box_net + (k << (32 - cfg->box_prefix));
+	snprintf(sub, sizeof sub, "%u.%u.%u.%u/%d", net >> 24,
+	    (net >> 16) & 0xff, (net >> 8) & 0xff, net & 0xff,
+	    cfg->box_prefix);
+	ipam = cJSON_AddObjectToObject(body, "IPAM");
+	cJSON_AddStringToObject(ipam, "Driver", "default");
+	list = cJSON_AddArrayToObject(ipam, "Config");
+	c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "Subnet", sub);
+	cJSON_AddItemToArray(list, c);
+}
+
 static void
 tenantnet_created_cb(cJSON *reply, const char *error, int status,
     void *arg)
 {
 	struct tenantnet_req	*r = arg;
 
+	/* A box's subnet taken already: another, a few times. */
+	if (error != NULL && strncmp(r->tenant, "box-", 4) == 0 &&
+	    strstr(error, "overlap") != NULL && r->overlaps++ < 16) {
+		r->tries--;
+		tenantnet_lookup(r);
+		return;
+	}
 	/* 409: made meanwhile (by another process): look it up. */
 	if (error != NULL && status != 409) {
 		tenantnet_req_done(r, error);
@@ -597,6 +636,8 @@ tenantnet_list_cb(cJSON *reply, const char *error, int status, void *arg)
 	opts = cJSON_AddObjectToObject(body, "Options");
 	cJSON_AddStringToObject(opts, "com.docker.network.bridge.enable_icc",
 	    "true");
+	if (strncmp(r->tenant, "box-", 4) == 0)
+		tenantnet_box_subnet(body);
 	docker_call("POST", "/networks/create", "network_create", body,
 	    r->span, tenantnet_created_cb, r);
 	cJSON_Delete(body);

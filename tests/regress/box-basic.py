@@ -28,8 +28,9 @@ def test():
 
     tools = sorted(t["name"] for t in s.request("tools/list", {})
                    ["result"]["tools"])
-    check_eq(tools, ["sandbox_exec", "sandbox_start", "sandbox_status",
-                     "sandbox_stop"], "the boxes set's tools")
+    check_eq(tools, ["sandbox_exec", "sandbox_secrets", "sandbox_start",
+                     "sandbox_status", "sandbox_stop"],
+             "the boxes set's tools")
 
     # Bad input, before anything is made.
     for services, what in [
@@ -80,6 +81,10 @@ def test():
     check_eq(hc["Memory"], 8 << 30, "the max plan's memory")
     check(hc["NetworkMode"] not in ("default", "bridge", "host"),
           "a network of its own: %r" % hc["NetworkMode"])
+    nets = info["NetworkSettings"]["Networks"]
+    check_eq(list(nets), [hc["NetworkMode"]], "on that network only")
+    check(nets[hc["NetworkMode"]]["IPAddress"].startswith("10.210."),
+          "its address from box-subnets: %r" % nets)
     for m in info["Mounts"]:
         check("docker.sock" not in m["Source"], "no Docker socket")
         check(m["Source"].startswith(os.path.join(state, "boxes", bid)),

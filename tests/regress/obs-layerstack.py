@@ -40,8 +40,9 @@ def test():
         f.write(b"b" * 10000)
     state = os.path.join(top, "state")
     key, line = keygen("ta", "observability")
+    # No spare sessions: their leases would count beside the session's.
     run = Server(sets=("management", "runtime"), state=state,
-                 config="workspace-root %s\n" % top)
+                 config="workspace-root %s\nlimit session-pool 0\n" % top)
     cleanup(lambda: remove_our_containers(state))
     run.initialize()
     sid = ok_result(run.call("create_sandbox", {

@@ -94,6 +94,7 @@ test_full(void)
 	    "limit idle-timeout 2m\n"
 	    "tenant acme plan pro\n"
 	    "tenant tiny plan free credits 250\n"
+	    "box-subnets 172.30.0.0/20 /29\n"
 	    "\n\t  \n"), 0);
 	CHECK_STR(c->state_dir, "/var/tmp/state");
 	CHECK_STR(c->docker_socket, "/run/docker.sock");
@@ -126,6 +127,9 @@ test_full(void)
 	CHECK_STR(t->name, "tiny");
 	CHECK_INT(t->plan, PLAN_FREE);
 	CHECK_INT(t->credits, 250);
+	CHECK_INT(c->box_net, 0xac1e0000);
+	CHECK_INT(c->box_net_len, 20);
+	CHECK_INT(c->box_prefix, 29);
 	CHECK_INT(cfg_plan_sizes(PLAN_FREE)->boxes, 3);
 	CHECK_INT(cfg_plan_sizes(PLAN_PRO)->boxes, 5);
 	CHECK_INT(cfg_plan_sizes(PLAN_MAX)->boxes, 20);
@@ -216,6 +220,14 @@ test_errors(void)
 		    " a tenant name must be 1 to 64" },
 		{ "workspace-root /x tenants a b\n", "workspace-root takes 1 to"
 		    " 3 arguments, not 4" },
+		{ "box-subnets 10.0.0.0 /28\n", "box-subnets: 10.0.0.0 is not"
+		    " an IPv4 network" },
+		{ "box-subnets 10.0.0.1/16 /28\n", "has host bits set" },
+		{ "box-subnets 10.0.0.0/16 /16\n", "longer than /16 and at"
+		    " most /30" },
+		{ "box-subnets 10.0.0.0/16 28\n", "must be /N" },
+		{ "box-subnets 10.0.0.0/4 /28\n", "must be from 8 to 28" },
+		{ "box-subnets ::/64 /96\n", "is not an IPv4 network" },
 		{ "tenant a plan gold\n", "test.conf:1: tenant a: unknown plan"
 		    " \"gold\" (free, pro or max)" },
 		{ "tenant a plan\n", "tenant takes 3 to 5 arguments, not 2" },

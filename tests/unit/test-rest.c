@@ -88,6 +88,13 @@ static const struct route_case route_cases[] = {
 	{ "GET", "/v1/sandboxes/s1/snapshot", "snapshot",
 	    "{\"sandbox_id\":\"s1\"}" },
 	{ "GET", "/v1/snapshot", "snapshot", "{}" },
+	{ "POST", "/v1/boxes", "sandbox_start", "{}" },
+	{ "GET", "/v1/boxes/b1", "sandbox_status", "{\"id\":\"b1\"}" },
+	{ "DELETE", "/v1/boxes/b1", "sandbox_stop", "{\"id\":\"b1\"}" },
+	{ "POST", "/v1/boxes/b1/exec", "sandbox_exec", "{\"id\":\"b1\"}" },
+	{ "GET", "/v1/secrets", "sandbox_secrets", "{}" },
+	{ "PUT", "/v1/secrets/K1", "secret_put", "{\"name\":\"K1\"}" },
+	{ "DELETE", "/v1/secrets/K1", "secret_delete", "{\"name\":\"K1\"}" },
 };
 #define NROUTE_CASES	(sizeof route_cases / sizeof route_cases[0])
 
