@@ -1207,9 +1207,24 @@ box_event_cb(const char *action, const char *cid, cJSON *attrs, void *arg)
 #define BOX_UID			1000
 #define BOX_NS_MAX		5
 
+/* Someone waiting for a background job's end (sandbox_procs). */
+struct box_waiter {
+	box_exec_cb		 cb;
+	void			*arg;
+	struct event		*ev;		/* its patience */
+	struct box_job		*bj;
+	LIST_ENTRY(box_waiter)	 entry;
+};
+
 struct box_job {
 	struct box		*b;
 	char			 bg[16];	/* bg-<8 hex>, or "" */
+	char			*cmd;
+	uint64_t		 started_ms;
+	uint64_t		 ended_ms;	/* 0: running */
+	int			 code;
+	int			 stopped;	/* by sandbox_procs */
+	LIST_HEAD(, box_waiter)	 waiters;
 	struct job		*job;
 	int			 fd[2];		/* stdout, stderr; -1 */
 	struct event		*ev[2];
@@ -1231,12 +1246,17 @@ struct box_exec_args {
 };
 
 static volatile sig_atomic_t	box_timed_out;
+static volatile sig_atomic_t	box_stopped;
 static pid_t			box_child;
 
+/* Child side: the timeout (SIGALRM) or a stop (SIGTERM, ours). */
 static void
 box_alarm(int sig)
 {
-	box_timed_out = 1;
+	if (sig == SIGTERM)
+		box_stopped = 1;
+	else
+		box_timed_out = 1;
 	kill(-box_child, SIGKILL);
 }
 
@@ -1384,6 +1404,7 @@ box_exec_child(void *arg, int fd)
 	sa.sa_handler = box_alarm;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGALRM, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	if ((box_child = fork()) == -1) {
 		job_fail(fd, CAUSE_INTERNAL, NULL, NULL, "fork: %s",
 		    strerror(errno));
@@ -1391,6 +1412,8 @@ box_exec_child(void *arg, int fd)
 	}
 	if (box_child == 0) {
 		close(fd);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGALRM, SIG_DFL);
 		box_exec_command(a);
 	}
 	close(4);
@@ -1412,6 +1435,8 @@ box_exec_child(void *arg, int fd)
 		cJSON_AddNumberToObject(r, "exitCode", 128 + WTERMSIG(st));
 	if (box_timed_out)
 		cJSON_AddTrueToObject(r, "timedOut");
+	if (box_stopped)
+		cJSON_AddTrueToObject(r, "stopped");
 	return (job_answer(fd, r, NULL));
 }
 
@@ -1420,6 +1445,7 @@ box_job_free(struct box_job *bj)
 {
 	int	i;
 
+	free(bj->cmd);
 	for (i = 0; i < 2; i++) {
 		if (bj->ev[i] != NULL)
 			event_free(bj->ev[i]);
@@ -1485,6 +1511,147 @@ box_job_text(struct box_job *bj, int i)
 	return (v);
 }
 
+#define BOX_BG_KEPT	64	/* ended background jobs kept per box */
+
+/* A background job as sandbox_procs shows it. */
+static cJSON *
+box_bg_json(struct box_job *bj)
+{
+	cJSON	*o;
+	char	 log[64];
+
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "bgId", bj->bg);
+	cJSON_AddStringToObject(o, "cmd", bj->cmd);
+	cJSON_AddBoolToObject(o, "running", bj->ended_ms == 0);
+	if (bj->ended_ms == 0)
+		cJSON_AddNullToObject(o, "exitCode");
+	else
+		cJSON_AddNumberToObject(o, "exitCode", bj->code);
+	cJSON_AddBoolToObject(o, "stopped", bj->stopped);
+	cJSON_AddNumberToObject(o, "startedAt", (double)bj->started_ms);
+	if (bj->ended_ms != 0)
+		cJSON_AddNumberToObject(o, "endedAt", (double)bj->ended_ms);
+	else
+		cJSON_AddNullToObject(o, "endedAt");
+	snprintf(log, sizeof log, "/work/.sbx/%s.log", bj->bg);
+	cJSON_AddStringToObject(o, "log", log);
+	return (o);
+}
+
+static void
+box_waiter_answer(struct box_waiter *w)
+{
+	cJSON	*o = box_bg_json(w->bj);
+
+	LIST_REMOVE(w, entry);
+	if (w->ev != NULL)
+		event_free(w->ev);
+	w->cb(o, NULL, w->arg);
+	cJSON_Delete(o);
+	free(w);
+}
+
+/* A background job has ended: its waiters are told; old ones go. */
+static void
+box_bg_done(struct box_job *bj, cJSON *result)
+{
+	struct box_job	*old, *next;
+	cJSON		*v;
+	int		 n = 0;
+
+	v = cJSON_GetObjectItem(result, "exitCode");
+	bj->code = cJSON_IsNumber(v) ? v->valueint : -1;
+	bj->ended_ms = now_ms();
+	while (!LIST_EMPTY(&bj->waiters))
+		box_waiter_answer(LIST_FIRST(&bj->waiters));
+	LIST_FOREACH_SAFE(old, &bj->b->jobs, entry, next) {
+		if (*old->bg == '\0' || old->ended_ms == 0)
+			continue;
+		if (++n > BOX_BG_KEPT)
+			box_job_free(old);
+	}
+}
+
+static struct box_job *
+box_bg_find(struct box *b, const char *bg)
+{
+	struct box_job	*bj;
+
+	LIST_FOREACH(bj, &b->jobs, entry) {
+		if (*bj->bg != '\0' && strcmp(bj->bg, bg) == 0)
+			return (bj);
+	}
+	return (NULL);
+}
+
+/* The box's background jobs, newest first. */
+cJSON *
+box_procs_list(struct box *b)
+{
+	struct box_job	*bj;
+	cJSON		*list;
+
+	list = cJSON_CreateArray();
+	LIST_FOREACH(bj, &b->jobs, entry) {
+		if (*bj->bg != '\0')
+			cJSON_AddItemToArray(list, box_bg_json(bj));
+	}
+	return (list);
+}
+
+static void
+box_waiter_timeout(evutil_socket_t fd, short events, void *arg)
+{
+	box_waiter_answer(arg);
+}
+
+/*
+ * Wait for background job bg of box b to end, at most timeout seconds
+ * (0: at once), then cb(job, NULL, arg); stop kills its process group
+ * first. cb(NULL, cause, arg) for a job the box has not.
+ */
+void
+box_procs_wait(struct box *b, const char *bg, int timeout, int stop,
+    box_exec_cb cb, void *arg)
+{
+	struct box_waiter	*w;
+	struct box_job		*bj;
+	struct cause		 cause = { 0 };
+	struct timeval		 tv;
+	cJSON			*o;
+
+	if ((bj = box_bg_find(b, bg)) == NULL) {
+		cause_set(&cause, CAUSE_NOT_FOUND, "bgId", bg, "box %s has no"
+		    " background job %s", b->id, bg);
+		cb(NULL, &cause, arg);
+		cause_clear(&cause);
+		return;
+	}
+	if (bj->ended_ms != 0 || (timeout == 0 && !stop)) {
+		o = box_bg_json(bj);
+		cb(o, NULL, arg);
+		cJSON_Delete(o);
+		return;
+	}
+	w = xcalloc(1, sizeof *w);
+	w->cb = cb;
+	w->arg = arg;
+	w->bj = bj;
+	LIST_INSERT_HEAD(&bj->waiters, w, entry);
+	if (stop) {
+		bj->stopped = 1;
+		if (bj->job != NULL && job_pid(bj->job) > 0)
+			kill(job_pid(bj->job), SIGTERM);
+		return;
+	}
+	if ((w->ev = evtimer_new(ev_base, box_waiter_timeout, w)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	tv.tv_sec = timeout;
+	tv.tv_usec = 0;
+	evtimer_add(w->ev, &tv);
+}
+
 static void
 box_job_done(cJSON *result, const struct cause *cause, void *arg)
 {
@@ -1494,7 +1661,7 @@ box_job_done(cJSON *result, const struct cause *cause, void *arg)
 
 	bj->job = NULL;
 	if (*bj->bg != '\0') {
-		box_job_free(bj);
+		box_bg_done(bj, result);
 		return;
 	}
 	/* The command has ended: what it wrote is in the pipes. */
@@ -1597,6 +1764,9 @@ box_exec(struct box *b, const char *cmd, const char *cwd, int timeout,
 	bj->b = b;
 	bj->cb = cb;
 	bj->arg = arg;
+	bj->cmd = xstrdup(cmd);
+	bj->started_ms = now_ms();
+	LIST_INIT(&bj->waiters);
 	if (background) {
 		util_random_hex(rnd, 8);
 		snprintf(bj->bg, sizeof bj->bg, "bg-%s", rnd);

@@ -555,5 +555,8 @@ void		 box_stop(struct box *, const char *, box_stop_cb, void *);
 void		 box_touch(struct box *);
 void		 box_exec(struct box *, const char *, const char *, int, int,
 		     box_exec_cb, void *);
+struct cJSON	*box_procs_list(struct box *);
+void		 box_procs_wait(struct box *, const char *, int, int,
+		     box_exec_cb, void *);
 
 #endif /* ENGINE_H */

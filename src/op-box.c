@@ -41,6 +41,7 @@ static void	op_sandbox_status_exec(struct op_call *);
 static void	op_sandbox_stop_exec(struct op_call *);
 static void	op_sandbox_exec_exec(struct op_call *);
 static void	op_sandbox_secrets_exec(struct op_call *);
+static void	op_sandbox_procs_exec(struct op_call *);
 static void	op_secret_put_exec(struct op_call *);
 static void	op_secret_delete_exec(struct op_call *);
 
@@ -128,6 +129,48 @@ const struct op_entry op_sandbox_exec_entry = {
 	    " \"bgId\": {\"type\": \"string\"}},"
 	    " \"required\": [\"stdout\", \"stderr\", \"exitCode\"]}",
 	.exec = op_sandbox_exec_exec,
+};
+
+static const struct op_arg op_sandbox_procs_args[] = {
+	OP_BOX_ID_ARG,
+	{ "action", OP_ARG_STRING, 0, -1, "\"list\"",
+	  "list (the box's background jobs), wait (for bgId's end, at most"
+	  " timeoutSec) or stop (kill bgId's process group).", 0, 0 },
+	{ "bgId", OP_ARG_STRING, 0, -1, NULL,
+	  "The background job (bg-<8 hex>) to wait for or stop.", 0, 0 },
+	{ "timeoutSec", OP_ARG_INTEGER, 0, 0, "60",
+	  "wait: seconds to wait at most (0: answer at once); at most"
+	  " 3600.", OP_BOX_TIMEOUT_MAX, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
+};
+
+#define OP_BOX_JOB_SCHEMA						\
+	"{\"type\": \"object\", \"properties\": {"			\
+	" \"bgId\": {\"type\": \"string\"},"				\
+	" \"cmd\": {\"type\": \"string\"},"				\
+	" \"running\": {\"type\": \"boolean\"},"			\
+	" \"exitCode\": {\"type\": [\"integer\", \"null\"]},"		\
+	" \"stopped\": {\"type\": \"boolean\"},"			\
+	" \"startedAt\": {\"type\": \"integer\"},"			\
+	" \"endedAt\": {\"type\": [\"integer\", \"null\"]},"		\
+	" \"log\": {\"type\": \"string\"}},"				\
+	" \"required\": [\"bgId\", \"running\", \"exitCode\"]}"
+
+const struct op_entry op_sandbox_procs_entry = {
+	.name = "sandbox_procs",
+	.title = "A box's background jobs",
+	.description = "The background jobs of a box (sandbox_exec with"
+	    " background): list them, wait for one to end (at most"
+	    " timeoutSec), or stop one (its process group is killed). Their"
+	    " output is in /work/.sbx/<bgId>.log.",
+	.set = TOOLSET_BOXES,
+	.flags = OP_DESTRUCTIVE,
+	.args = op_sandbox_procs_args,
+	.result = "{\"anyOf\": [{\"type\": \"object\", \"properties\":"
+	    " {\"jobs\": {\"type\": \"array\", \"items\": "
+	    OP_BOX_JOB_SCHEMA "}}, \"required\": [\"jobs\"]}, "
+	    OP_BOX_JOB_SCHEMA "]}",
+	.exec = op_sandbox_procs_exec,
 };
 
 static const struct op_arg op_no_args[] = {
@@ -629,4 +672,46 @@ op_secret_delete_exec(struct op_call *oc)
 	cJSON_AddStringToObject(r, "name", name);
 	cJSON_AddTrueToObject(r, "removed");
 	op_call_done(oc, r);
+}
+
+static void
+op_sandbox_procs_exec(struct op_call *oc)
+{
+	struct box	*b;
+	const char	*action = op_arg_string(oc, "action");
+	const char	*bg = op_arg_string(oc, "bgId");
+	long long	 timeout = op_arg_integer(oc, "timeoutSec");
+	cJSON		*r;
+	int		 stop;
+
+	if (action == NULL)
+		action = "list";
+
+	if (strcmp(action, "list") != 0 && strcmp(action, "wait") != 0 &&
+	    strcmp(action, "stop") != 0) {
+		op_call_error(oc, CAUSE_INVALID, "argument", "action", "action"
+		    " must be list, wait or stop: %.64s", action);
+		return;
+	}
+	stop = strcmp(action, "stop") == 0;
+	if (strcmp(action, "list") != 0 && bg == NULL) {
+		op_call_error(oc, CAUSE_INVALID, "argument", "bgId", "%s needs"
+		    " bgId, the background job's id", action);
+		return;
+	}
+	if (timeout < 0 || timeout > OP_BOX_TIMEOUT_MAX) {
+		op_call_error(oc, CAUSE_INVALID, "argument", "timeoutSec",
+		    "timeoutSec must be from 0 to %d seconds: %lld",
+		    OP_BOX_TIMEOUT_MAX, timeout);
+		return;
+	}
+	if ((b = op_box(oc)) == NULL)
+		return;
+	if (strcmp(action, "list") == 0) {
+		r = cJSON_CreateObject();
+		cJSON_AddItemToObject(r, "jobs", box_procs_list(b));
+		op_call_done(oc, r);
+		return;
+	}
+	box_procs_wait(b, bg, (int)timeout, stop, op_sandbox_exec_cb, oc);
 }

@@ -160,6 +160,7 @@ extern const struct op_entry op_sandbox_status_entry;
 extern const struct op_entry op_sandbox_stop_entry;
 extern const struct op_entry op_sandbox_exec_entry;
 extern const struct op_entry op_sandbox_secrets_entry;
+extern const struct op_entry op_sandbox_procs_entry;
 extern const struct op_entry op_secret_put_entry;
 extern const struct op_entry op_secret_delete_entry;
 

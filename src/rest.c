@@ -90,6 +90,7 @@ static const struct rest_route rest_routes[] = {
 	{ "GET", "/v1/boxes/{id}", "sandbox_status" },
 	{ "DELETE", "/v1/boxes/{id}", "sandbox_stop" },
 	{ "POST", "/v1/boxes/{id}/exec", "sandbox_exec" },
+	{ "POST", "/v1/boxes/{id}/procs", "sandbox_procs" },
 	{ "GET", "/v1/secrets", "sandbox_secrets" },
 	{ "PUT", "/v1/secrets/{name}", "secret_put" },
 	{ "DELETE", "/v1/secrets/{name}", "secret_delete" },

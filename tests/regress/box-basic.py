@@ -28,8 +28,8 @@ def test():
 
     tools = sorted(t["name"] for t in s.request("tools/list", {})
                    ["result"]["tools"])
-    check_eq(tools, ["sandbox_exec", "sandbox_secrets", "sandbox_start",
-                     "sandbox_status", "sandbox_stop"],
+    check_eq(tools, ["sandbox_exec", "sandbox_procs", "sandbox_secrets",
+                     "sandbox_start", "sandbox_status", "sandbox_stop"],
              "the boxes set's tools")
 
     # Bad input, before anything is made.
@@ -160,6 +160,40 @@ def test():
           "answered at once with a bgId: %r" % bg)
     out = ok_result(ex("sleep 2; cat .sbx/%s.log" % bg["bgId"]), "its log")
     check_eq(out["stdout"], "later\n", "the background job's log")
+
+    # Background jobs: listed, waited for, stopped.
+    def procs(**kw):
+        return s.call("sandbox_procs", dict(kw, id=bid), timeout=60)
+    long = ok_result(ex("echo up; sleep 600", background=True), "long")
+    short = ok_result(ex("sleep 1; exit 7", background=True), "short")
+    jobs = ok_result(procs(), "list")["jobs"]
+    check_eq([j["bgId"] for j in jobs], [short["bgId"], long["bgId"],
+                                         bg["bgId"]], "newest first")
+    check_eq([j["running"] for j in jobs], [True, True, False],
+             "two running, one ended")
+    check_eq(jobs[2]["exitCode"], 0, "the ended one's exit code")
+    w = ok_result(procs(action="wait", bgId=short["bgId"], timeoutSec=30),
+                  "wait")
+    check_eq((w["running"], w["exitCode"], w["stopped"]), (False, 7, False),
+             "waited for its end")
+    w = ok_result(procs(action="wait", bgId=long["bgId"], timeoutSec=1),
+                  "wait, not long enough")
+    check_eq((w["running"], w["exitCode"]), (True, None), "still running")
+    w = ok_result(procs(action="stop", bgId=long["bgId"]), "stop")
+    check_eq((w["running"], w["stopped"], w["exitCode"]), (False, True, 137),
+             "stopped: its process group killed")
+    out = ok_result(ex("pgrep -f 'slee[p] 600'; cat .sbx/%s.log" %
+                       long["bgId"]), "after the stop")
+    check_eq(out["stdout"], "up\n", "nothing of it runs; its log stays")
+    e = err_result(procs(action="wait", bgId="bg-00000000"), "not_found",
+                   "an unknown job")
+    check_eq(e["details"].get("bgId"), "bg-00000000", "the job named")
+    for kw, arg in [({"action": "wait"}, "bgId"),
+                    ({"action": "kill", "bgId": long["bgId"]}, "action"),
+                    ({"action": "wait", "bgId": long["bgId"],
+                      "timeoutSec": -1}, "timeoutSec")]:
+        e = err_result(procs(**kw), "invalid_request", "procs %r" % kw)
+        check_eq(e["details"].get("argument"), arg, "the argument named")
 
     # The box's own engine answers; the host's sees none of its work.
     out = ok_result(ex("docker ps --format '{{.Names}}'; echo rc=$?"),

@@ -214,7 +214,7 @@ test_output_schema(void)
 		    "sandbox_endpoint") != 0);
 		n++;
 	}
-	CHECK_INT(n, 28);	/* the sandbox sets' 23, the boxes set's 5 */
+	CHECK_INT(n, 29);	/* the sandbox sets' 23, the boxes set's 6 */
 	cJSON_Delete(list);
 	list = mcp_tools_list_object(TOOLSET_ALL, MCP_TOOLS_2025_03);
 	cJSON_ArrayForEach(t, cJSON_GetObjectItem(list, "tools"))

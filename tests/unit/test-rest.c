@@ -92,6 +92,7 @@ static const struct route_case route_cases[] = {
 	{ "GET", "/v1/boxes/b1", "sandbox_status", "{\"id\":\"b1\"}" },
 	{ "DELETE", "/v1/boxes/b1", "sandbox_stop", "{\"id\":\"b1\"}" },
 	{ "POST", "/v1/boxes/b1/exec", "sandbox_exec", "{\"id\":\"b1\"}" },
+	{ "POST", "/v1/boxes/b1/procs", "sandbox_procs", "{\"id\":\"b1\"}" },
 	{ "GET", "/v1/secrets", "sandbox_secrets", "{}" },
 	{ "PUT", "/v1/secrets/K1", "secret_put", "{\"name\":\"K1\"}" },
 	{ "DELETE", "/v1/secrets/K1", "secret_delete", "{\"name\":\"K1\"}" },
