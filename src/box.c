@@ -94,11 +94,13 @@ static LIST_HEAD(, box)		 box_list = LIST_HEAD_INITIALIZER(box_list);
 static void	box_start_fail(struct box *, enum cause_kind, const char *,
 		    ...) __attribute__((__format__ (printf, 3, 4)));
 static void	box_teardown(struct box *);
+static void	box_freeze_arm(struct box *);
 
 const char *
 box_state_name(enum box_state state)
 {
-	static const char *names[] = { "starting", "ready", "stopping",
+	static const char *names[] = { "starting", "ready", "frozen",
+	    "stopping",
 	    "terminated", "interrupted" };
 
 	return (names[state]);
@@ -286,7 +288,7 @@ box_running(const char *tenant)
 	LIST_FOREACH(b, &box_list, entry) {
 		if (strcmp(b->tenant, tenant) == 0 && (b->state ==
 		    BOX_STARTING || b->state == BOX_READY ||
-		    b->state == BOX_STOPPING))
+		    b->state == BOX_FROZEN || b->state == BOX_STOPPING))
 			n++;
 	}
 	return (n);
@@ -301,7 +303,7 @@ box_idle_cb(evutil_socket_t fd, short events, void *arg)
 	uint64_t	 idle = (uint64_t)b->idle_min * 60 * 1000, now = now_ms();
 	struct timeval	 tv;
 
-	if (b->state != BOX_READY)
+	if (b->state != BOX_READY && b->state != BOX_FROZEN)
 		return;
 	if (now - b->last_call_ms < idle) {
 		tv.tv_sec = (b->last_call_ms + idle - now) / 1000 + 1;
@@ -324,7 +326,9 @@ box_touch(struct box *b)
 	struct timeval	tv;
 
 	b->last_call_ms = now_ms();
-	if (b->idle_min <= 0 || b->state != BOX_READY)
+	box_freeze_arm(b);
+	if (b->idle_min <= 0 || (b->state != BOX_READY &&
+	    b->state != BOX_FROZEN))
 		return;
 	if (b->idle_ev == NULL && (b->idle_ev = evtimer_new(ev_base,
 	    box_idle_cb, b)) == NULL)
@@ -334,6 +338,143 @@ box_touch(struct box *b)
 		tv.tv_usec = 0;
 		evtimer_add(b->idle_ev, &tv);
 	}
+}
+
+/* ---- freezing ---- */
+
+/* Someone waiting for a frozen box to thaw. */
+struct box_thaw {
+	void		(*cb)(struct box *, int, const struct cause *, void *);
+	void		*arg;
+	struct box_thaw	*next;
+};
+
+static void
+box_paused_cb(cJSON *reply, const char *error, int status, void *arg)
+{
+	struct box	*b = arg;
+
+	b->dc = NULL;
+	if (b->state != BOX_READY)
+		return;
+	if (error != NULL) {
+		log_warnx("box %s: cannot freeze it: %s", b->id, error);
+		box_freeze_arm(b);
+		return;
+	}
+	log_debug("box %s frozen", b->id);
+	box_set_state(b, BOX_FROZEN, NULL);
+	/* Asked to thaw meanwhile (box_thaw waited for the call). */
+	if (b->thaws != NULL)
+		box_thaw(b, NULL, NULL);
+}
+
+/*
+ * No tool call for box-freeze-after, no command running, no call to the
+ * Engine under way: the box is paused (the Engine's freezer), until
+ * the next tool call.
+ */
+static void
+box_freeze_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct box	*b = arg;
+	uint64_t	 after = (uint64_t)cfg_limit(LIMIT_BOX_FREEZE_AFTER) *
+			    1000, now = now_ms();
+	char		*path;
+
+	if (b->state != BOX_READY)
+		return;
+	if (b->running > 0 || b->dc != NULL || b->dexec != NULL ||
+	    now - b->last_call_ms < after) {
+		box_freeze_arm(b);
+		return;
+	}
+	xasprintf(&path, "/containers/%s/pause", b->container);
+	b->dc = docker_call("POST", path, "container_pause", NULL, NULL,
+	    box_paused_cb, b);
+	free(path);
+}
+
+static void
+box_freeze_arm(struct box *b)
+{
+	long long	after = cfg_limit(LIMIT_BOX_FREEZE_AFTER);
+	uint64_t	due, now = now_ms();
+	struct timeval	tv;
+
+	if (after <= 0 || b->state != BOX_READY)
+		return;
+	if (b->freeze_ev == NULL && (b->freeze_ev = evtimer_new(ev_base,
+	    box_freeze_cb, b)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	due = b->last_call_ms + (uint64_t)after * 1000;
+	if (due <= now)
+		due = now + 1000;	/* something ran: look again soon */
+	tv.tv_sec = (due - now) / 1000;
+	tv.tv_usec = ((due - now) % 1000) * 1000;
+	evtimer_add(b->freeze_ev, &tv);
+}
+
+static void
+box_unpaused_cb(cJSON *reply, const char *error, int status, void *arg)
+{
+	struct box		*b = arg;
+	struct box_thaw		*t, *next;
+	struct cause		 cause = { 0 };
+
+	b->dc = NULL;
+	if (error != NULL)
+		cause_set(&cause, CAUSE_FAILED, "id", b->id, "box %s could not"
+		    " be thawed: %s", b->id, error);
+	else if (b->state == BOX_FROZEN) {
+		log_debug("box %s thawed", b->id);
+		box_set_state(b, BOX_READY, NULL);
+		box_touch(b);
+	}
+	t = b->thaws;
+	b->thaws = NULL;
+	for (; t != NULL; t = next) {
+		next = t->next;
+		if (t->cb != NULL)
+			t->cb(b, 1, error != NULL ? &cause : NULL, t->arg);
+		free(t);
+	}
+	cause_clear(&cause);
+}
+
+/*
+ * Before a tool call works on box b: thaw it if it is frozen, then
+ * cb(b, thawed, NULL, arg); cb(b, 1, cause, arg) when it cannot be.
+ */
+void
+box_thaw(struct box *b, void (*cb)(struct box *, int, const struct cause *,
+    void *), void *arg)
+{
+	struct box_thaw	*t;
+	char		*path;
+
+	if (cb != NULL && b->state != BOX_FROZEN && b->dc == NULL) {
+		cb(b, 0, NULL, arg);
+		return;
+	}
+	if (cb != NULL) {
+		t = xcalloc(1, sizeof *t);
+		t->cb = cb;
+		t->arg = arg;
+		t->next = b->thaws;
+		b->thaws = t;
+	}
+	/* A pause or an unpause under way comes back here. */
+	if (b->dc != NULL)
+		return;
+	if (b->state != BOX_FROZEN) {
+		box_unpaused_cb(NULL, NULL, 0, b);
+		return;
+	}
+	xasprintf(&path, "/containers/%s/unpause", b->container);
+	b->dc = docker_call("POST", path, "container_unpause", NULL, NULL,
+	    box_unpaused_cb, b);
+	free(path);
 }
 
 /* ---- the Engine's exec, for the box's own set-up ---- */
@@ -1035,6 +1176,8 @@ box_stop(struct box *b, const char *reason, box_stop_cb cb, void *arg)
 {
 	if (b->idle_ev != NULL)
 		evtimer_del(b->idle_ev);
+	if (b->freeze_ev != NULL)
+		evtimer_del(b->freeze_ev);
 	box_set_state(b, BOX_STOPPING, reason);
 	b->stop_cb = cb;
 	b->stop_arg = arg;
@@ -1056,7 +1199,11 @@ box_adopt_cb(cJSON *reply, const char *error, int status, void *arg)
 	id = cJSON_GetObjectItem(reply, "Id");
 	if (error == NULL && cJSON_IsTrue(cJSON_GetObjectItem(st,
 	    "Running")) && cJSON_IsNumber(pid) && pid->valueint > 1 &&
-	    cJSON_IsString(id) && b->state == BOX_READY) {
+	    cJSON_IsString(id) && (b->state == BOX_READY ||
+	    b->state == BOX_FROZEN)) {
+		/* Frozen as the Engine has it, paused or not. */
+		b->state = cJSON_IsTrue(cJSON_GetObjectItem(st, "Paused")) ?
+		    BOX_FROZEN : BOX_READY;
 		free(b->container);
 		b->container = xstrdup(id->valuestring);
 		b->pid = (pid_t)pid->valueint;
@@ -1143,7 +1290,7 @@ box_adopt(cJSON *rec)
 static void
 box_lost(struct box *b, const char *why)
 {
-	if (b->state != BOX_READY)
+	if (b->state != BOX_READY && b->state != BOX_FROZEN)
 		return;		/* ours to end, or ended */
 	log_warnx("box %s: %s", b->id, why);
 	box_set_state(b, BOX_INTERRUPTED, why);
@@ -1156,7 +1303,8 @@ box_check_cb(cJSON *reply, const char *error, int status, void *arg)
 	char		*id = arg;
 	struct box	*b;
 
-	if ((b = box_find(id, NULL)) != NULL && b->state == BOX_READY &&
+	if ((b = box_find(id, NULL)) != NULL && (b->state == BOX_READY ||
+	    b->state == BOX_FROZEN) &&
 	    ((error != NULL && status == 404) || (error == NULL &&
 	    !cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(reply,
 	    "State"), "Running")))))
@@ -1175,7 +1323,8 @@ box_event_cb(const char *action, const char *cid, cJSON *attrs, void *arg)
 		/* (Re)established: events may have been missed. */
 		LIST_FOREACH(b, &box_list, entry) {
 			/* (One being taken back is looked at already.) */
-			if (b->state != BOX_READY || b->container == NULL ||
+			if ((b->state != BOX_READY && b->state !=
+			    BOX_FROZEN) || b->container == NULL ||
 			    b->dc != NULL)
 				continue;
 			xasprintf(&path, "/containers/%s/json", b->container);
@@ -1660,6 +1809,9 @@ box_job_done(cJSON *result, const struct cause *cause, void *arg)
 	int		 i;
 
 	bj->job = NULL;
+	if (bj->b->running > 0)
+		bj->b->running--;
+	box_touch(bj->b);	/* freezing waits from its end */
 	if (*bj->bg != '\0') {
 		box_bg_done(bj, result);
 		return;
@@ -1767,6 +1919,7 @@ box_exec(struct box *b, const char *cmd, const char *cwd, int timeout,
 	bj->cmd = xstrdup(cmd);
 	bj->started_ms = now_ms();
 	LIST_INIT(&bj->waiters);
+	b->running++;
 	if (background) {
 		util_random_hex(rnd, 8);
 		snprintf(bj->bg, sizeof bj->bg, "bg-%s", rnd);

@@ -157,6 +157,8 @@ static const struct cfg_limit_entry {
 	    0, 400, 100 },
 	[LIMIT_DISK_RESERVE] = { "disk-reserve", CFG_LIMIT_SIZE,
 	    0, 1024LL * 1024 * 1024 * 1024 * 1024, 1024LL * 1024 * 1024 },
+	[LIMIT_BOX_FREEZE_AFTER] = { "box-freeze-after", CFG_LIMIT_SECONDS,
+	    0, 7 * 24 * 3600, 300 },
 };
 
 static const struct {

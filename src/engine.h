@@ -500,6 +500,7 @@ void		 runtime_recover(const char *);
 enum box_state {
 	BOX_STARTING,
 	BOX_READY,
+	BOX_FROZEN,
 	BOX_STOPPING,
 	BOX_TERMINATED,
 	BOX_INTERRUPTED
@@ -507,6 +508,7 @@ enum box_state {
 struct box;
 struct box_dexec;
 struct box_job;
+struct box_thaw;
 typedef void (*box_start_cb)(struct box *, const struct cause *, void *);
 typedef void (*box_stop_cb)(struct box *, void *);
 typedef void (*box_exec_cb)(struct cJSON *, const struct cause *, void *);
@@ -530,6 +532,9 @@ struct box {
 	struct box_dexec		*dexec;		/* in flight */
 	struct tspan			*span;		/* of the start */
 	struct event			*idle_ev;	/* idleTimeoutMin */
+	struct event			*freeze_ev;	/* box-freeze-after */
+	struct box_thaw			*thaws;		/* waiting */
+	int				 running;	/* commands */
 	box_start_cb			 start_cb;
 	void				*start_arg;
 	box_stop_cb			 stop_cb;
@@ -553,6 +558,8 @@ int		 box_secret_remove(const char *, const char *, char **);
 struct cJSON	*box_secret_names(const char *, char **);
 void		 box_stop(struct box *, const char *, box_stop_cb, void *);
 void		 box_touch(struct box *);
+void		 box_thaw(struct box *, void (*)(struct box *, int,
+		     const struct cause *, void *), void *);
 void		 box_exec(struct box *, const char *, const char *, int, int,
 		     box_exec_cb, void *);
 struct cJSON	*box_procs_list(struct box *);

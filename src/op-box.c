@@ -42,6 +42,10 @@ static void	op_sandbox_stop_exec(struct op_call *);
 static void	op_sandbox_exec_exec(struct op_call *);
 static void	op_sandbox_secrets_exec(struct op_call *);
 static void	op_sandbox_procs_exec(struct op_call *);
+static void	op_sandbox_procs_go(struct op_call *, struct box *);
+static void	op_box_thaw(struct op_call *, struct box *,
+		    void (*)(struct op_call *, struct box *));
+static cJSON	*op_box_result(struct op_call *, cJSON *);
 static void	op_secret_put_exec(struct op_call *);
 static void	op_secret_delete_exec(struct op_call *);
 
@@ -422,15 +426,24 @@ op_box(struct op_call *oc)
 	return (b);
 }
 
+static void	op_sandbox_status_go(struct op_call *, struct box *);
+
 static void
 op_sandbox_status_exec(struct op_call *oc)
 {
 	struct box	*b;
-	cJSON		*r, *boxd, *s, *w;
-	const char	*health;
 
 	if ((b = op_box(oc)) == NULL)
 		return;
+	op_box_thaw(oc, b, op_sandbox_status_go);
+}
+
+static void
+op_sandbox_status_go(struct op_call *oc, struct box *b)
+{
+	cJSON		*r, *boxd, *s, *w;
+	const char	*health;
+
 	r = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, "id", b->id);
 	cJSON_AddStringToObject(r, "state", box_state_name(b->state));
@@ -452,7 +465,7 @@ op_sandbox_status_exec(struct op_call *oc)
 	else
 		cJSON_AddNullToObject(r, "reason");
 	cJSON_AddNullToObject(r, "registry");
-	op_call_done(oc, r);
+	op_call_done(oc, op_box_result(oc, r));
 }
 
 static void
@@ -491,9 +504,50 @@ op_sandbox_stop_exec(struct op_call *oc)
 		op_call_done(oc, r);
 		return;
 	case BOX_READY:
+	case BOX_FROZEN:	/* removed as it is */
 		break;
 	}
 	box_stop(b, "stopped", op_sandbox_stop_cb, oc);
+}
+
+/*
+ * The call's marks: the box it works on was thawed for it (its result
+ * says so), and what it continues with once the box is thawed.
+ */
+static int	op_box_thawed_mark;
+
+static void
+op_box_thawed(struct box *b, int thawed, const struct cause *cause,
+    void *arg)
+{
+	struct op_call	*oc = arg;
+	void		(*then)(struct op_call *, struct box *);
+
+	then = (void (*)(struct op_call *, struct box *))op_call_data(oc);
+	op_call_set_data(oc, thawed ? &op_box_thawed_mark : NULL);
+	if (cause != NULL) {
+		op_call_fail(oc, cause);
+		return;
+	}
+	then(oc, b);
+}
+
+/* Continue the call with then(oc, b) once box b is thawed. */
+static void
+op_box_thaw(struct op_call *oc, struct box *b, void (*then)(struct op_call *,
+    struct box *))
+{
+	op_call_set_data(oc, (void *)then);
+	box_thaw(b, op_box_thawed, oc);
+}
+
+/* A result, saying the box was thawed for the call when it was. */
+static cJSON *
+op_box_result(struct op_call *oc, cJSON *r)
+{
+	if (op_call_data(oc) == &op_box_thawed_mark)
+		cJSON_AddTrueToObject(r, "thawed");
+	return (r);
 }
 
 /* A box that can run a command now, or NULL once answered. */
@@ -544,20 +598,36 @@ op_sandbox_exec_cb(cJSON *result, const struct cause *cause, void *arg)
 	if (result == NULL)
 		op_call_fail(oc, cause);
 	else
-		op_call_done(oc, cJSON_Duplicate(result, 1));
+		op_call_done(oc, op_box_result(oc, cJSON_Duplicate(result,
+		    1)));
+}
+
+static void
+op_sandbox_exec_go(struct op_call *oc, struct box *b)
+{
+	const char	*cwd = "";
+
+	if (b->state != BOX_READY) {
+		op_box_ready(oc);	/* says why */
+		return;
+	}
+	if (op_arg(oc, "cwd") != NULL)
+		cwd = op_box_cwd(op_arg_string(oc, "cwd"));
+	box_exec(b, op_arg_string(oc, "cmd"), cwd, (int)op_arg_integer(oc,
+	    "timeoutSec"), cJSON_IsTrue(op_arg(oc, "background")),
+	    op_sandbox_exec_cb, oc);
 }
 
 static void
 op_sandbox_exec_exec(struct op_call *oc)
 {
 	struct box	*b;
-	const char	*cwd = "", *c;
+	const char	*c;
 	long long	 timeout = op_arg_integer(oc, "timeoutSec");
-	cJSON		*bg = op_arg(oc, "background");
 
 	if (op_arg(oc, "cwd") != NULL) {
 		c = op_arg_string(oc, "cwd");
-		if ((cwd = op_box_cwd(c)) == NULL) {
+		if (op_box_cwd(c) == NULL) {
 			op_call_error(oc, CAUSE_INVALID, "argument", "cwd",
 			    "cwd must be a directory under /work (relative to"
 			    " it, or absolute under it, with no .."
@@ -576,10 +646,13 @@ op_sandbox_exec_exec(struct op_call *oc)
 		    "cmd is empty");
 		return;
 	}
-	if ((b = op_box_ready(oc)) == NULL)
+	if ((b = op_box(oc)) == NULL)
 		return;
-	box_exec(b, op_arg_string(oc, "cmd"), cwd, (int)timeout,
-	    cJSON_IsTrue(bg), op_sandbox_exec_cb, oc);
+	if (b->state != BOX_READY && b->state != BOX_FROZEN) {
+		op_box_ready(oc);
+		return;
+	}
+	op_box_thaw(oc, b, op_sandbox_exec_go);
 }
 
 /* Whether name is a secret's name: an environment variable's. */
@@ -681,19 +754,15 @@ op_sandbox_procs_exec(struct op_call *oc)
 	const char	*action = op_arg_string(oc, "action");
 	const char	*bg = op_arg_string(oc, "bgId");
 	long long	 timeout = op_arg_integer(oc, "timeoutSec");
-	cJSON		*r;
-	int		 stop;
 
 	if (action == NULL)
 		action = "list";
-
 	if (strcmp(action, "list") != 0 && strcmp(action, "wait") != 0 &&
 	    strcmp(action, "stop") != 0) {
 		op_call_error(oc, CAUSE_INVALID, "argument", "action", "action"
 		    " must be list, wait or stop: %.64s", action);
 		return;
 	}
-	stop = strcmp(action, "stop") == 0;
 	if (strcmp(action, "list") != 0 && bg == NULL) {
 		op_call_error(oc, CAUSE_INVALID, "argument", "bgId", "%s needs"
 		    " bgId, the background job's id", action);
@@ -707,11 +776,22 @@ op_sandbox_procs_exec(struct op_call *oc)
 	}
 	if ((b = op_box(oc)) == NULL)
 		return;
-	if (strcmp(action, "list") == 0) {
+	op_box_thaw(oc, b, op_sandbox_procs_go);
+}
+
+static void
+op_sandbox_procs_go(struct op_call *oc, struct box *b)
+{
+	const char	*action = op_arg_string(oc, "action");
+	cJSON		*r;
+
+	if (action == NULL || strcmp(action, "list") == 0) {
 		r = cJSON_CreateObject();
 		cJSON_AddItemToObject(r, "jobs", box_procs_list(b));
-		op_call_done(oc, r);
+		op_call_done(oc, op_box_result(oc, r));
 		return;
 	}
-	box_procs_wait(b, bg, (int)timeout, stop, op_sandbox_exec_cb, oc);
+	box_procs_wait(b, op_arg_string(oc, "bgId"), (int)op_arg_integer(oc,
+	    "timeoutSec"), strcmp(action, "stop") == 0, op_sandbox_exec_cb,
+	    oc);
 }
