@@ -278,6 +278,21 @@ box_find(const char *id, const char *tenant)
 	return (NULL);
 }
 
+/* The records of tenant's boxes, newest first. */
+cJSON *
+box_list_json(const char *tenant)
+{
+	struct box	*b;
+	cJSON		*list;
+
+	list = cJSON_CreateArray();
+	LIST_FOREACH(b, &box_list, entry) {
+		if (strcmp(b->tenant, tenant) == 0)
+			cJSON_AddItemToArray(list, box_record(b));
+	}
+	return (list);
+}
+
 /* How many boxes tenant runs (starting, ready or stopping). */
 static unsigned int
 box_running(const char *tenant)
@@ -355,18 +370,19 @@ box_paused_cb(cJSON *reply, const char *error, int status, void *arg)
 	struct box	*b = arg;
 
 	b->dc = NULL;
-	if (b->state != BOX_READY)
-		return;
-	if (error != NULL) {
+	b->pausing = 0;
+	if (b->state == BOX_READY && error != NULL) {
 		log_warnx("box %s: cannot freeze it: %s", b->id, error);
 		box_freeze_arm(b);
-		return;
+	} else if (b->state == BOX_READY) {
+		log_debug("box %s frozen", b->id);
+		box_set_state(b, BOX_FROZEN, NULL);
 	}
-	log_debug("box %s frozen", b->id);
-	box_set_state(b, BOX_FROZEN, NULL);
 	/* Asked to thaw meanwhile (box_thaw waited for the call). */
 	if (b->thaws != NULL)
 		box_thaw(b, NULL, NULL);
+	else if (b->state != BOX_READY && b->state != BOX_FROZEN)
+		box_teardown(b);	/* (it waited for the call) */
 }
 
 /*
@@ -390,6 +406,7 @@ box_freeze_cb(evutil_socket_t fd, short events, void *arg)
 		return;
 	}
 	xasprintf(&path, "/containers/%s/pause", b->container);
+	b->pausing = 1;
 	b->dc = docker_call("POST", path, "container_pause", NULL, NULL,
 	    box_paused_cb, b);
 	free(path);
@@ -422,7 +439,10 @@ box_unpaused_cb(cJSON *reply, const char *error, int status, void *arg)
 	struct box_thaw		*t, *next;
 	struct cause		 cause = { 0 };
 
-	b->dc = NULL;
+	if (b->unpausing) {	/* (else called as it is: box_thaw) */
+		b->dc = NULL;
+		b->unpausing = 0;
+	}
 	if (error != NULL)
 		cause_set(&cause, CAUSE_FAILED, "id", b->id, "box %s could not"
 		    " be thawed: %s", b->id, error);
@@ -440,6 +460,8 @@ box_unpaused_cb(cJSON *reply, const char *error, int status, void *arg)
 		free(t);
 	}
 	cause_clear(&cause);
+	if (b->state != BOX_READY && b->state != BOX_FROZEN)
+		box_teardown(b);	/* (it waited for the call) */
 }
 
 /*
@@ -453,7 +475,8 @@ box_thaw(struct box *b, void (*cb)(struct box *, int, const struct cause *,
 	struct box_thaw	*t;
 	char		*path;
 
-	if (cb != NULL && b->state != BOX_FROZEN && b->dc == NULL) {
+	if (cb != NULL && b->state != BOX_FROZEN && !b->pausing &&
+	    !b->unpausing) {
 		cb(b, 0, NULL, arg);
 		return;
 	}
@@ -465,13 +488,15 @@ box_thaw(struct box *b, void (*cb)(struct box *, int, const struct cause *,
 		b->thaws = t;
 	}
 	/* A pause or an unpause under way comes back here. */
-	if (b->dc != NULL)
+	if (b->pausing || b->unpausing)
 		return;
-	if (b->state != BOX_FROZEN) {
+	if (b->state != BOX_FROZEN || b->dc != NULL) {
+		/* Not frozen (any more), or busy otherwise: as it is. */
 		box_unpaused_cb(NULL, NULL, 0, b);
 		return;
 	}
 	xasprintf(&path, "/containers/%s/unpause", b->container);
+	b->unpausing = 1;
 	b->dc = docker_call("POST", path, "container_unpause", NULL, NULL,
 	    box_unpaused_cb, b);
 	free(path);

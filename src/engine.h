@@ -535,6 +535,8 @@ struct box {
 	struct event			*freeze_ev;	/* box-freeze-after */
 	struct box_thaw			*thaws;		/* waiting */
 	int				 running;	/* commands */
+	int				 pausing;
+	int				 unpausing;
 	box_start_cb			 start_cb;
 	void				*start_arg;
 	box_stop_cb			 stop_cb;
@@ -550,6 +552,7 @@ int		 box_init(char **);
 int		 box_secret_exists(const char *, const char *);
 struct cJSON	*box_record(struct box *);
 struct box	*box_find(const char *, const char *);
+struct cJSON	*box_list_json(const char *);
 void		 box_start(const char *, struct cJSON *, struct cJSON *, int,
 		     struct tspan *, box_start_cb, void *);
 int		 box_secret_put(const char *, const char *, const char *,

@@ -661,6 +661,7 @@ http_status_text(int status)
 	case 429: return ("Too Many Requests");
 	case 431: return ("Request Header Fields Too Large");
 	case 500: return ("Internal Server Error");
+	case 501: return ("Not Implemented");
 	case 502: return ("Bad Gateway");
 	case 503: return ("Service Unavailable");
 	case 504: return ("Gateway Timeout");

@@ -42,6 +42,7 @@ static void	op_sandbox_stop_exec(struct op_call *);
 static void	op_sandbox_exec_exec(struct op_call *);
 static void	op_sandbox_secrets_exec(struct op_call *);
 static void	op_sandbox_procs_exec(struct op_call *);
+static void	op_box_list_exec(struct op_call *);
 static void	op_sandbox_procs_go(struct op_call *, struct box *);
 static void	op_box_thaw(struct op_call *, struct box *,
 		    void (*)(struct op_call *, struct box *));
@@ -195,6 +196,21 @@ const struct op_entry op_sandbox_secrets_entry = {
 	    " {\"type\": \"array\", \"items\": {\"type\": \"string\"}}},"
 	    " \"required\": [\"secrets\"]}",
 	.exec = op_sandbox_secrets_exec,
+};
+
+/* GET /v1/boxes: REST only. */
+const struct op_entry op_box_list_entry = {
+	.name = "box_list",
+	.title = "List boxes",
+	.description = "The tenant's boxes, newest first, ended ones"
+	    " included.",
+	.set = TOOLSET_BOXES,
+	.flags = OP_READONLY | OP_IDEMPOTENT | OP_HIDDEN,
+	.args = op_no_args,
+	.result = "{\"type\": \"object\", \"properties\": {\"boxes\":"
+	    " {\"type\": \"array\", \"items\": {\"type\": \"object\"}}},"
+	    " \"required\": [\"boxes\"]}",
+	.exec = op_box_list_exec,
 };
 
 static const struct op_arg op_secret_put_args[] = {
@@ -794,4 +810,14 @@ op_sandbox_procs_go(struct op_call *oc, struct box *b)
 	box_procs_wait(b, op_arg_string(oc, "bgId"), (int)op_arg_integer(oc,
 	    "timeoutSec"), strcmp(action, "stop") == 0, op_sandbox_exec_cb,
 	    oc);
+}
+
+static void
+op_box_list_exec(struct op_call *oc)
+{
+	cJSON	*r;
+
+	r = cJSON_CreateObject();
+	cJSON_AddItemToObject(r, "boxes", box_list_json(op_call_tenant(oc)));
+	op_call_done(oc, r);
 }

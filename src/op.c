@@ -76,6 +76,7 @@ static const struct op_entry *op_table[] = {
 	&op_sandbox_stop_entry,
 	&op_sandbox_secrets_entry,
 	&op_sandbox_procs_entry,
+	&op_box_list_entry,
 	&op_secret_put_entry,
 	&op_secret_delete_entry,
 };

@@ -87,6 +87,7 @@ static const struct rest_route rest_routes[] = {
 	{ "GET", "/v1/snapshot", "snapshot" },
 	{ "GET", "/v1/sandboxes/{sandbox_id}/trace", "trace" },
 	{ "POST", "/v1/boxes", "sandbox_start" },
+	{ "GET", "/v1/boxes", "box_list" },
 	{ "GET", "/v1/boxes/{id}", "sandbox_status" },
 	{ "DELETE", "/v1/boxes/{id}", "sandbox_stop" },
 	{ "POST", "/v1/boxes/{id}/exec", "sandbox_exec" },
@@ -618,6 +619,14 @@ rest_http(struct http_conn *c, const char *path)
 		rest_error(c, 404, CAUSE_NOT_FOUND, "set",
 		    cfg_set_name(unserved), NULL, "this server does not serve"
 		    " the %s set (%.200s)", cfg_set_name(unserved), path);
+		return;
+	}
+	if (allow[0] == '\0' && (strcmp(path, "/v1/auth/github") == 0 ||
+	    strncmp(path, "/v1/billing/", 12) == 0)) {
+		rest_error(c, 501, CAUSE_FAILED, "path", path, NULL,
+		    "%.200s needs the outside world (GitHub sign-in, a payment"
+		    " provider), which this server is not configured for:"
+		    " tenants, keys and credits are set by its operator", path);
 		return;
 	}
 	if (allow[0] == '\0') {

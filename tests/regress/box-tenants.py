@@ -71,6 +71,15 @@ def test():
                    "operation_failed", "a tenant with no plan")
     check_in("tenant carol has no plan", e["message"], "why")
 
+    # REST: the list, and what needs the outside world.
+    st, r = a.rest("GET", "/v1/boxes")
+    check_eq((st, r), (200, {"boxes": []}), "GET /v1/boxes, none yet")
+    for path in ("/v1/auth/github", "/v1/billing/checkout",
+                 "/v1/billing/portal", "/v1/billing/webhook"):
+        st, r = a.rest("POST", path)
+        check_eq(st, 501, path + ": 501")
+        check_in("not configured", r["error"]["message"], path + ": why")
+
     # Secrets: alice's, set over REST; names only, ever.
     value = "s3cret-" + secrets.token_hex(8)
     st, r = a.rest("PUT", "/v1/secrets/API_TOKEN", {"value": value})
@@ -96,6 +105,11 @@ def test():
                                     "secrets": ["API_TOKEN"]})["id"]]
     boxes += [a.ok("sandbox_start", {"services": []})["id"]
               for _ in range(2)]
+    st, r = a.rest("GET", "/v1/boxes")
+    check_eq(sorted(x["id"] for x in r["boxes"]), sorted(boxes),
+             "GET /v1/boxes: alice's three")
+    check_eq(b.rest("GET", "/v1/boxes"), (200, {"boxes": []}),
+             "bob's list has none of them")
     out = a.ok("sandbox_exec", {"id": boxes[0],
                                 "cmd": "printf %s \"$API_TOKEN\""})
     check_eq(out["stdout"], value, "the secret in the command's env")

@@ -89,6 +89,7 @@ static const struct route_case route_cases[] = {
 	    "{\"sandbox_id\":\"s1\"}" },
 	{ "GET", "/v1/snapshot", "snapshot", "{}" },
 	{ "POST", "/v1/boxes", "sandbox_start", "{}" },
+	{ "GET", "/v1/boxes", "box_list", "{}" },
 	{ "GET", "/v1/boxes/b1", "sandbox_status", "{\"id\":\"b1\"}" },
 	{ "DELETE", "/v1/boxes/b1", "sandbox_stop", "{\"id\":\"b1\"}" },
 	{ "POST", "/v1/boxes/b1/exec", "sandbox_exec", "{\"id\":\"b1\"}" },
