@@ -309,6 +309,165 @@ box_running(const char *tenant)
 	return (n);
 }
 
+/* ---- usage and credits ---- */
+
+#define BOX_MINUTE_MS		(60 * 1000)
+
+/*
+ * A tenant's credits left: its tenant line's grant, plus what was
+ * granted since (sandbox-mcp credits), less what its usage spent. 1 and
+ * *left for a tenant with a credit limit, 0 for one without.
+ */
+static int
+box_credits_left(const char *tenant, double *left)
+{
+	const struct cfg_tenant	*t;
+	double			 balance = 0;
+	char			*cause = NULL;
+
+	if ((t = cfg_tenant_find(tenant)) == NULL || t->credits < 0)
+		return (0);
+	if (box_store != NULL && store_credits(box_store, tenant, &balance,
+	    &cause) != 0) {
+		log_warnx("credits of %s: %s", tenant, cause);
+		free(cause);
+	}
+	*left = (double)t->credits + balance;
+	return (1);
+}
+
+static void	box_credits_out(const char *);
+
+/* One usage event of box b: kind 0 a running minute, 1 a metered call. */
+static void
+box_meter(struct box *b, int kind)
+{
+	struct store_usage	 u;
+	double			 balance, left;
+	char			*cause = NULL;
+
+	if (box_store == NULL)
+		return;
+	memset(&u, 0, sizeof u);
+	u.tenant = b->tenant;
+	u.box = b->id;
+	u.kind = kind == 0 ? "box_minute" : "call";
+	u.unit = kind == 0 ? "minute" : "call";
+	u.quantity = 1;
+	u.credits = cfg->price_credits[kind];
+	u.cost_usd = cfg->price_usd[kind];
+	u.at_ms = now_ms();
+	if (store_usage_add(box_store, &u, &balance, &cause) != 0) {
+		log_warnx("box %s: usage: %s", b->id, cause);
+		free(cause);
+		return;
+	}
+	if (box_credits_left(b->tenant, &left) && left <= 0)
+		box_credits_out(b->tenant);
+}
+
+/* A tenant with no credits left: its boxes stop. */
+static void
+box_credits_out(const char *tenant)
+{
+	struct box	*b;
+	char		*t = xstrdup(tenant);
+
+	LIST_FOREACH(b, &box_list, entry) {
+		if (strcmp(b->tenant, t) == 0 && (b->state == BOX_READY ||
+		    b->state == BOX_FROZEN)) {
+			log_info("box %s: tenant %s has no credits left:"
+			    " stopped", b->id, t);
+			box_stop(b, "credits_exhausted", NULL, NULL);
+		}
+	}
+	free(t);
+}
+
+static void
+box_minute_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct box	*b = arg;
+	struct timeval	 tv = { BOX_MINUTE_MS / 1000, 0 };
+
+	if (b->state != BOX_READY && b->state != BOX_FROZEN)
+		return;
+	evtimer_add(b->minute_ev, &tv);
+	if (b->state == BOX_READY)	/* a frozen box does not run */
+		box_meter(b, 0);
+}
+
+/* The box is running: its minutes are counted from now. */
+static void
+box_minutes_start(struct box *b)
+{
+	struct timeval	tv = { BOX_MINUTE_MS / 1000, 0 };
+
+	if (b->minute_ev == NULL && (b->minute_ev = evtimer_new(ev_base,
+	    box_minute_cb, b)) == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	if (!evtimer_pending(b->minute_ev, NULL))
+		evtimer_add(b->minute_ev, &tv);
+}
+
+/* A metered tool call on box b (sandbox_start, sandbox_exec). */
+void
+box_metered_call(struct box *b)
+{
+	box_meter(b, 1);
+}
+
+/*
+ * tenant's usage events, newest first (at most limit, since since_ms,
+ * of box and kind when not NULL); NULL and a cause.
+ */
+cJSON *
+box_usage(const char *tenant, const char *box, const char *kind,
+    uint64_t since_ms, int limit, char **cause)
+{
+	cJSON	*all, *list, *e, *next;
+
+	if ((all = store_usage_list(box_store, tenant, since_ms, box != NULL ||
+	    kind != NULL ? 100000 : limit, cause)) == NULL)
+		return (NULL);
+	list = cJSON_CreateArray();
+	for (e = all->child; e != NULL && cJSON_GetArraySize(list) < limit;
+	    e = next) {
+		next = e->next;
+		if ((box != NULL && strcmp(cJSON_GetStringValue(
+		    cJSON_GetObjectItem(e, "box")), box) != 0) ||
+		    (kind != NULL && strcmp(cJSON_GetStringValue(
+		    cJSON_GetObjectItem(e, "kind")), kind) != 0))
+			continue;
+		cJSON_DetachItemViaPointer(all, e);
+		cJSON_AddStringToObject(e, "tenant", tenant);
+		cJSON_AddItemToArray(list, e);
+	}
+	cJSON_Delete(all);
+	return (list);
+}
+
+/* tenant's credits: {balance (null: no limit), granted, used}. */
+cJSON *
+box_credits(const char *tenant)
+{
+	cJSON	*r;
+	double	 left;
+
+	r = cJSON_CreateObject();
+	if (box_credits_left(tenant, &left)) {
+		cJSON_AddNumberToObject(r, "balance", left);
+		cJSON_AddTrueToObject(r, "limited");
+	} else {
+		cJSON_AddNullToObject(r, "balance");
+		cJSON_AddFalseToObject(r, "limited");
+	}
+	cJSON_AddNumberToObject(r, "pricePerBoxMinute",
+	    cfg->price_credits[0]);
+	cJSON_AddNumberToObject(r, "pricePerCall", cfg->price_credits[1]);
+	return (r);
+}
+
 /* ---- idleness ---- */
 
 static void
@@ -819,6 +978,8 @@ box_ready_cb(struct box *b, int code, const char *error)
 	}
 	box_set_state(b, BOX_READY, NULL);
 	box_touch(b);
+	box_minutes_start(b);
+	box_meter(b, 1);	/* the start, a metered call */
 	log_info("box %s of tenant %s is ready", b->id, b->tenant);
 	box_start_answer(b, NULL);
 }
@@ -1057,11 +1218,20 @@ box_start(const char *tenant, cJSON *services, cJSON *secrets, int idle_min,
 	struct cause			 cause = { 0 };
 	struct box			*b;
 	char				*top, rnd[13], name[256];
+	double				 left;
 
 	if ((plan = cfg_tenant_plan(tenant)) == NULL) {
 		cause_set(&cause, CAUSE_FAILED, NULL, NULL, "tenant %s has no"
 		    " plan: boxes need a tenant line (tenant %s plan"
 		    " free|pro|max) in the configuration", tenant, tenant);
+		cb(NULL, &cause, arg);
+		cause_clear(&cause);
+		return;
+	}
+	if (box_credits_left(tenant, &left) && left <= 0) {
+		cause_set(&cause, CAUSE_FAILED, NULL, NULL, "tenant %s has no"
+		    " credits left (%g): its operator grants more with"
+		    " sandbox-mcp credits %s +N", tenant, left, tenant);
 		cb(NULL, &cause, arg);
 		cause_clear(&cause);
 		return;
@@ -1237,6 +1407,7 @@ box_adopt_cb(cJSON *reply, const char *error, int status, void *arg)
 			b->address = xstrdup(addr);
 		}
 		box_touch(b);
+		box_minutes_start(b);
 		log_info("box %s of tenant %s found again", b->id, b->tenant);
 		return;
 	}
@@ -1837,6 +2008,8 @@ box_job_done(cJSON *result, const struct cause *cause, void *arg)
 	if (bj->b->running > 0)
 		bj->b->running--;
 	box_touch(bj->b);	/* freezing waits from its end */
+	/* A metered call, counted once it is over (it may spend the last). */
+	box_meter(bj->b, 1);
 	if (*bj->bg != '\0') {
 		box_bg_done(bj, result);
 		return;

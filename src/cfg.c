@@ -204,6 +204,7 @@ static int	cfg_kw_result_text(struct cfg_parse *, int, char **);
 static int	cfg_kw_sandbox_host_port(struct cfg_parse *, int, char **);
 static int	cfg_kw_tenant(struct cfg_parse *, int, char **);
 static int	cfg_kw_box_subnets(struct cfg_parse *, int, char **);
+static int	cfg_kw_price(struct cfg_parse *, int, char **);
 
 /* Looked up in order (a short table): new directives go at the end. */
 static const struct cfg_keyword {
@@ -228,6 +229,7 @@ static const struct cfg_keyword {
 	{ "metrics-listen", 1, 1, cfg_kw_metrics_listen },
 	{ "tenant", 3, 5, cfg_kw_tenant },
 	{ "box-subnets", 2, 2, cfg_kw_box_subnets },
+	{ "price", 2, 4, cfg_kw_price },
 };
 
 /*
@@ -592,6 +594,56 @@ cfg_tenant_name(struct cfg_parse *p, const char *what, const char *name)
 		    TENANT_LOCAL);
 		return (-1);
 	}
+	return (0);
+}
+
+/* A price: a number from 0 to a million, or -1. */
+static double
+cfg_price_value(const char *s)
+{
+	char	*end;
+	double	 v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= 0) || v > 1e6)
+		return (-1);
+	return (v);
+}
+
+/* price box-minute|call CREDITS [usd USD]: what boxes' usage costs. */
+static int
+cfg_kw_price(struct cfg_parse *p, int argc, char **argv)
+{
+	double	credits, usd = 0;
+	int	kind;
+
+	if (strcmp(argv[0], "box-minute") == 0)
+		kind = 0;
+	else if (strcmp(argv[0], "call") == 0)
+		kind = 1;
+	else {
+		cfg_error(p, "price: unknown kind \"%s\" (box-minute or"
+		    " call)", argv[0]);
+		return (-1);
+	}
+	if ((credits = cfg_price_value(argv[1])) < 0) {
+		cfg_error(p, "price %s: credits must be a number from 0 to"
+		    " 1000000: %s", argv[0], argv[1]);
+		return (-1);
+	}
+	if (argc == 3 || (argc == 4 && strcmp(argv[2], "usd") != 0)) {
+		cfg_error(p, "price %s: expected \"usd\" and an amount after"
+		    " the credits", argv[0]);
+		return (-1);
+	}
+	if (argc == 4 && (usd = cfg_price_value(argv[3])) < 0) {
+		cfg_error(p, "price %s: usd must be a number from 0 to"
+		    " 1000000: %s", argv[0], argv[3]);
+		return (-1);
+	}
+	p->cfg->price_credits[kind] = credits;
+	p->cfg->price_usd[kind] = usd;
 	return (0);
 }
 

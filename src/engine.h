@@ -533,6 +533,7 @@ struct box {
 	struct tspan			*span;		/* of the start */
 	struct event			*idle_ev;	/* idleTimeoutMin */
 	struct event			*freeze_ev;	/* box-freeze-after */
+	struct event			*minute_ev;	/* usage */
 	struct box_thaw			*thaws;		/* waiting */
 	int				 running;	/* commands */
 	int				 pausing;
@@ -561,6 +562,10 @@ int		 box_secret_remove(const char *, const char *, char **);
 struct cJSON	*box_secret_names(const char *, char **);
 void		 box_stop(struct box *, const char *, box_stop_cb, void *);
 void		 box_touch(struct box *);
+void		 box_metered_call(struct box *);
+struct cJSON	*box_usage(const char *, const char *, const char *,
+		     uint64_t, int, char **);
+struct cJSON	*box_credits(const char *);
 void		 box_thaw(struct box *, void (*)(struct box *, int,
 		     const struct cause *, void *), void *);
 void		 box_exec(struct box *, const char *, const char *, int, int,

@@ -43,6 +43,8 @@ static void	op_sandbox_exec_exec(struct op_call *);
 static void	op_sandbox_secrets_exec(struct op_call *);
 static void	op_sandbox_procs_exec(struct op_call *);
 static void	op_box_list_exec(struct op_call *);
+static void	op_box_usage_exec(struct op_call *);
+static void	op_box_credits_exec(struct op_call *);
 static void	op_sandbox_procs_go(struct op_call *, struct box *);
 static void	op_box_thaw(struct op_call *, struct box *,
 		    void (*)(struct op_call *, struct box *));
@@ -211,6 +213,48 @@ const struct op_entry op_box_list_entry = {
 	    " {\"type\": \"array\", \"items\": {\"type\": \"object\"}}},"
 	    " \"required\": [\"boxes\"]}",
 	.exec = op_box_list_exec,
+};
+
+static const struct op_arg op_box_usage_args[] = {
+	{ "box", OP_ARG_STRING, 0, -1, NULL, "Only this box's events.", 0,
+	  0 },
+	{ "kind", OP_ARG_STRING, 0, -1, NULL, "Only events of this kind"
+	  " (box_minute, call).", 0, 0 },
+	{ "since", OP_ARG_INTEGER, 0, 0, "0", "Only events from this time"
+	  " on (milliseconds since 1970).", 0, 0 },
+	{ "limit", OP_ARG_INTEGER, 0, 1, "1000", "The most events, newest"
+	  " first (at most 10000).", 10000, 0 },
+	{ NULL, 0, 0, -1, NULL, NULL, 0, 0 }
+};
+
+/* GET /v1/usage: REST only. */
+const struct op_entry op_box_usage_entry = {
+	.name = "box_usage",
+	.title = "Usage",
+	.description = "The tenant's usage events, newest first: one per"
+	    " running box-minute and one per metered call.",
+	.set = TOOLSET_BOXES,
+	.flags = OP_READONLY | OP_IDEMPOTENT | OP_HIDDEN,
+	.args = op_box_usage_args,
+	.result = "{\"type\": \"object\", \"properties\": {\"usage\":"
+	    " {\"type\": \"array\", \"items\": {\"type\": \"object\"}}},"
+	    " \"required\": [\"usage\"]}",
+	.exec = op_box_usage_exec,
+};
+
+/* GET /v1/credits: REST only. */
+const struct op_entry op_box_credits_entry = {
+	.name = "box_credits",
+	.title = "Credits",
+	.description = "The tenant's credits left (null: no limit) and the"
+	    " prices.",
+	.set = TOOLSET_BOXES,
+	.flags = OP_READONLY | OP_IDEMPOTENT | OP_HIDDEN,
+	.args = op_no_args,
+	.result = "{\"type\": \"object\", \"properties\": {\"balance\":"
+	    " {\"type\": [\"number\", \"null\"]}}, \"required\":"
+	    " [\"balance\"]}",
+	.exec = op_box_credits_exec,
 };
 
 static const struct op_arg op_secret_put_args[] = {
@@ -820,4 +864,36 @@ op_box_list_exec(struct op_call *oc)
 	r = cJSON_CreateObject();
 	cJSON_AddItemToObject(r, "boxes", box_list_json(op_call_tenant(oc)));
 	op_call_done(oc, r);
+}
+
+static void
+op_box_usage_exec(struct op_call *oc)
+{
+	cJSON		*list, *r;
+	char		*cause = NULL;
+	long long	 limit = op_arg_integer(oc, "limit");
+	long long	 since = op_arg_integer(oc, "since");
+
+	if (limit < 1 || limit > 10000 || since < 0) {
+		op_call_error(oc, CAUSE_INVALID, "argument", limit < 1 ||
+		    limit > 10000 ? "limit" : "since", "limit must be from 1 to"
+		    " 10000 and since 0 or more");
+		return;
+	}
+	if ((list = box_usage(op_call_tenant(oc), op_arg_string(oc, "box"),
+	    op_arg_string(oc, "kind"), (uint64_t)since, (int)limit,
+	    &cause)) == NULL) {
+		op_call_error(oc, CAUSE_INTERNAL, NULL, NULL, "%s", cause);
+		free(cause);
+		return;
+	}
+	r = cJSON_CreateObject();
+	cJSON_AddItemToObject(r, "usage", list);
+	op_call_done(oc, r);
+}
+
+static void
+op_box_credits_exec(struct op_call *oc)
+{
+	op_call_done(oc, box_credits(op_call_tenant(oc)));
 }

@@ -77,6 +77,8 @@ static const struct op_entry *op_table[] = {
 	&op_sandbox_secrets_entry,
 	&op_sandbox_procs_entry,
 	&op_box_list_entry,
+	&op_box_usage_entry,
+	&op_box_credits_entry,
 	&op_secret_put_entry,
 	&op_secret_delete_entry,
 };

@@ -162,6 +162,8 @@ extern const struct op_entry op_sandbox_exec_entry;
 extern const struct op_entry op_sandbox_secrets_entry;
 extern const struct op_entry op_sandbox_procs_entry;
 extern const struct op_entry op_box_list_entry;
+extern const struct op_entry op_box_usage_entry;
+extern const struct op_entry op_box_credits_entry;
 extern const struct op_entry op_secret_put_entry;
 extern const struct op_entry op_secret_delete_entry;
 

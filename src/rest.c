@@ -93,6 +93,8 @@ static const struct rest_route rest_routes[] = {
 	{ "POST", "/v1/boxes/{id}/exec", "sandbox_exec" },
 	{ "POST", "/v1/boxes/{id}/procs", "sandbox_procs" },
 	{ "GET", "/v1/secrets", "sandbox_secrets" },
+	{ "GET", "/v1/usage", "box_usage" },
+	{ "GET", "/v1/credits", "box_credits" },
 	{ "PUT", "/v1/secrets/{name}", "secret_put" },
 	{ "DELETE", "/v1/secrets/{name}", "secret_delete" },
 };

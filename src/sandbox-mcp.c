@@ -78,7 +78,9 @@ static const char sandbox_mcp_usage[] =
     "                   [--state-dir directory] [--tenant tenant]\n"
     "                   --set set [--set set ...]\n"
     "       sandbox-mcp keygen name [--tenant tenant] --set set"
-    " [--set set ...]\n";
+    " [--set set ...]\n"
+    "       sandbox-mcp credits [-f config] [--state-dir directory]"
+    " tenant +N|-N\n";
 
 static __dead void
 usage(void)
@@ -189,6 +191,74 @@ sandbox_mcp_privileged(char **cause)
 	    " and writes their cgroups", (unsigned int)geteuid(), missing);
 	free(missing);
 	return (-1);
+}
+
+/*
+ * sandbox-mcp credits [-f config] [--state-dir dir] TENANT +N|-N: grant
+ * (or take back) credits in the store of the state directory, which a
+ * running server reads at once; print what the tenant has left.
+ */
+static int
+sandbox_mcp_credits(int argc, char **argv)
+{
+	const struct cfg_tenant	*t;
+	const char		*conf = SANDBOX_MCP_CONF, *state_dir = NULL;
+	struct store		*st;
+	char			*cause = NULL, *end;
+	double			 delta, balance;
+	int			 ch, conf_given = 0;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+f:", sandbox_mcp_options,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'f':
+			conf = optarg;
+			conf_given = 1;
+			break;
+		case OPT_STATE_DIR:
+			state_dir = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc != 2 || (argv[1][0] != '+' && argv[1][0] != '-'))
+		usage();
+	errno = 0;
+	delta = strtod(argv[1], &end);
+	if (errno != 0 || *end != '\0' || end == argv[1] + 1 ||
+	    !(delta >= -1e12 && delta <= 1e12)) {
+		fprintf(stderr, "sandbox-mcp: credits: %s is not a number of"
+		    " credits (+N or -N)\n", argv[1]);
+		return (2);
+	}
+	util_json_init();
+	cfg = cfg_new();
+	if (cfg_load(cfg, conf, conf_given) != 0)
+		return (2);
+	if (state_dir != NULL) {
+		free(cfg->state_dir);
+		cfg->state_dir = xstrdup(state_dir);
+	}
+	if ((t = cfg_tenant_find(argv[0])) == NULL || t->credits < 0) {
+		fprintf(stderr, "sandbox-mcp: credits: tenant %s has no credit"
+		    " limit (its tenant line has no credits): nothing to"
+		    " grant\n", argv[0]);
+		return (1);
+	}
+	if ((st = store_open(cfg->state_dir, &cause)) == NULL ||
+	    store_credits_add(st, argv[0], delta, &balance, &cause) != 0) {
+		fprintf(stderr, "sandbox-mcp: credits: %s\n", cause);
+		store_close(st);
+		return (1);
+	}
+	store_close(st);
+	printf("tenant %s: %g credits left\n", argv[0],
+	    (double)t->credits + balance);
+	return (0);
 }
 
 static int
@@ -339,6 +409,8 @@ main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "keygen") == 0)
 		return (sandbox_mcp_keygen(argc - 1, argv + 1));
+	if (argc > 1 && strcmp(argv[1], "credits") == 0)
+		return (sandbox_mcp_credits(argc - 1, argv + 1));
 
 	while ((ch = getopt_long(argc, argv, "f:nv", sandbox_mcp_options,
 	    NULL)) != -1) {

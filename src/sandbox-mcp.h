@@ -188,6 +188,8 @@ struct cfg {
 	int			 result_text;	/* text content for all */
 	struct cfg_words	 public_hosts;
 	struct cfg_words	 host_ports;	/* sandboxes may reach */
+	double			 price_credits[2];	/* box-minute, call */
+	double			 price_usd[2];
 	uint32_t		 box_net;	/* box-subnets, host order */
 	int			 box_net_len;
 	int			 box_prefix;
@@ -383,6 +385,7 @@ struct store_usage {
 	const char	*unit;
 	double		 quantity;
 	double		 credits;
+	double		 cost_usd;
 	uint64_t	 at_ms;
 };
 struct store	*store_open(const char *, char **);

@@ -107,6 +107,8 @@ static const char *store_migrations[] = {
 	"  record TEXT NOT NULL,"
 	"  updated_ms INTEGER NOT NULL);"
 	"CREATE INDEX boxes_tenant ON boxes (tenant, id);",
+	/* 3: what a usage event cost in dollars. */
+	"ALTER TABLE usage ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;",
 };
 #define STORE_VERSION	\
 	((int)(sizeof store_migrations / sizeof store_migrations[0]))
@@ -516,8 +518,8 @@ store_usage_add(struct store *st, const struct store_usage *u,
 	if (store_exec(st, "BEGIN IMMEDIATE", cause) != 0)
 		return (-1);
 	if (store_prepare(st, "INSERT INTO usage (tenant, box, kind,"
-	    " quantity, unit, credits, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
-	    &s, cause) != 0)
+	    " quantity, unit, credits, at_ms, cost_usd) VALUES (?, ?, ?, ?,"
+	    " ?, ?, ?, ?)", &s, cause) != 0)
 		goto fail;
 	sqlite3_bind_text(s, 1, u->tenant, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, u->box, -1, SQLITE_STATIC);
@@ -526,6 +528,7 @@ store_usage_add(struct store *st, const struct store_usage *u,
 	sqlite3_bind_text(s, 5, u->unit, -1, SQLITE_STATIC);
 	sqlite3_bind_double(s, 6, u->credits);
 	sqlite3_bind_int64(s, 7, (sqlite3_int64)u->at_ms);
+	sqlite3_bind_double(s, 8, u->cost_usd);
 	if (store_done(st, s, cause) != 0)
 		goto fail;
 	if (store_credits_add_locked(st, u->tenant, -u->credits, balance,
@@ -599,8 +602,8 @@ store_usage_list(struct store *st, const char *tenant, uint64_t since_ms,
 	cJSON		*list, *e;
 
 	if (store_prepare(st, "SELECT box, kind, quantity, unit, credits,"
-	    " at_ms FROM usage WHERE tenant = ? AND at_ms >= ? ORDER BY at_ms"
-	    " DESC LIMIT ?", &s, cause) != 0)
+	    " at_ms, cost_usd FROM usage WHERE tenant = ? AND at_ms >= ?"
+	    " ORDER BY at_ms DESC LIMIT ?", &s, cause) != 0)
 		return (NULL);
 	sqlite3_bind_text(s, 1, tenant, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, (sqlite3_int64)since_ms);
@@ -620,6 +623,8 @@ store_usage_list(struct store *st, const char *tenant, uint64_t since_ms,
 		    sqlite3_column_double(s, 4));
 		cJSON_AddNumberToObject(e, "at",
 		    (double)sqlite3_column_int64(s, 5));
+		cJSON_AddNumberToObject(e, "cost_usd",
+		    sqlite3_column_double(s, 6));
 		cJSON_AddItemToArray(list, e);
 	}
 	sqlite3_finalize(s);

@@ -95,6 +95,8 @@ test_full(void)
 	    "tenant acme plan pro\n"
 	    "tenant tiny plan free credits 250\n"
 	    "box-subnets 172.30.0.0/20 /29\n"
+	    "price box-minute 2.5 usd 0.01\n"
+	    "price call 0.1\n"
 	    "\n\t  \n"), 0);
 	CHECK_STR(c->state_dir, "/var/tmp/state");
 	CHECK_STR(c->docker_socket, "/run/docker.sock");
@@ -130,6 +132,8 @@ test_full(void)
 	CHECK_INT(c->box_net, 0xac1e0000);
 	CHECK_INT(c->box_net_len, 20);
 	CHECK_INT(c->box_prefix, 29);
+	CHECK(c->price_credits[0] == 2.5 && c->price_usd[0] == 0.01);
+	CHECK(c->price_credits[1] == 0.1 && c->price_usd[1] == 0);
 	CHECK_INT(cfg_plan_sizes(PLAN_FREE)->boxes, 3);
 	CHECK_INT(cfg_plan_sizes(PLAN_PRO)->boxes, 5);
 	CHECK_INT(cfg_plan_sizes(PLAN_MAX)->boxes, 20);
@@ -220,6 +224,11 @@ test_errors(void)
 		    " a tenant name must be 1 to 64" },
 		{ "workspace-root /x tenants a b\n", "workspace-root takes 1 to"
 		    " 3 arguments, not 4" },
+		{ "price minute 1\n", "price: unknown kind \"minute\"" },
+		{ "price call -1\n", "price call: credits must be a number" },
+		{ "price call 1 eur 2\n", "expected \"usd\"" },
+		{ "price call 1 usd\n", "expected \"usd\"" },
+		{ "price call 1 usd x\n", "usd must be a number" },
 		{ "box-subnets 10.0.0.0 /28\n", "box-subnets: 10.0.0.0 is not"
 		    " an IPv4 network" },
 		{ "box-subnets 10.0.0.1/16 /28\n", "has host bits set" },

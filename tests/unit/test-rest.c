@@ -95,6 +95,8 @@ static const struct route_case route_cases[] = {
 	{ "POST", "/v1/boxes/b1/exec", "sandbox_exec", "{\"id\":\"b1\"}" },
 	{ "POST", "/v1/boxes/b1/procs", "sandbox_procs", "{\"id\":\"b1\"}" },
 	{ "GET", "/v1/secrets", "sandbox_secrets", "{}" },
+	{ "GET", "/v1/usage", "box_usage", "{}" },
+	{ "GET", "/v1/credits", "box_credits", "{}" },
 	{ "PUT", "/v1/secrets/K1", "secret_put", "{\"name\":\"K1\"}" },
 	{ "DELETE", "/v1/secrets/K1", "secret_delete", "{\"name\":\"K1\"}" },
 };

@@ -85,7 +85,7 @@ test_open(void)
 	store_tmp();
 	st = store_open(sdir, &cause);
 	CHECK(st != NULL);
-	CHECK_INT(store_version(st), 2);
+	CHECK_INT(store_version(st), 3);
 	store_close(st);
 	snprintf(path, sizeof path, "%s/store.key", sdir);
 	CHECK_INT(stat(path, &sb), 0);
