@@ -51,6 +51,8 @@
 
 #include "config.h"
 
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -95,6 +97,7 @@ static void	box_start_fail(struct box *, enum cause_kind, const char *,
 		    ...) __attribute__((__format__ (printf, 3, 4)));
 static void	box_teardown(struct box *);
 static void	box_freeze_arm(struct box *);
+static void	box_jobs_forget(struct box *);
 
 const char *
 box_state_name(enum box_state state)
@@ -307,6 +310,94 @@ box_running(const char *tenant)
 			n++;
 	}
 	return (n);
+}
+
+/* ---- health ---- */
+
+#define BOX_HEALTH_PIDS		4096
+
+/*
+ * Whether the box's display and engine run: a process of the box (its
+ * control group's) running Xvfb, and one running the engine's service
+ * (podman system service). What the kernel says a process runs, not
+ * its name, which the box sets; a box may still stop either, or run its
+ * own (sandbox_status says what it finds).
+ */
+static void
+box_health(struct box *b, int *display, int *engine)
+{
+	char	**procs, *cause = NULL, path[64], exe[64], cmd[256], *buf;
+	size_t	  n, i, off;
+	ssize_t	  len, clen;
+	long	  pid;
+	int	  fd, seen = 0;
+
+	*display = *engine = 0;
+	if ((procs = cgroup_procs_of(b->pid, &n, &cause)) == NULL) {
+		free(cause);
+		return;
+	}
+	buf = xmalloc(BOX_HEALTH_PIDS * 12);
+	len = -1;
+	for (i = 0; i < n && len < 0; i++) {
+		if (strstr(procs[i], "/pids/") == NULL && i + 1 < n)
+			continue;
+		if ((fd = open(procs[i], O_RDONLY | O_CLOEXEC)) != -1) {
+			len = read(fd, buf, BOX_HEALTH_PIDS * 12 - 1);
+			close(fd);
+		}
+	}
+	for (i = 0; i < n; i++)
+		free(procs[i]);
+	free(procs);
+	if (len <= 0) {
+		free(buf);
+		return;
+	}
+	buf[len] = '\0';
+	for (off = 0; off < (size_t)len && seen++ < BOX_HEALTH_PIDS;) {
+		pid = strtol(buf + off, NULL, 10);
+		off += strcspn(buf + off, "\n") + 1;
+		snprintf(path, sizeof path, "/proc/%ld/exe", pid);
+		if (pid <= 0 || (n = readlink(path, exe, sizeof exe - 1)) ==
+		    (size_t)-1)
+			continue;
+		exe[n] = '\0';
+		if (strcmp(exe, "/usr/bin/Xvfb") == 0)
+			*display = 1;
+		else if (strcmp(exe, "/usr/bin/podman") == 0) {
+			snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+			if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+				continue;
+			clen = read(fd, cmd, sizeof cmd - 1);
+			close(fd);
+			if (clen > 0 && memmem(cmd, clen, "system\0service",
+			    15) != NULL)
+				*engine = 1;
+		}
+	}
+	free(buf);
+}
+
+/* The boxd health of sandbox_status. */
+cJSON *
+box_boxd(struct box *b)
+{
+	cJSON		*o;
+	const char	*d, *e;
+	int		 display, engine;
+
+	o = cJSON_CreateObject();
+	if (b->state == BOX_READY) {
+		box_health(b, &display, &engine);
+		d = display ? "up" : "down";
+		e = engine ? "up" : "down";
+	} else
+		d = e = b->state == BOX_STARTING ? "starting" : b->state ==
+		    BOX_FROZEN ? "frozen" : "down";
+	cJSON_AddStringToObject(o, "display", d);
+	cJSON_AddStringToObject(o, "engine", e);
+	return (o);
 }
 
 /* ---- usage and credits ---- */
@@ -839,7 +930,9 @@ box_seccomp(void)
 	    "settimeofday", "stime", "swapoff", "swapon", "_sysctl",
 	    "syslog", "uselib", "userfaultfd", "vm86", "vm86old", "adjtimex",
 	    "fanotify_init", "name_to_handle_at" };
-	cJSON		*p, *rules, *rule, *names;
+	static const int	 families[] = { 40 /* AF_VSOCK */,
+	    38 /* AF_ALG */ };
+	cJSON		*p, *rules, *rule, *names, *args, *arg;
 	char		*text;
 	size_t		 i;
 
@@ -853,6 +946,27 @@ box_seccomp(void)
 	cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO");
 	cJSON_AddNumberToObject(rule, "errnoRet", EPERM);
 	cJSON_AddItemToArray(rules, rule);
+	/*
+	 * Socket families nothing in a box has business with, as the
+	 * command filter has it: vsock (the hypervisor's host, where the
+	 * machine is a virtual one) and the kernel's crypto sockets.
+	 */
+	for (i = 0; i < sizeof families / sizeof families[0]; i++) {
+		rule = cJSON_CreateObject();
+		names = cJSON_AddArrayToObject(rule, "names");
+		cJSON_AddItemToArray(names, cJSON_CreateString("socket"));
+		cJSON_AddItemToArray(names, cJSON_CreateString("socketpair"));
+		cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO");
+		cJSON_AddNumberToObject(rule, "errnoRet", EAFNOSUPPORT);
+		args = cJSON_AddArrayToObject(rule, "args");
+		arg = cJSON_CreateObject();
+		cJSON_AddNumberToObject(arg, "index", 0);
+		cJSON_AddNumberToObject(arg, "value", families[i]);
+		cJSON_AddNumberToObject(arg, "valueTwo", 0);
+		cJSON_AddStringToObject(arg, "op", "SCMP_CMP_EQ");
+		cJSON_AddItemToArray(args, arg);
+		cJSON_AddItemToArray(rules, rule);
+	}
 	text = util_json_print(p);
 	cJSON_Delete(p);
 	return (text);
@@ -926,6 +1040,8 @@ box_container_config(struct box *b)
 	v = cJSON_AddObjectToObject(hc, "Tmpfs");
 	cJSON_AddStringToObject(v, "/tmp", BOX_TMP_SIZE);
 	cJSON_AddStringToObject(v, "/var/tmp", BOX_TMP_SIZE);
+	/* The image's one other place anyone may write. */
+	cJSON_AddStringToObject(v, "/run/lock", "size=1m,mode=1777");
 	v = cJSON_AddObjectToObject(hc, "RestartPolicy");
 	cJSON_AddStringToObject(v, "Name", "no");
 	cJSON_AddStringToObject(hc, "NetworkMode", b->network_name);
@@ -1077,6 +1193,7 @@ box_setup(struct box *b)
 	    "chown " BOX_USER ":" BOX_USER " /dev/net/tun\n"
 	    "install -d -o " BOX_USER " -g " BOX_USER " -m 0700 " BOX_RUNDIR "\n"
 	    "install -d -m 1777 /tmp/.X11-unix\n"
+
 	    "printf '#!/bin/sh\\nexec podman --remote \"$@\"\\n'"
 	    " >/usr/local/bin/docker\n"
 	    "chmod 0755 /usr/local/bin/docker\n"
@@ -1355,6 +1472,7 @@ box_teardown(struct box *b)
 	}
 	if (b->state == BOX_STOPPING)
 		box_set_state(b, BOX_TERMINATED, b->reason);
+	box_jobs_forget(b);
 	cb = b->stop_cb;
 	arg = b->stop_arg;
 	b->stop_cb = NULL;
@@ -1602,7 +1720,8 @@ box_alarm(int sig)
 		box_stopped = 1;
 	else
 		box_timed_out = 1;
-	kill(-box_child, SIGKILL);
+	/* Its namespace's init, and with it every process of it. */
+	kill(box_child, SIGKILL);
 }
 
 /* Child side: whether pid is still the init of the box's container. */
@@ -1691,6 +1810,94 @@ fail:
 	_exit(127);
 }
 
+static __dead void	box_exec_command(const struct box_exec_args *);
+
+/*
+ * pid 1 of the command's PID namespace: its /proc mounted, no privilege
+ * kept, it starts the command and reaps what ends until the command
+ * itself has; its end ends every process left in the namespace.
+ */
+static __dead void
+box_exec_init(const struct box_exec_args *a)
+{
+	gid_t	gid = BOX_UID;
+	pid_t	cmd, pid, parent = getppid();
+	int	st, code = 127;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0 ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	    NULL) != 0) {
+		dprintf(5, "cannot make the command's /proc: %s\n",
+		    strerror(errno));
+		_exit(127);
+	}
+	if ((cmd = fork()) == -1) {
+		dprintf(5, "fork: %s\n", strerror(errno));
+		_exit(127);
+	}
+	if (cmd == 0)
+		box_exec_command(a);
+	closefrom(0);
+	if (nsexec_command_harden() != 0 || setgroups(1, &gid) != 0 ||
+	    setresgid(BOX_UID, BOX_UID, BOX_UID) != 0 ||
+	    setresuid(BOX_UID, BOX_UID, BOX_UID) != 0)
+		_exit(127);
+	/* (A change of credentials clears it: set again, and look.) */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	for (;;) {
+		if ((pid = waitpid(-1, &st, 0)) == -1) {
+			if (errno == EINTR)
+				continue;
+			_exit(code);
+		}
+		if (pid == cmd) {
+			code = WIFEXITED(st) ? WEXITSTATUS(st) :
+			    128 + WTERMSIG(st);
+			_exit(code);
+		}
+	}
+}
+
+/*
+ * In the box's PID namespace: the command gets a PID namespace of its
+ * own, with its own /proc in a mount namespace of its own, so that it
+ * sees and reaches no process but its own (not the display's, nor the
+ * engine's, which run as the same user without no_new_privs and the
+ * filter), and all of its processes end with it, with its timeout or
+ * its stop. (A new PID namespace is made from the one a process is in,
+ * hence this step: the helper only set the box's for its children.)
+ * This process waits for the namespace's init and ends as it did; its
+ * own death ends the namespace.
+ */
+static __dead void
+box_exec_ns(const struct box_exec_args *a)
+{
+	pid_t	init;
+	int	st;
+
+	if (unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) {
+		dprintf(5, "cannot make the command's namespaces: %s\n",
+		    strerror(errno));
+		_exit(127);
+	}
+	if ((init = fork()) == -1) {
+		dprintf(5, "fork: %s\n", strerror(errno));
+		_exit(127);
+	}
+	if (init == 0)
+		box_exec_init(a);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	closefrom(0);
+	while (waitpid(init, &st, 0) == -1) {
+		if (errno != EINTR)
+			_exit(127);
+	}
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
 /*
  * Child side: enter the box (its init's cgroups and namespaces: the
  * PID namespace for the child), start the command, wait for it (a
@@ -1759,7 +1966,7 @@ box_exec_child(void *arg, int fd)
 		close(fd);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGALRM, SIG_DFL);
-		box_exec_command(a);
+		box_exec_ns(a);
 	}
 	close(4);
 	close(5);
@@ -1857,6 +2064,7 @@ box_job_text(struct box_job *bj, int i)
 }
 
 #define BOX_BG_KEPT	64	/* ended background jobs kept per box */
+#define BOX_CMD_KEPT	1024	/* of each one's command */
 
 /* A background job as sandbox_procs shows it. */
 static cJSON *
@@ -1915,6 +2123,18 @@ box_bg_done(struct box_job *bj, cJSON *result)
 			continue;
 		if (++n > BOX_BG_KEPT)
 			box_job_free(old);
+	}
+}
+
+/* An ended box: the jobs it ran are let go (none runs any more). */
+static void
+box_jobs_forget(struct box *b)
+{
+	struct box_job	*bj, *next;
+
+	LIST_FOREACH_SAFE(bj, &b->jobs, entry, next) {
+		if (bj->job == NULL && LIST_EMPTY(&bj->waiters))
+			box_job_free(bj);
 	}
 }
 
@@ -2114,7 +2334,8 @@ box_exec(struct box *b, const char *cmd, const char *cwd, int timeout,
 	bj->b = b;
 	bj->cb = cb;
 	bj->arg = arg;
-	bj->cmd = xstrdup(cmd);
+	/* (Shown by sandbox_procs: its start is enough.) */
+	bj->cmd = xstrndup(cmd, BOX_CMD_KEPT);
 	bj->started_ms = now_ms();
 	LIST_INIT(&bj->waiters);
 	b->running++;

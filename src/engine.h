@@ -566,6 +566,7 @@ void		 box_metered_call(struct box *);
 struct cJSON	*box_usage(const char *, const char *, const char *,
 		     uint64_t, int, char **);
 struct cJSON	*box_credits(const char *);
+struct cJSON	*box_boxd(struct box *);
 void		 box_thaw(struct box *, void (*)(struct box *, int,
 		     const struct cause *, void *), void *);
 void		 box_exec(struct box *, const char *, const char *, int, int,

@@ -56,6 +56,7 @@ static void	op_secret_delete_exec(struct op_call *);
 #define OP_BOX_SECRET_NAME	128
 
 #define OP_BOX_TIMEOUT_MAX	3600
+#define OP_BOX_CMD_MAX		(128 * 1024)
 
 static const struct op_arg op_sandbox_start_args[] = {
 	{ "services", OP_ARG_ARRAY, 1, -1, NULL,
@@ -501,17 +502,12 @@ op_sandbox_status_exec(struct op_call *oc)
 static void
 op_sandbox_status_go(struct op_call *oc, struct box *b)
 {
-	cJSON		*r, *boxd, *s, *w;
-	const char	*health;
+	cJSON		*r, *s, *w;
 
 	r = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, "id", b->id);
 	cJSON_AddStringToObject(r, "state", box_state_name(b->state));
-	boxd = cJSON_AddObjectToObject(r, "boxd");
-	health = b->state == BOX_READY ? "up" : b->state == BOX_STARTING ?
-	    "starting" : "down";
-	cJSON_AddStringToObject(boxd, "display", health);
-	cJSON_AddStringToObject(boxd, "engine", health);
+	cJSON_AddItemToObject(r, "boxd", box_boxd(b));
 	w = cJSON_AddArrayToObject(r, "wiring");
 	cJSON_ArrayForEach(s, b->services)
 		cJSON_AddItemToArray(w, cJSON_Duplicate(s, 1));
@@ -704,6 +700,13 @@ op_sandbox_exec_exec(struct op_call *oc)
 	if (strlen(op_arg_string(oc, "cmd")) == 0) {
 		op_call_error(oc, CAUSE_INVALID, "argument", "cmd",
 		    "cmd is empty");
+		return;
+	}
+	/* The most one argument of an exec may be (MAX_ARG_STRLEN). */
+	if (strlen(op_arg_string(oc, "cmd")) >= OP_BOX_CMD_MAX) {
+		op_call_error(oc, CAUSE_INVALID, "argument", "cmd", "cmd is"
+		    " %zu bytes; at most %d", strlen(op_arg_string(oc, "cmd")),
+		    OP_BOX_CMD_MAX - 1);
 		return;
 	}
 	if ((b = op_box(oc)) == NULL)
