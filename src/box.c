@@ -118,21 +118,11 @@ static struct docker_events	*box_events;
 static void
 box_watch(void)
 {
-	cJSON	*filters, *list;
 	char	*label;
 
-	filters = cJSON_CreateObject();
-	list = cJSON_AddArrayToObject(filters, "type");
-	cJSON_AddItemToArray(list, cJSON_CreateString("container"));
-	list = cJSON_AddArrayToObject(filters, "event");
-	cJSON_AddItemToArray(list, cJSON_CreateString("die"));
-	cJSON_AddItemToArray(list, cJSON_CreateString("destroy"));
-	list = cJSON_AddArrayToObject(filters, "label");
 	xasprintf(&label, BOX_LABEL "state-dir=%s", cfg->state_dir);
-	cJSON_AddItemToArray(list, cJSON_CreateString(label));
+	box_events = docker_events_ended(label, box_event_cb, NULL);
 	free(label);
-	box_events = docker_events_follow(filters, box_event_cb, NULL);
-	cJSON_Delete(filters);
 }
 
 /*

@@ -482,6 +482,23 @@ cgroup_helper_unmark(const char *sbox)
 }
 
 /*
+ * A line of /proc/PID/cgroup, "ID:CONTROLLERS:PATH", split in place:
+ * *ctrls (empty for the unified hierarchy) and *rel. 0, or -1.
+ */
+static int
+cgroup_line(char *line, char **ctrls, char **rel)
+{
+	line[strcspn(line, "\n")] = '\0';
+	if ((*ctrls = strchr(line, ':')) == NULL)
+		return (-1);
+	(*ctrls)++;
+	if ((*rel = strchr(*ctrls, ':')) == NULL)
+		return (-1);
+	*(*rel)++ = '\0';
+	return (0);
+}
+
+/*
  * The directory of a process's freezer group: its v1 freezer group, or
  * its unified group. NULL when neither is found.
  */
@@ -496,13 +513,8 @@ cgroup_freezer_of(pid_t pid)
 	if ((f = fopen(path, "re")) == NULL)
 		return (NULL);
 	while (fgets(line, sizeof line, f) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
-		if ((ctrls = strchr(line, ':')) == NULL)
+		if (cgroup_line(line, &ctrls, &rel) != 0)
 			continue;
-		ctrls++;
-		if ((rel = strchr(ctrls, ':')) == NULL)
-			continue;
-		*rel++ = '\0';
 		if (cgroup_v1[CGROUP_FREEZER] != NULL &&
 		    cgroup_has_word(ctrls, "freezer")) {
 			free(dir);
@@ -650,13 +662,8 @@ cgroup_procs_of(pid_t pid, size_t *n, char **cause)
 		return (NULL);
 	}
 	while (fgets(line, sizeof line, f) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
-		if ((ctrls = strchr(line, ':')) == NULL)
+		if (cgroup_line(line, &ctrls, &rel) != 0)
 			continue;
-		ctrls++;
-		if ((rel = strchr(ctrls, ':')) == NULL)
-			continue;
-		*rel++ = '\0';
 		if ((m = fopen("/proc/self/mountinfo", "re")) == NULL)
 			continue;
 		while (fgets(mline, sizeof mline, m) != NULL) {

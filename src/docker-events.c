@@ -212,3 +212,26 @@ docker_events_stop(struct docker_events *de)
 	free(de->path);
 	free(de);
 }
+
+/*
+ * Follow the ends (die, destroy) of the containers carrying label (a
+ * "key=value" filter), as docker_events_follow does.
+ */
+struct docker_events *
+docker_events_ended(const char *label, docker_event_cb cb, void *arg)
+{
+	struct docker_events	*de;
+	cJSON			*filters, *list;
+
+	filters = cJSON_CreateObject();
+	list = cJSON_AddArrayToObject(filters, "type");
+	cJSON_AddItemToArray(list, cJSON_CreateString("container"));
+	list = cJSON_AddArrayToObject(filters, "event");
+	cJSON_AddItemToArray(list, cJSON_CreateString("die"));
+	cJSON_AddItemToArray(list, cJSON_CreateString("destroy"));
+	list = cJSON_AddArrayToObject(filters, "label");
+	cJSON_AddItemToArray(list, cJSON_CreateString(label));
+	de = docker_events_follow(filters, cb, arg);
+	cJSON_Delete(filters);
+	return (de);
+}

@@ -584,6 +584,8 @@ struct docker_events;
 struct docker_events *docker_events_follow(struct cJSON *, docker_event_cb,
 		     void *);
 void		 docker_events_stop(struct docker_events *);
+struct docker_events *docker_events_ended(const char *, docker_event_cb,
+		     void *);
 
 /* sweep.c */
 void		 sweep_start(const char *, const char *, char **, size_t);

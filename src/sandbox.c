@@ -2069,24 +2069,14 @@ sandbox_reconcile(void)
 void
 sandbox_watch(sandbox_lost_fn lost)
 {
-	cJSON	*filters, *list;
 	char	*label;
 
 	sandbox_lost_cb = lost;
 	if (sandbox_events != NULL)
 		return;
-	filters = cJSON_CreateObject();
-	list = cJSON_AddArrayToObject(filters, "type");
-	cJSON_AddItemToArray(list, cJSON_CreateString("container"));
-	list = cJSON_AddArrayToObject(filters, "event");
-	cJSON_AddItemToArray(list, cJSON_CreateString("die"));
-	cJSON_AddItemToArray(list, cJSON_CreateString("destroy"));
-	list = cJSON_AddArrayToObject(filters, "label");
 	xasprintf(&label, SANDBOX_LABEL "state-dir=%s", cfg->state_dir);
-	cJSON_AddItemToArray(list, cJSON_CreateString(label));
+	sandbox_events = docker_events_ended(label, sandbox_event_cb, NULL);
 	free(label);
-	sandbox_events = docker_events_follow(filters, sandbox_event_cb, NULL);
-	cJSON_Delete(filters);
 }
 
 /* A sandbox's endpoint from its record and its container's inspection. */

@@ -11,20 +11,15 @@ import json
 import os
 import secrets
 
-from lib import (Server, check, check_eq, check_in, cleanup, docker,
-                 err_result, main, mounts_under, ok_result,
-                 remove_our_containers, remove_our_networks)
+from lib import (box_server, check, check_eq, check_in, docker, err_result,
+                 main, mounts_under, ok_result)
 
 BOX_IMAGE = "sandbox-mcp/box:bookworm"
 
 
 def test():
-    s = Server(sets=("boxes",))
+    s = box_server()
     state = s.state
-    # (Run last first: the containers, then their networks.)
-    cleanup(lambda: remove_our_networks(state))
-    cleanup(lambda: remove_our_containers(state))
-    s.initialize()
 
     tools = sorted(t["name"] for t in s.request("tools/list", {})
                    ["result"]["tools"])

@@ -10,8 +10,7 @@ import json
 import signal
 import time
 
-from lib import (Server, check, check_eq, cleanup, docker, main,
-                 ok_result, remove_our_containers, remove_our_networks,
+from lib import (Server, box_server, check, check_eq, docker, main, ok_result,
                  wait_for)
 
 CONF = "limit box-freeze-after 2\n"
@@ -23,11 +22,8 @@ def paused(bid):
 
 
 def test():
-    s = Server(sets=("boxes",), config=CONF)
+    s = box_server(CONF)
     state = s.state
-    cleanup(lambda: remove_our_networks(state))
-    cleanup(lambda: remove_our_containers(state))
-    s.initialize()
     bid = ok_result(s.call("sandbox_start", {"services": []}, timeout=180),
                     "start")["id"]
 

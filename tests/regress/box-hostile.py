@@ -18,9 +18,8 @@
 
 import time
 
-from lib import (Server, check, check_eq, check_in, cleanup, docker,
-                 err_result, main, ok_result, remove_our_containers,
-                 remove_our_networks)
+from lib import (box_server, check, check_eq, check_in, docker, err_result,
+                 main, ok_result)
 
 VSOCK_C = r"""
 #include <sys/socket.h>
@@ -34,11 +33,8 @@ int main(void) {
 """
 
 def test():
-    s = Server(sets=("boxes",))
+    s = box_server()
     state = s.state
-    cleanup(lambda: remove_our_networks(state))
-    cleanup(lambda: remove_our_containers(state))
-    s.initialize()
     bid = ok_result(s.call("sandbox_start", {"services": []}, timeout=180),
                     "start")["id"]
 

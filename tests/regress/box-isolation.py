@@ -17,8 +17,7 @@ import shutil
 import socketserver
 import threading
 
-from lib import (Server, check, check_eq, check_in, cleanup, docker,
-                 main, ok_result, remove_our_containers, remove_our_networks)
+from lib import (box_server, check, check_eq, cleanup, docker, main, ok_result)
 
 COMPOSE = """version: "3"
 services:
@@ -56,11 +55,8 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 def test():
-    s = Server(sets=("boxes",))
+    s = box_server()
     state = s.state
-    cleanup(lambda: remove_our_networks(state))
-    cleanup(lambda: remove_our_containers(state))
-    s.initialize()
     b1 = ok_result(s.call("sandbox_start", {"services": []}, timeout=180),
                    "start 1")["id"]
     b2 = ok_result(s.call("sandbox_start", {"services": []}, timeout=180),

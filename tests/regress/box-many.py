@@ -6,16 +6,12 @@
 
 import os
 
-from lib import (Server, check, check_eq, cleanup, docker, main,
-                 mounts_under, remove_our_containers, remove_our_networks)
+from lib import (box_server, check_eq, docker, main, mounts_under)
 
 
 def test():
-    s = Server(sets=("boxes",))
+    s = box_server()
     state = s.state
-    cleanup(lambda: remove_our_networks(state))
-    cleanup(lambda: remove_our_containers(state))
-    s.initialize()
 
     def all_at_once(base, calls, timeout):
         for i, (tool, args) in enumerate(calls):

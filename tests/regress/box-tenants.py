@@ -16,40 +16,8 @@ import secrets
 import signal
 import time
 
-from lib import (Http, Server, check, check_eq, check_in, cleanup, docker,
-                 err_result, http_json, http_session, keygen, main,
-                 mounts_under, ok_result, remove_our_containers,
-                 remove_our_networks, wait_for)
-
-
-class Peer:
-    """One MCP session over HTTP with one API key."""
-
-    def __init__(self, port, key, name):
-        self.key = key
-        self.port = port
-        self.name = name
-        self.conn, self.hdr = http_session(port, key=key)
-        self.rid = 10
-
-    def call(self, tool, args):
-        self.rid += 1
-        st, h, b = self.conn.request("POST", "/mcp", {
-            "jsonrpc": "2.0", "id": self.rid, "method": "tools/call",
-            "params": {"name": tool, "arguments": args}}, self.hdr)
-        check_eq(st, 200, "%s: %s status" % (self.name, tool))
-        r = http_json(b)
-        check("result" in r, "%s: %s answered %r" % (self.name, tool, r))
-        return r["result"]
-
-    def ok(self, tool, args):
-        return ok_result(self.call(tool, args), "%s: %s" % (self.name,
-                                                            tool))
-
-    def rest(self, method, path, body=None):
-        st, h, b = Http(self.port).request(
-            method, path, body, {"Authorization": "Bearer " + self.key})
-        return st, (http_json(b) if b else None)
+from lib import (Peer, Server, box_server, check, check_eq, check_in, docker,
+                 err_result, keygen, main, mounts_under, wait_for)
 
 
 def test():
@@ -58,11 +26,8 @@ def test():
     key_c, line_c = keygen("carol", "boxes")
     conf = ("%s\n%s\n%s\ntenant alice plan free\ntenant bob plan pro\n"
             % (line_a, line_b, line_c))
-    m = Server(sets=("boxes",), config=conf, listen="127.0.0.1:0")
+    m = box_server(conf, listen="127.0.0.1:0")
     state = m.state
-    cleanup(lambda: remove_our_networks(state))
-    cleanup(lambda: remove_our_containers(state))
-    m.initialize()
     a = Peer(m.port, key_a, "alice")
     b = Peer(m.port, key_b, "bob")
     c = Peer(m.port, key_c, "carol")

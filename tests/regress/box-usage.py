@@ -9,34 +9,14 @@
 
 import subprocess
 
-from lib import (BIN, Http, Server, check, check_eq, check_in, cleanup,
-                 err_result, http_json, http_session, keygen, main,
-                 ok_result, remove_our_containers, remove_our_networks,
-                 wait_for)
+from lib import (BIN, Peer, box_server, check_eq, check_in, err_result, keygen,
+                 main, wait_for)
 
 
-class Peer:
-    def __init__(self, port, key, name):
-        self.port, self.key, self.name = port, key, name
-        self.conn, self.hdr = http_session(port, key=key)
-        self.rid = 10
-
-    def call(self, tool, args):
-        self.rid += 1
-        st, h, b = self.conn.request("POST", "/mcp", {
-            "jsonrpc": "2.0", "id": self.rid, "method": "tools/call",
-            "params": {"name": tool, "arguments": args}}, self.hdr)
-        check_eq(st, 200, "%s: %s status" % (self.name, tool))
-        return http_json(b)["result"]
-
-    def ok(self, tool, args):
-        return ok_result(self.call(tool, args), self.name + ": " + tool)
-
-    def rest(self, path):
-        st, h, b = Http(self.port).request(
-            "GET", path, None, {"Authorization": "Bearer " + self.key})
-        check_eq(st, 200, "GET " + path)
-        return http_json(b)
+def get(peer, path):
+    st, r = peer.rest("GET", path)
+    check_eq(st, 200, "GET " + path)
+    return r
 
 
 def test():
@@ -45,17 +25,15 @@ def test():
     conf = ("%s\n%s\ntenant acme plan pro credits 3\ntenant free plan pro\n"
             "price box-minute 1 usd 0.5\nprice call 1 usd 0.01\n"
             % (line_a, line_f))
-    s = Server(sets=("boxes",), config=conf, listen="127.0.0.1:0")
+    s = box_server(conf, listen="127.0.0.1:0")
     state = s.state
-    cleanup(lambda: remove_our_networks(state))
-    cleanup(lambda: remove_our_containers(state))
     a = Peer(s.port, key_a, "acme")
     f = Peer(s.port, key_f, "free")
-    check_eq(a.rest("/v1/credits")["balance"], 3, "acme starts with 3")
-    check_eq(f.rest("/v1/credits")["balance"], None, "free: no limit")
+    check_eq(get(a, "/v1/credits")["balance"], 3, "acme starts with 3")
+    check_eq(get(f, "/v1/credits")["balance"], None, "free: no limit")
 
     bid = a.ok("sandbox_start", {"services": []})["id"]
-    check_eq(a.rest("/v1/credits")["balance"], 2, "the start cost 1")
+    check_eq(get(a, "/v1/credits")["balance"], 2, "the start cost 1")
     out = a.ok("sandbox_exec", {"id": bid, "cmd": "echo one"})
     check_eq(out["stdout"], "one\n", "a first command")
     out = a.ok("sandbox_exec", {"id": bid, "cmd": "echo two"})
@@ -66,13 +44,13 @@ def test():
         return st if st["state"] == "terminated" else None
     st = wait_for("the box to stop on no credits", ended, 30)
     check_eq(st["reason"], "credits_exhausted", "why it stopped")
-    check_eq(a.rest("/v1/credits")["balance"], 0, "none left")
+    check_eq(get(a, "/v1/credits")["balance"], 0, "none left")
     e = err_result(a.call("sandbox_start", {"services": []}),
                    "operation_failed", "a start with no credits")
     check_in("no credits left", e["message"], "why")
     check_in("sandbox-mcp credits acme", e["message"], "what to do")
 
-    usage = a.rest("/v1/usage")["usage"]
+    usage = get(a, "/v1/usage")["usage"]
     check_eq([(u["kind"], u["box"], u["credits"], u["unit"])
               for u in usage], [("call", bid, 1, "call")] * 3,
              "three metered calls, newest first")
@@ -81,9 +59,9 @@ def test():
                          "quantity", "tenant", "unit"], "the fields")
     check_eq((u["tenant"], u["cost_usd"], u["quantity"]),
              ("acme", 0.01, 1), "tenant, dollars, quantity")
-    check_eq(a.rest("/v1/usage?kind=box_minute")["usage"], [],
+    check_eq(get(a, "/v1/usage?kind=box_minute")["usage"], [],
              "no minute yet")
-    check_eq(len(a.rest("/v1/usage?limit=2")["usage"]), 2, "limit")
+    check_eq(len(get(a, "/v1/usage?limit=2")["usage"]), 2, "limit")
 
     # Granted from the shell, to the running server.
     conf_path = s.conf
@@ -92,7 +70,7 @@ def test():
                        text=True, timeout=30)
     check_eq((r.returncode, r.stdout), (0, "tenant acme: 5 credits left\n"),
              "credits +5: %r" % r.stderr)
-    check_eq(a.rest("/v1/credits")["balance"], 5, "seen at once")
+    check_eq(get(a, "/v1/credits")["balance"], 5, "seen at once")
     bid2 = a.ok("sandbox_start", {"services": []})["id"]
     check_eq(a.ok("sandbox_status", {"id": bid2})["state"], "ready",
              "a start again")
@@ -111,8 +89,8 @@ def test():
         f.ok("sandbox_exec", {"id": fid, "cmd": "true"})
     check_eq(f.ok("sandbox_status", {"id": fid})["state"], "ready",
              "free runs on")
-    check_eq(len(f.rest("/v1/usage")["usage"]), 4, "its calls recorded")
-    check_eq(a.rest("/v1/usage?box=" + fid)["usage"], [],
+    check_eq(len(get(f, "/v1/usage")["usage"]), 4, "its calls recorded")
+    check_eq(get(a, "/v1/usage?box=" + fid)["usage"], [],
              "acme sees none of free's")
     for p, b in ((a, bid2), (f, fid)):
         p.ok("sandbox_stop", {"id": b})

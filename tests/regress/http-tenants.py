@@ -18,41 +18,11 @@ import secrets
 import subprocess
 import time
 
-from lib import (BIN, IMAGE, Http, Server, check, check_eq, check_in,
-                 cleanup, docker, err_result, http_json, http_session,
-                 keygen, main, ok_result, remove_our_containers, tmpdir)
+from lib import (BIN, IMAGE, Peer, Server, check, check_eq, check_in, cleanup,
+                 docker, err_result, http_json, http_session, keygen, main,
+                 ok_result, remove_our_containers, tmpdir)
 
 SETS = ("management", "runtime")
-
-
-class Peer:
-    """One MCP session over HTTP with one API key."""
-
-    def __init__(self, port, key, name):
-        self.port = port
-        self.key = key
-        self.name = name
-        self.conn, self.hdr = http_session(port, key=key)
-        self.rid = 10
-
-    def call(self, tool, args):
-        self.rid += 1
-        st, h, b = self.conn.request("POST", "/mcp", {
-            "jsonrpc": "2.0", "id": self.rid, "method": "tools/call",
-            "params": {"name": tool, "arguments": args}}, self.hdr)
-        check_eq(st, 200, "%s: %s status" % (self.name, tool))
-        r = http_json(b)
-        check("result" in r, "%s: %s answered %r" % (self.name, tool, r))
-        return r["result"]
-
-    def ok(self, tool, args):
-        return ok_result(self.call(tool, args), "%s: %s" % (self.name,
-                                                            tool))
-
-    def route(self, method, path):
-        st, h, b = Http(self.port).request(
-            method, path, None, {"Authorization": "Bearer " + self.key})
-        return st, b
 
 
 def unknown_sandbox():

@@ -564,6 +564,56 @@ def http_session(port, version="2025-06-18", key=None):
     return c, hdr
 
 
+class Peer:
+    """One MCP session over HTTP with one API key: tool calls, and the
+    REST routes with the same key."""
+
+    def __init__(self, port, key, name):
+        self.port = port
+        self.key = key
+        self.name = name
+        self.conn, self.hdr = http_session(port, key=key)
+        self.rid = 10
+
+    def call(self, tool, args):
+        self.rid += 1
+        st, h, b = self.conn.request("POST", "/mcp", {
+            "jsonrpc": "2.0", "id": self.rid, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}}, self.hdr)
+        check_eq(st, 200, "%s: %s status" % (self.name, tool))
+        r = http_json(b)
+        check("result" in r, "%s: %s answered %r" % (self.name, tool, r))
+        return r["result"]
+
+    def ok(self, tool, args):
+        return ok_result(self.call(tool, args), "%s: %s" % (self.name,
+                                                            tool))
+
+    def route(self, method, path, body=None):
+        """A REST route: (status, raw body)."""
+        st, h, b = Http(self.port).request(
+            method, path, body, {"Authorization": "Bearer " + self.key})
+        return st, b
+
+    def rest(self, method, path, body=None):
+        """A REST route: (status, JSON body or None)."""
+        st, b = self.route(method, path, body)
+        return st, (http_json(b) if b else None)
+
+
+def box_server(config="", **kw):
+    """A server of the boxes set, initialized; its boxes' containers and
+    networks removed at the end."""
+    s = Server(sets=("boxes",), config=config, **kw)
+    state = s.state
+    # (Run last first: the containers, then their networks.)
+    cleanup(lambda: remove_our_networks(state))
+    cleanup(lambda: remove_our_containers(state))
+    if kw.get("stdio", True):
+        s.initialize()
+    return s
+
+
 def asan_bin():
     """The AddressSanitizer build (make check builds it)."""
     build = os.environ.get("SANDBOX_MCP_BUILDDIR", ".")
