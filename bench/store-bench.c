@@ -159,7 +159,7 @@ main(int argc, char **argv)
 	report("usage event and its credits", t, runs, &failed);
 	for (i = 0; i < runs; i++) {
 		t0 = ms_now();
-		list = store_usage_list(st, "t07", 0, 100, &cause);
+		list = store_usage_list(st, "t07", NULL, NULL, 0, 100, &cause);
 		t[i] = ms_now() - t0;
 		cJSON_Delete(list);
 	}

@@ -103,8 +103,7 @@ const char *
 box_state_name(enum box_state state)
 {
 	static const char *names[] = { "starting", "ready", "frozen",
-	    "stopping",
-	    "terminated", "interrupted" };
+	    "stopping", "terminated", "interrupted" };
 
 	return (names[state]);
 }
@@ -172,25 +171,6 @@ cJSON *
 box_secret_names(const char *tenant, char **cause)
 {
 	return (store_secret_names(box_store, tenant, cause));
-}
-
-/* Whether tenant has a secret of that name. */
-int
-box_secret_exists(const char *tenant, const char *name)
-{
-	cJSON	*names, *n;
-	char	*cause = NULL;
-	int	 found = 0;
-
-	if (box_store == NULL || (names = store_secret_names(box_store,
-	    tenant, &cause)) == NULL) {
-		free(cause);
-		return (0);
-	}
-	cJSON_ArrayForEach(n, names)
-		found |= cJSON_IsString(n) && strcmp(n->valuestring, name) == 0;
-	cJSON_Delete(names);
-	return (found);
 }
 
 /* The record of a box, as a listing shows it and the store keeps it. */
@@ -327,15 +307,12 @@ box_health(struct box *b, int *display, int *engine)
 		free(cause);
 		return;
 	}
+	/* Every hierarchy of the box's holds all of its processes. */
 	buf = xmalloc(BOX_HEALTH_PIDS * 12);
 	len = -1;
-	for (i = 0; i < n && len < 0; i++) {
-		if (strstr(procs[i], "/pids/") == NULL && i + 1 < n)
-			continue;
-		if ((fd = open(procs[i], O_RDONLY | O_CLOEXEC)) != -1) {
-			len = read(fd, buf, BOX_HEALTH_PIDS * 12 - 1);
-			close(fd);
-		}
+	if (n > 0 && (fd = open(procs[0], O_RDONLY | O_CLOEXEC)) != -1) {
+		len = read(fd, buf, BOX_HEALTH_PIDS * 12 - 1);
+		close(fd);
 	}
 	for (i = 0; i < n; i++)
 		free(procs[i]);
@@ -349,10 +326,10 @@ box_health(struct box *b, int *display, int *engine)
 		pid = strtol(buf + off, NULL, 10);
 		off += strcspn(buf + off, "\n") + 1;
 		snprintf(path, sizeof path, "/proc/%ld/exe", pid);
-		if (pid <= 0 || (n = readlink(path, exe, sizeof exe - 1)) ==
-		    (size_t)-1)
+		if (pid <= 0 || (clen = readlink(path, exe, sizeof exe - 1)) ==
+		    -1)
 			continue;
-		exe[n] = '\0';
+		exe[clen] = '\0';
 		if (strcmp(exe, "/usr/bin/Xvfb") == 0)
 			*display = 1;
 		else if (strcmp(exe, "/usr/bin/podman") == 0) {
@@ -395,26 +372,35 @@ box_boxd(struct box *b)
 #define BOX_MINUTE_MS		(60 * 1000)
 
 /*
- * A tenant's credits left: its tenant line's grant, plus what was
- * granted since (sandbox-mcp credits), less what its usage spent. 1 and
- * *left for a tenant with a credit limit, 0 for one without.
+ * A tenant's credits left: its tenant line's grant, plus balance (what
+ * the store has: granted since by sandbox-mcp credits, less what its
+ * usage spent). 1 and *left for a tenant with a credit limit, 0 for one
+ * without.
  */
 static int
-box_credits_left(const char *tenant, double *left)
+box_credits_with(const char *tenant, double balance, double *left)
 {
 	const struct cfg_tenant	*t;
-	double			 balance = 0;
-	char			*cause = NULL;
 
 	if ((t = cfg_tenant_find(tenant)) == NULL || t->credits < 0)
 		return (0);
+	*left = (double)t->credits + balance;
+	return (1);
+}
+
+/* The same, the balance read from the store. */
+static int
+box_credits_left(const char *tenant, double *left)
+{
+	double	balance = 0;
+	char	*cause = NULL;
+
 	if (box_store != NULL && store_credits(box_store, tenant, &balance,
 	    &cause) != 0) {
 		log_warnx("credits of %s: %s", tenant, cause);
 		free(cause);
 	}
-	*left = (double)t->credits + balance;
-	return (1);
+	return (box_credits_with(tenant, balance, left));
 }
 
 static void	box_credits_out(const char *);
@@ -443,7 +429,7 @@ box_meter(struct box *b, int kind)
 		free(cause);
 		return;
 	}
-	if (box_credits_left(b->tenant, &left) && left <= 0)
+	if (box_credits_with(b->tenant, balance, &left) && left <= 0)
 		box_credits_out(b->tenant);
 }
 
@@ -491,13 +477,6 @@ box_minutes_start(struct box *b)
 		evtimer_add(b->minute_ev, &tv);
 }
 
-/* A metered tool call on box b (sandbox_start, sandbox_exec). */
-void
-box_metered_call(struct box *b)
-{
-	box_meter(b, 1);
-}
-
 /*
  * tenant's usage events, newest first (at most limit, since since_ms,
  * of box and kind when not NULL); NULL and a cause.
@@ -506,29 +485,13 @@ cJSON *
 box_usage(const char *tenant, const char *box, const char *kind,
     uint64_t since_ms, int limit, char **cause)
 {
-	cJSON	*all, *list, *e, *next;
-
-	if ((all = store_usage_list(box_store, tenant, since_ms, box != NULL ||
-	    kind != NULL ? 100000 : limit, cause)) == NULL)
-		return (NULL);
-	list = cJSON_CreateArray();
-	for (e = all->child; e != NULL && cJSON_GetArraySize(list) < limit;
-	    e = next) {
-		next = e->next;
-		if ((box != NULL && strcmp(cJSON_GetStringValue(
-		    cJSON_GetObjectItem(e, "box")), box) != 0) ||
-		    (kind != NULL && strcmp(cJSON_GetStringValue(
-		    cJSON_GetObjectItem(e, "kind")), kind) != 0))
-			continue;
-		cJSON_DetachItemViaPointer(all, e);
-		cJSON_AddStringToObject(e, "tenant", tenant);
-		cJSON_AddItemToArray(list, e);
-	}
-	cJSON_Delete(all);
-	return (list);
+	return (store_usage_list(box_store, tenant, box, kind, since_ms, limit,
+	    cause));
 }
 
-/* tenant's credits: {balance (null: no limit), granted, used}. */
+/*
+ * tenant's credits: {balance (null: no limit), limited, the prices}.
+ */
 cJSON *
 box_credits(const char *tenant)
 {
@@ -1137,10 +1100,14 @@ box_setup_cb(struct box *b, int code, const char *error)
 	    "/display.log 2>&1", NULL };
 	const char	*env[] = { BOX_PATH, "HOME=/home/" BOX_USER, NULL };
 
-	if (error != NULL || code != 0) {
-		box_start_fail(b, CAUSE_FAILED, "the box could not be set up%s%s",
-		    error != NULL ? ": " : " (exit status ", error != NULL ?
-		    error : code == 1 ? "1)" : "non-zero)");
+	if (error != NULL) {
+		box_start_fail(b, CAUSE_FAILED, "the box could not be set up:"
+		    " %s", error);
+		return;
+	}
+	if (code != 0) {
+		box_start_fail(b, CAUSE_FAILED, "the box could not be set up"
+		    " (exit status %d)", code);
 		return;
 	}
 	box_dexec(b, BOX_USER, argv, env, 0, box_display_cb);
@@ -1159,12 +1126,13 @@ box_setup(struct box *b)
 	const char	*argv[] = { "/bin/sh", "-c", NULL, NULL };
 	const char	*env[] = { BOX_PATH, NULL };
 	cJSON		*s;
-	char		*script, *hosts = xstrdup(""), *tmp;
-	const char	*name;
+	char		*script, *hosts, *tmp;
 
+	/* "ADDRESS NAME..." for /etc/hosts (names are DNS labels). */
+	hosts = xstrdup(b->address != NULL ? b->address : "127.0.0.1");
 	cJSON_ArrayForEach(s, b->services) {
-		name = cJSON_GetStringValue(cJSON_GetObjectItem(s, "name"));
-		xasprintf(&tmp, "%s %s", hosts, name);
+		xasprintf(&tmp, "%s %s", hosts, cJSON_GetStringValue(
+		    cJSON_GetObjectItem(s, "name")));
 		free(hosts);
 		hosts = tmp;
 	}
@@ -1183,13 +1151,13 @@ box_setup(struct box *b)
 	    "chown " BOX_USER ":" BOX_USER " /dev/net/tun\n"
 	    "install -d -o " BOX_USER " -g " BOX_USER " -m 0700 " BOX_RUNDIR "\n"
 	    "install -d -m 1777 /tmp/.X11-unix\n"
-
 	    "printf '#!/bin/sh\\nexec podman --remote \"$@\"\\n'"
 	    " >/usr/local/bin/docker\n"
 	    "chmod 0755 /usr/local/bin/docker\n"
-	    "addr=%s\n"
-	    "[ -z \"%s\" ] || echo \"$addr%s\" >>/etc/hosts\n",
-	    b->address != NULL ? b->address : "127.0.0.1", hosts, hosts);
+	    "%s%s%s",
+	    cJSON_GetArraySize(b->services) > 0 ? "echo '" : "",
+	    cJSON_GetArraySize(b->services) > 0 ? hosts : "",
+	    cJSON_GetArraySize(b->services) > 0 ? "' >>/etc/hosts\n" : "");
 	free(hosts);
 	argv[2] = script;
 	box_dexec(b, "root", argv, env, 1, box_setup_cb);
@@ -1309,7 +1277,7 @@ box_disk_cb(const struct cause *cause, void *arg)
 		    " not be made: %s", strerror(errno));
 		return;
 	}
-	tenantnet_ensure(b->id, b->span, box_network_cb, b);
+	tenantnet_ensure(b->id, 1, b->span, box_network_cb, b);
 }
 
 /*
@@ -1379,7 +1347,7 @@ box_start(const char *tenant, cJSON *services, cJSON *secrets, int idle_min,
 		return;
 	}
 	free(top);
-	disk_create(b->id, plan->disk, box_disk_cb, b);
+	disk_create(b->id, plan->disk, 1, box_disk_cb, b);
 }
 
 /* ---- stop ---- */
@@ -1436,7 +1404,7 @@ box_teardown(struct box *b)
 	struct box_gone	 g;
 	box_stop_cb	 cb;
 	void		*arg;
-	char		*path;
+	char		*path, *top;
 
 	if (b->dc != NULL || b->dexec != NULL || b->disk_busy)
 		return;		/* its call ends first, and comes back */
@@ -1460,6 +1428,10 @@ box_teardown(struct box *b)
 		job_fork("box-disk", box_disk_child, &g, box_disk_gone, b);
 		return;
 	}
+	/* A start that failed before its disk left its directory empty. */
+	top = state_where(STATE_SANDBOX, b->id, NULL);
+	rmdir(top);
+	free(top);
 	if (b->state == BOX_STOPPING)
 		box_set_state(b, BOX_TERMINATED, b->reason);
 	box_jobs_forget(b);
@@ -1734,6 +1706,36 @@ box_exec_same(const struct box_exec_args *a)
 }
 
 /*
+ * Child side: what a box's command, and its namespace's init, keep: no
+ * way back to more privilege, the command filter (while still able to
+ * cut the bounding set), then the box user. 0, or -1 with errno.
+ */
+static int
+box_drop(void)
+{
+	gid_t	gid = BOX_UID;
+
+	if (nsexec_command_harden() != 0 || setgroups(1, &gid) != 0 ||
+	    setresgid(BOX_UID, BOX_UID, BOX_UID) != 0 ||
+	    setresuid(BOX_UID, BOX_UID, BOX_UID) != 0)
+		return (-1);
+	return (0);
+}
+
+/* Child side: wait for pid; its end as a shell's exit code, or -1. */
+static int
+box_wait(pid_t pid)
+{
+	int	st;
+
+	while (waitpid(pid, &st, 0) == -1) {
+		if (errno != EINTR)
+			return (-1);
+	}
+	return (WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
+/*
  * The command's own process, in the box's namespaces: the box user, no
  * way back to more privilege, the command filter, its directory found
  * beneath /work without leaving it, its output on fds 4 and 5 (or in
@@ -1743,7 +1745,6 @@ static __dead void
 box_exec_command(const struct box_exec_args *a)
 {
 	struct open_how	 how;
-	gid_t		 gid = BOX_UID;
 	char		*argv[4], name[32];
 	int		 wfd, dfd, sfd, lfd, nfd;
 
@@ -1754,27 +1755,14 @@ box_exec_command(const struct box_exec_args *a)
 	if (*a->bg == '\0' && (dup2(4, STDOUT_FILENO) == -1 ||
 	    dup2(5, STDERR_FILENO) == -1))
 		goto fail;
-	/* Hardened while still able to cut the bounding set, then the user. */
-	if (nsexec_command_harden() != 0)
-		goto fail;
-	if (setgroups(1, &gid) != 0 || setresgid(BOX_UID, BOX_UID,
-	    BOX_UID) != 0 || setresuid(BOX_UID, BOX_UID, BOX_UID) != 0)
+	if (box_drop() != 0)
 		goto fail;
 	if ((wfd = open("/work", O_PATH | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		goto fail;
 	memset(&how, 0, sizeof how);
 	how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-	dfd = wfd;
-	if (*a->cwd != '\0' && (dfd = syscall(SYS_openat2, wfd, a->cwd, &how,
-	    sizeof how)) == -1) {
-		dprintf(STDERR_FILENO, "cwd %s: %s\n", a->cwd, errno ==
-		    EXDEV ? "it leads out of /work" : strerror(errno));
-		_exit(126);
-	}
-	if (fchdir(dfd) != 0)
-		goto fail;
+	/* A background job's log first: what goes wrong next goes there. */
 	if (*a->bg != '\0') {
 		how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
 		if ((mkdirat(wfd, ".sbx", 0755) != 0 && errno != EEXIST) ||
@@ -1788,6 +1776,16 @@ box_exec_command(const struct box_exec_args *a)
 		    dup2(lfd, STDERR_FILENO) == -1)
 			goto fail;
 	}
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	dfd = wfd;
+	if (*a->cwd != '\0' && (dfd = syscall(SYS_openat2, wfd, a->cwd, &how,
+	    sizeof how)) == -1) {
+		dprintf(STDERR_FILENO, "cwd %s: %s\n", a->cwd, errno ==
+		    EXDEV ? "it leads out of /work" : strerror(errno));
+		_exit(126);
+	}
+	if (fchdir(dfd) != 0)
+		goto fail;
 	closefrom(3);
 	argv[0] = (char *)"bash";
 	argv[1] = (char *)"-lc";
@@ -1800,8 +1798,6 @@ fail:
 	_exit(127);
 }
 
-static __dead void	box_exec_command(const struct box_exec_args *);
-
 /*
  * pid 1 of the command's PID namespace: its /proc mounted, no privilege
  * kept, it starts the command and reaps what ends until the command
@@ -1810,9 +1806,8 @@ static __dead void	box_exec_command(const struct box_exec_args *);
 static __dead void
 box_exec_init(const struct box_exec_args *a)
 {
-	gid_t	gid = BOX_UID;
 	pid_t	cmd, pid, parent = getppid();
-	int	st, code = 127;
+	int	st;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0 ||
@@ -1829,26 +1824,18 @@ box_exec_init(const struct box_exec_args *a)
 	if (cmd == 0)
 		box_exec_command(a);
 	closefrom(0);
-	if (nsexec_command_harden() != 0 || setgroups(1, &gid) != 0 ||
-	    setresgid(BOX_UID, BOX_UID, BOX_UID) != 0 ||
-	    setresuid(BOX_UID, BOX_UID, BOX_UID) != 0)
+	if (box_drop() != 0)
 		_exit(127);
 	/* (A change of credentials clears it: set again, and look.) */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(127);
-	for (;;) {
-		if ((pid = waitpid(-1, &st, 0)) == -1) {
-			if (errno == EINTR)
-				continue;
-			_exit(code);
-		}
-		if (pid == cmd) {
-			code = WIFEXITED(st) ? WEXITSTATUS(st) :
-			    128 + WTERMSIG(st);
-			_exit(code);
-		}
+	/* The orphans of the namespace come here too: reaped. */
+	while ((pid = waitpid(-1, &st, 0)) != cmd) {
+		if (pid == -1 && errno != EINTR)
+			_exit(127);
 	}
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
 /*
@@ -1866,7 +1853,7 @@ static __dead void
 box_exec_ns(const struct box_exec_args *a)
 {
 	pid_t	init;
-	int	st;
+	int	code;
 
 	if (unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) {
 		dprintf(5, "cannot make the command's namespaces: %s\n",
@@ -1881,18 +1868,15 @@ box_exec_ns(const struct box_exec_args *a)
 		box_exec_init(a);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	closefrom(0);
-	while (waitpid(init, &st, 0) == -1) {
-		if (errno != EINTR)
-			_exit(127);
-	}
-	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	code = box_wait(init);
+	_exit(code == -1 ? 127 : code);
 }
 
 /*
  * Child side: enter the box (its init's cgroups and namespaces: the
  * PID namespace for the child), start the command, wait for it (a
- * foreground one at most its timeout, then its process group is
- * killed) and answer its end.
+ * foreground one at most its timeout, then its namespace is killed, as
+ * on a stop) and answer its end.
  */
 static int
 box_exec_child(void *arg, int fd)
@@ -1904,7 +1888,7 @@ box_exec_child(void *arg, int fd)
 	cJSON			*r;
 	char			 path[64], **procs, *cause = NULL;
 	size_t			 n, i;
-	int			 nsfd[BOX_NS_MAX], st, cfd;
+	int			 nsfd[BOX_NS_MAX], code, cfd;
 
 	if (!box_exec_same(a)) {
 		job_fail(fd, CAUSE_FAILED, NULL, NULL, "the box's container"
@@ -1962,19 +1946,14 @@ box_exec_child(void *arg, int fd)
 	close(5);
 	if (a->timeout > 0)
 		alarm(a->timeout);
-	while (waitpid(box_child, &st, 0) == -1) {
-		if (errno != EINTR) {
-			job_fail(fd, CAUSE_INTERNAL, NULL, NULL, "waitpid: %s",
-			    strerror(errno));
-			return (1);
-		}
+	if ((code = box_wait(box_child)) == -1) {
+		job_fail(fd, CAUSE_INTERNAL, NULL, NULL, "waitpid: %s",
+		    strerror(errno));
+		return (1);
 	}
 	alarm(0);
 	r = cJSON_CreateObject();
-	if (WIFEXITED(st))
-		cJSON_AddNumberToObject(r, "exitCode", WEXITSTATUS(st));
-	else
-		cJSON_AddNumberToObject(r, "exitCode", 128 + WTERMSIG(st));
+	cJSON_AddNumberToObject(r, "exitCode", code);
 	if (box_timed_out)
 		cJSON_AddTrueToObject(r, "timedOut");
 	if (box_stopped)
@@ -2212,7 +2191,7 @@ box_job_done(cJSON *result, const struct cause *cause, void *arg)
 {
 	struct box_job	*bj = arg;
 	cJSON		*r, *v;
-	int		 i;
+	int		 i, timed_out;
 
 	bj->job = NULL;
 	if (bj->b->running > 0)
@@ -2236,14 +2215,10 @@ box_job_done(cJSON *result, const struct cause *cause, void *arg)
 	cJSON_AddItemToObject(r, "stdout", box_job_text(bj, 0));
 	cJSON_AddItemToObject(r, "stderr", box_job_text(bj, 1));
 	v = cJSON_GetObjectItem(result, "exitCode");
-	cJSON_AddNumberToObject(r, "exitCode", cJSON_IsNumber(v) ?
-	    v->valueint : -1);
-	if (cJSON_IsTrue(cJSON_GetObjectItem(result, "timedOut"))) {
-		cJSON_ReplaceItemInObject(r, "exitCode",
-		    cJSON_CreateNumber(124));
-		cJSON_AddTrueToObject(r, "timedOut");
-	} else
-		cJSON_AddFalseToObject(r, "timedOut");
+	timed_out = cJSON_IsTrue(cJSON_GetObjectItem(result, "timedOut"));
+	cJSON_AddNumberToObject(r, "exitCode", timed_out ? 124 :
+	    cJSON_IsNumber(v) ? v->valueint : -1);
+	cJSON_AddBoolToObject(r, "timedOut", timed_out);
 	cJSON_AddBoolToObject(r, "truncated", bj->truncated[0] ||
 	    bj->truncated[1]);
 	cJSON_AddBoolToObject(r, "stdoutTruncated", bj->truncated[0]);

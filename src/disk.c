@@ -91,6 +91,7 @@ struct disk_op {
 	char			 id[65];
 	long long		 size;
 	long long		 reserve;	/* kept free on the host */
+	int			 sparse;	/* capped, not reserved */
 	char			*image;
 	char			*mnt;
 	char			*staging;
@@ -476,13 +477,10 @@ disk_reserve(int ifd, struct disk_op *op)
 	int		r;
 
 	room = disk_room(ifd);
-	/*
-	 * A box's disk is capped, not reserved (boxes are many and large,
-	 * and share the room): made while the reserve is left.
-	 */
-	if (strncmp(op->id, "box-", 4) == 0) {
+	/* A sparse disk is capped, not reserved: made while the reserve is. */
+	if (op->sparse) {
 		if (room >= 0 && room < op->reserve)
-			return (disk_full("no room for the box's disk: %lld"
+			return (disk_full("no room for the disk: %lld"
 			    " MiB are free on the file system of the state"
 			    " directory, under the reserve of %lld MiB (limit"
 			    " disk-reserve)", room >> 20, op->reserve >> 20));
@@ -654,7 +652,7 @@ disk_op_wait(struct disk_op *op, disk_cb cb, void *arg)
 
 static void
 disk_op_start(enum disk_kind kind, const char *id, long long size,
-    disk_cb cb, void *arg)
+    int sparse, disk_cb cb, void *arg)
 {
 	static int	(*fns[])(void *, int) = { disk_create_child,
 	    disk_mount_child };
@@ -665,6 +663,7 @@ disk_op_start(enum disk_kind kind, const char *id, long long size,
 	op->kind = kind;
 	strlcpy(op->id, id, sizeof op->id);
 	op->size = size;
+	op->sparse = sparse;
 	op->reserve = cfg_limit(LIMIT_DISK_RESERVE);
 	op->image = disk_image_path(id);
 	op->mnt = state_where(STATE_SANDBOX, id, NULL);
@@ -677,13 +676,16 @@ disk_op_start(enum disk_kind kind, const char *id, long long size,
 }
 
 /*
- * Make a sandbox's disk of size bytes and mount it on its directory
- * (which exists, empty); cb(NULL) once it is there, or cb(error).
+ * Make a sandbox's (or a box's) disk of size bytes and mount it on its
+ * directory (which exists, empty); cb(NULL) once it is there, or
+ * cb(error). Its room is reserved on the host, unless sparse (a box's:
+ * boxes are many and large, and share the room).
  */
 void
-disk_create(const char *id, long long size, disk_cb cb, void *arg)
+disk_create(const char *id, long long size, int sparse, disk_cb cb,
+    void *arg)
 {
-	disk_op_start(DISK_CREATE, id, size, cb, arg);
+	disk_op_start(DISK_CREATE, id, size, sparse, cb, arg);
 }
 
 /*
@@ -705,7 +707,7 @@ disk_ensure(const char *id, disk_cb cb, void *arg)
 		cb(NULL, arg);
 		return;
 	}
-	disk_op_start(DISK_MOUNT, id, 0, cb, arg);
+	disk_op_start(DISK_MOUNT, id, 0, 0, cb, arg);
 }
 
 /* Whether a sandbox has a disk, made or mounted (even half made). */

@@ -338,8 +338,8 @@ int		 squash_managed_sessions(const char *, struct cJSON *);
 /* tenantnet.c */
 typedef void (*tenantnet_cb)(const char *, const char *, void *);
 void		 tenantnet_name(const char *, char *, size_t);
-void		 tenantnet_ensure(const char *, struct tspan *, tenantnet_cb,
-		     void *);
+void		 tenantnet_ensure(const char *, int, struct tspan *,
+		     tenantnet_cb, void *);
 void		 tenantnet_done(const char *, int);
 void		 tenantnet_done_then(const char *, int, void (*)(void *),
 		     void *);
@@ -550,7 +550,6 @@ struct box {
 };
 const char	*box_state_name(enum box_state);
 int		 box_init(char **);
-int		 box_secret_exists(const char *, const char *);
 struct cJSON	*box_record(struct box *);
 struct box	*box_find(const char *, const char *);
 struct cJSON	*box_list_json(const char *);
@@ -562,7 +561,6 @@ int		 box_secret_remove(const char *, const char *, char **);
 struct cJSON	*box_secret_names(const char *, char **);
 void		 box_stop(struct box *, const char *, box_stop_cb, void *);
 void		 box_touch(struct box *);
-void		 box_metered_call(struct box *);
 struct cJSON	*box_usage(const char *, const char *, const char *,
 		     uint64_t, int, char **);
 struct cJSON	*box_credits(const char *);

@@ -436,7 +436,9 @@ op_sandbox_start_cb(struct box *b, const struct cause *cause, void *arg)
 static void
 op_sandbox_start_exec(struct op_call *oc)
 {
-	cJSON		*services, *secrets = op_arg(oc, "secrets"), *s;
+	cJSON		*services, *secrets = op_arg(oc, "secrets"), *s, *n;
+	cJSON		*names = NULL;
+	char		*cause = NULL;
 	long long	 idle = 0;
 
 	if (op_arg(oc, "externalBaseUrl") != NULL) {
@@ -446,17 +448,29 @@ op_sandbox_start_exec(struct op_call *oc)
 		    " without it (every service then resolves to the box)");
 		return;
 	}
+	if (cJSON_GetArraySize(secrets) > 0 && (names = box_secret_names(
+	    op_call_tenant(oc), &cause)) == NULL) {
+		op_call_error(oc, CAUSE_INTERNAL, NULL, NULL, "%s", cause);
+		free(cause);
+		return;
+	}
 	cJSON_ArrayForEach(s, secrets) {
-		if (!cJSON_IsString(s) || !box_secret_exists(
-		    op_call_tenant(oc), s->valuestring)) {
+		cJSON_ArrayForEach(n, names) {
+			if (cJSON_IsString(s) && strcmp(n->valuestring,
+			    s->valuestring) == 0)
+				break;
+		}
+		if (n == NULL) {
 			op_call_error(oc, CAUSE_INVALID, "argument", "secrets",
 			    "secrets: no secret named \"%s\" exists for this"
 			    " tenant (sandbox_secrets lists them)",
 			    cJSON_IsString(s) ? s->valuestring : "(not a"
 			    " string)");
+			cJSON_Delete(names);
 			return;
 		}
 	}
+	cJSON_Delete(names);
 	if (op_arg(oc, "idleTimeoutMin") != NULL)
 		idle = op_arg_integer(oc, "idleTimeoutMin");
 	if (idle > 60 * 24 * 365) {
@@ -606,20 +620,13 @@ op_box_result(struct op_call *oc, cJSON *r)
 	return (r);
 }
 
-/* A box that can run a command now, or NULL once answered. */
-static struct box *
-op_box_ready(struct op_call *oc)
+/* Answer that box b cannot run a command now: its state, and why. */
+static void
+op_box_not_ready(struct op_call *oc, struct box *b)
 {
-	struct box	*b;
-
-	if ((b = op_box(oc)) == NULL)
-		return (NULL);
-	if (b->state == BOX_READY)
-		return (b);
 	op_call_error(oc, CAUSE_CONFLICT, "id", b->id, "box %s is %s%s%s",
 	    b->id, box_state_name(b->state), b->reason != NULL ? ": " : "",
 	    b->reason != NULL ? b->reason : "");
-	return (NULL);
 }
 
 /*
@@ -664,7 +671,7 @@ op_sandbox_exec_go(struct op_call *oc, struct box *b)
 	const char	*cwd = "";
 
 	if (b->state != BOX_READY) {
-		op_box_ready(oc);	/* says why */
+		op_box_not_ready(oc, b);
 		return;
 	}
 	if (op_arg(oc, "cwd") != NULL)
@@ -712,7 +719,7 @@ op_sandbox_exec_exec(struct op_call *oc)
 	if ((b = op_box(oc)) == NULL)
 		return;
 	if (b->state != BOX_READY && b->state != BOX_FROZEN) {
-		op_box_ready(oc);
+		op_box_not_ready(oc, b);
 		return;
 	}
 	op_box_thaw(oc, b, op_sandbox_exec_go);

@@ -409,7 +409,8 @@ int		 store_credits(struct store *, const char *, double *, char **);
 int		 store_box_put(struct store *, const char *, const char *,
 		     const char *, const char *, char **);
 struct cJSON	*store_box_list(struct store *, const char **, char **);
-struct cJSON	*store_usage_list(struct store *, const char *, uint64_t, int,
+struct cJSON	*store_usage_list(struct store *, const char *, const char *,
+		     const char *, uint64_t, int,
 		     char **);
 
 /* trash.c */
@@ -517,7 +518,7 @@ int		 disk_exists(const char *);
 int		 disk_journal_whole(const char *);
 int		 disk_mounted(const char *);
 int		 disk_present(const char *);
-void		 disk_create(const char *, long long, disk_cb, void *);
+void		 disk_create(const char *, long long, int, disk_cb, void *);
 void		 disk_ensure(const char *, disk_cb, void *);
 int		 disk_teardown(const char *, char **);
 

@@ -963,8 +963,8 @@ sandbox_create_records(struct sandbox_create *sc)
 		telemetry_span_attr_str(mb->disk_span, "sandbox_id", mb->id);
 		telemetry_span_attr_int(mb->disk_span, "bytes",
 		    cfg->profile.disk);
-		disk_create(mb->id, cfg->profile.disk, sandbox_create_disk_cb,
-		    mb);
+		disk_create(mb->id, cfg->profile.disk, 0,
+		    sandbox_create_disk_cb, mb);
 	}
 	sandbox_create_containers(sc);
 }
@@ -1030,7 +1030,8 @@ sandbox_create_image_cb(cJSON *reply, const char *error, int status,
 	sc->step = SANDBOX_CREATE_BASE;
 	/* The tenant's network meanwhile (asked for once the image is). */
 	sc->net = SANDBOX_NET_ASKED;
-	tenantnet_ensure(sc->tenant, sc->span, sandbox_create_network_cb, sc);
+	tenantnet_ensure(sc->tenant, 0, sc->span, sandbox_create_network_cb,
+	    sc);
 	/*
 	 * Another tenant's root inside the workspace is not copied; no copy
 	 * is made unless the disks and the reserve still fit beside it.

@@ -591,26 +591,33 @@ store_credits(struct store *st, const char *tenant, double *balance,
 }
 
 /*
- * A tenant's usage events at since_ms or later, newest first, at most
- * limit of them (an index range: short however many rows there are).
+ * A tenant's usage events at since_ms or later (of box and of kind, when
+ * not NULL), newest first, at most limit of them (an index range: short
+ * however many rows there are).
  */
 cJSON *
-store_usage_list(struct store *st, const char *tenant, uint64_t since_ms,
-    int limit, char **cause)
+store_usage_list(struct store *st, const char *tenant, const char *box,
+    const char *kind, uint64_t since_ms, int limit, char **cause)
 {
 	sqlite3_stmt	*s;
 	cJSON		*list, *e;
 
 	if (store_prepare(st, "SELECT box, kind, quantity, unit, credits,"
-	    " at_ms, cost_usd FROM usage WHERE tenant = ? AND at_ms >= ?"
-	    " ORDER BY at_ms DESC LIMIT ?", &s, cause) != 0)
+	    " at_ms, cost_usd FROM usage WHERE tenant = ?1 AND at_ms >= ?2"
+	    " AND (?4 IS NULL OR box = ?4) AND (?5 IS NULL OR kind = ?5)"
+	    " ORDER BY at_ms DESC LIMIT ?3", &s, cause) != 0)
 		return (NULL);
 	sqlite3_bind_text(s, 1, tenant, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, (sqlite3_int64)since_ms);
 	sqlite3_bind_int(s, 3, limit);
+	if (box != NULL)
+		sqlite3_bind_text(s, 4, box, -1, SQLITE_STATIC);
+	if (kind != NULL)
+		sqlite3_bind_text(s, 5, kind, -1, SQLITE_STATIC);
 	list = cJSON_CreateArray();
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "tenant", tenant);
 		cJSON_AddStringToObject(e, "box",
 		    (const char *)sqlite3_column_text(s, 0));
 		cJSON_AddStringToObject(e, "kind",

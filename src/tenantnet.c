@@ -82,6 +82,7 @@ struct tenantnet_req {
 	char				 bridge[TENANTNET_IFNAME];
 	struct tspan			*span;
 	int				 tries;
+	int				 boxnet;	/* from box-subnets */
 	int				 overlaps;	/* box subnets */
 	int				 waited;
 	struct event			*retry;
@@ -553,8 +554,8 @@ tenantnet_created_cb(cJSON *reply, const char *error, int status,
 	struct tenantnet_req	*r = arg;
 
 	/* A box's subnet taken already: another, a few times. */
-	if (error != NULL && strncmp(r->tenant, "box-", 4) == 0 &&
-	    strstr(error, "overlap") != NULL && r->overlaps++ < 16) {
+	if (error != NULL && r->boxnet && strstr(error, "overlap") != NULL &&
+	    r->overlaps++ < 16) {
 		r->tries--;
 		tenantnet_lookup(r);
 		return;
@@ -636,7 +637,7 @@ tenantnet_list_cb(cJSON *reply, const char *error, int status, void *arg)
 	opts = cJSON_AddObjectToObject(body, "Options");
 	cJSON_AddStringToObject(opts, "com.docker.network.bridge.enable_icc",
 	    "true");
-	if (strncmp(r->tenant, "box-", 4) == 0)
+	if (r->boxnet)
 		tenantnet_box_subnet(body);
 	docker_call("POST", "/networks/create", "network_create", body,
 	    r->span, tenantnet_created_cb, r);
@@ -685,11 +686,13 @@ tenantnet_lookup(struct tenantnet_req *r)
 /*
  * Make sure tenant's network is there and walled off from the host: cb
  * gets its id, or NULL and why not. Until the caller says tenantnet_done,
- * the network is not released (its containers are yet to be made).
+ * the network is not released (its containers are yet to be made). A
+ * box's network (boxnet; its "tenant" is the box's id) is cut from
+ * box-subnets.
  */
 void
-tenantnet_ensure(const char *tenant, struct tspan *parent, tenantnet_cb cb,
-    void *arg)
+tenantnet_ensure(const char *tenant, int boxnet, struct tspan *parent,
+    tenantnet_cb cb, void *arg)
 {
 	struct tenantnet_req	*r;
 	struct tenantnet_waiter	*w;
@@ -716,6 +719,7 @@ tenantnet_ensure(const char *tenant, struct tspan *parent, tenantnet_cb cb,
 	r = xcalloc(1, sizeof *r);
 	r->tenant = xstrdup(tenant);
 	r->name = xstrdup(name);
+	r->boxnet = boxnet;
 	TAILQ_INIT(&r->waiters);
 	TAILQ_INSERT_TAIL(&r->waiters, w, entry);
 	LIST_INSERT_HEAD(&tenantnet_reqs, r, entry);

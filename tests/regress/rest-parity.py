@@ -28,9 +28,8 @@ import os
 import re
 from urllib.parse import urlencode
 
-from lib import (IMAGE, Http, Server, check, check_eq, check_in, cleanup,
-                 http_json, http_session, keygen, main,
-                 remove_our_containers, tmpdir)
+from lib import (IMAGE, Http, Peer, Server, check, check_eq, check_in,
+                 cleanup, keygen, main, remove_our_containers, tmpdir)
 
 SETS = ("management", "runtime")
 STATUS = {"invalid_request": 400, "unauthorized": 401, "not_found": 404,
@@ -39,31 +38,6 @@ STATUS = {"invalid_request": 400, "unauthorized": 401, "not_found": 404,
 UNKNOWN_SBOX = "sbox-0123456789ab"
 UNKNOWN_WS = "ws-0123456789ab"
 UNKNOWN_CMD = "cmd-0123456789ab"
-
-
-class Mcp:
-    """One MCP session over HTTP with one API key."""
-
-    def __init__(self, port, key, name):
-        self.name = name
-        self.conn, self.hdr = http_session(port, key=key)
-        self.rid = 10
-
-    def call(self, tool, args):
-        self.rid += 1
-        st, h, b = self.conn.request("POST", "/mcp", {
-            "jsonrpc": "2.0", "id": self.rid, "method": "tools/call",
-            "params": {"name": tool, "arguments": args}}, self.hdr)
-        check_eq(st, 200, "%s: MCP %s status" % (self.name, tool))
-        r = http_json(b)
-        check("result" in r, "%s: MCP %s answered %r" % (self.name, tool, r))
-        return r["result"]
-
-    def ok(self, tool, args):
-        res = self.call(tool, args)
-        check(res.get("isError") is False, "%s: MCP %s %r failed: %r"
-              % (self.name, tool, args, res))
-        return res["structuredContent"]
 
 
 def query_text(v):
@@ -230,7 +204,7 @@ def test():
     srv = Server(sets=SETS, config=conf, listen="127.0.0.1:0", stdio=False)
     state = srv.state
     cleanup(lambda: remove_our_containers(state))
-    mcp = Mcp(srv.port, key_a, "alice")
+    mcp = Peer(srv.port, key_a, "alice")
     rest = Rest(srv.port, key_a, "alice")
     made = []
 
@@ -855,7 +829,7 @@ def tenants(port, key_b, rest, R, cmd_r, ws_live, exports):
     commands answer exactly as unknown ids, over REST as over MCP."""
     pwned = os.path.join(exports, "pwned.tar")
     brest = Rest(port, key_b, "bob")
-    bmcp = Mcp(port, key_b, "bob")
+    bmcp = Peer(port, key_b, "bob")
     lst = same_result("bob: list_sandboxes", brest.req("GET", "/v1/sandboxes"),
                       bmcp.call("list_sandboxes", {}))
     check_eq(lst, {"sandboxes": []}, "bob lists none of alice's")

@@ -256,7 +256,7 @@ test_usage(void)
 	u.tenant = "tb";
 	CHECK_INT(store_usage_add(st, &u, &balance, &cause), 0);
 	CHECK(balance == -2.5);
-	list = store_usage_list(st, "ta", 1005, 3, &cause);
+	list = store_usage_list(st, "ta", NULL, NULL, 1005, 3, &cause);
 	CHECK(list != NULL);
 	CHECK_INT(cJSON_GetArraySize(list), 3);
 	CHECK_INT(cJSON_GetNumberValue(cJSON_GetObjectItem(
@@ -264,7 +264,7 @@ test_usage(void)
 	CHECK_INT(cJSON_GetNumberValue(cJSON_GetObjectItem(
 	    cJSON_GetArrayItem(list, 2), "at")), 1007);
 	cJSON_Delete(list);
-	list = store_usage_list(st, "ta", 1005, 100, &cause);
+	list = store_usage_list(st, "ta", NULL, NULL, 1005, 100, &cause);
 	CHECK_INT(cJSON_GetArraySize(list), 5);
 	cJSON_Delete(list);
 	store_close(st);
