@@ -1683,7 +1683,8 @@ box_alarm(int sig)
 	else
 		box_timed_out = 1;
 	/* Its namespace's init, and with it every process of it. */
-	kill(box_child, SIGKILL);
+	if (box_child > 0)
+		kill(box_child, SIGKILL);
 }
 
 /* Child side: whether pid is still the init of the box's container. */
@@ -1885,6 +1886,7 @@ box_exec_child(void *arg, int fd)
 	    "pid", "mnt" };
 	const struct box_exec_args *a = arg;
 	struct sigaction	 sa;
+	sigset_t		 set;
 	cJSON			*r;
 	char			 path[64], **procs, *cause = NULL;
 	size_t			 n, i;
@@ -1926,6 +1928,14 @@ box_exec_child(void *arg, int fd)
 		}
 		close(nsfd[i]);
 	}
+	/*
+	 * A stop (SIGTERM) that comes before the fork waits for it (it
+	 * has the child to kill then); before the handler, it ends us.
+	 */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGALRM);
+	sigprocmask(SIG_BLOCK, &set, NULL);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = box_alarm;
 	sigemptyset(&sa.sa_mask);
@@ -1940,8 +1950,10 @@ box_exec_child(void *arg, int fd)
 		close(fd);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGALRM, SIG_DFL);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
 		box_exec_ns(a);
 	}
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
 	close(4);
 	close(5);
 	if (a->timeout > 0)

@@ -68,6 +68,30 @@ def test():
                   "pgrep -f 'sleep 4[234]4[234]' || true")
     check_eq(left.strip(), "", "none of them left: %r" % left)
 
+    # Stops that come as a job starts (before its helper has a command
+    # to kill): many at once; the server, and this test, live on.
+    for i in range(40):
+        rids = []
+        for k in range(4):
+            rid = 10000 + i * 10 + k
+            s.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                    "params": {"name": "sandbox_exec", "arguments": {
+                        "id": bid, "cmd": "sleep 1000",
+                        "background": True}}})
+            rids.append(rid)
+        bgs = [s.wait(r, 60)["result"]["structuredContent"]["bgId"]
+               for r in rids]
+        for k, b in enumerate(bgs):
+            s.send({"jsonrpc": "2.0", "id": 20000 + i * 10 + k,
+                    "method": "tools/call", "params": {
+                        "name": "sandbox_procs", "arguments": {
+                            "id": bid, "action": "stop", "bgId": b}}})
+        for k in range(4):
+            r = s.wait(20000 + i * 10 + k, 60)["result"]
+            check_eq((r["isError"], r["structuredContent"]["running"]),
+                     (False, False), "a stop at its start")
+    check(s.proc.poll() is None, "the server lives")
+
     # No vsock, no AF_ALG: a command, and a container of the box's own.
     out = ex("python3 -c 'import socket; socket.socket(40, 1)' 2>&1 |"
              " tail -1")
